@@ -1,0 +1,35 @@
+"""The two-method contract between the scheduler and whatever starts runs."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..plan import RunSpec
+from ..rundir import RunDir
+
+
+class RunHandle(Protocol):
+    """A started run."""
+
+    pid: int | None
+    host: str
+
+    def poll(self) -> int | None:
+        """The worker's exit code once it has ended (negative: killed by that signal), else None."""
+
+    def interrupt(self) -> None:
+        """Ask the run to stop: it saves a checkpoint and exits (SIGINT to its process group)."""
+
+    def kill(self) -> None:
+        """Stop the run and everything it started, at once."""
+
+    def peak_rss_mb(self) -> float | None:
+        """Largest resident memory seen so far for the run's processes, if known."""
+
+
+class Launcher(Protocol):
+    def start(self, run: RunSpec, run_dir: RunDir) -> RunHandle:
+        """Start `python -m mjsweep.worker RUN_DIR` for this run; its output goes to run_dir.log."""
+
+    def close(self) -> None:
+        """Release whatever the launcher holds (connections, clusters)."""

@@ -1,0 +1,106 @@
+"""Runs as local OS processes: one worker per run, each in its own process group, one thread each."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+from ..plan import RunSpec
+from ..rundir import RunDir
+
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+               "VECLIB_MAXIMUM_THREADS")
+_PR_SET_PDEATHSIG = 1
+
+
+def worker_command(run_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "mjsweep.worker", str(run_dir)]
+
+
+def worker_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The parent's environment with every thread pool capped at one thread and output unbuffered."""
+    env = dict(os.environ if base is None else base)
+    env.update({var: "1" for var in THREAD_VARS})
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _die_with_parent(parent_pid: int):
+    """A preexec_fn: the kernel SIGKILLs the child when the launcher dies, however it dies."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before fork, not in the child
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent_pid:  # the launcher died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
+class LocalHandle:
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+        self.pid = proc.pid
+        self.host = socket.gethostname()
+        self._peak_rss = 0.0
+
+    def poll(self) -> int | None:
+        self._sample_rss()
+        code = self.proc.poll()
+        if code is not None:
+            self._signal_group(signal.SIGKILL)  # whatever the worker started dies with it
+        return code
+
+    def interrupt(self) -> None:
+        self._signal_group(signal.SIGINT)
+
+    def kill(self) -> None:
+        self._signal_group(signal.SIGKILL)
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.proc.wait(timeout)
+
+    def peak_rss_mb(self) -> float | None:
+        return round(self._peak_rss / 2**20, 1) if self._peak_rss else None
+
+    def _signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.pid, sig)  # the worker leads its own group (start_new_session)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _sample_rss(self) -> None:
+        try:
+            proc = psutil.Process(self.pid)
+            rss = proc.memory_info().rss + sum(c.memory_info().rss for c in proc.children(recursive=True))
+        except psutil.Error:
+            return
+        self._peak_rss = max(self._peak_rss, rss)
+
+
+class LocalLauncher:
+    """Starts each run as `python -m mjsweep.worker RUN_DIR`, an argument list, never a shell string."""
+
+    def __init__(self, extra_env: dict[str, str] | None = None):
+        self.extra_env = extra_env or {}
+
+    def start(self, run: RunSpec, run_dir: RunDir) -> LocalHandle:
+        env = worker_env()
+        env.update(self.extra_env)
+        with open(run_dir.log, "ab") as log:
+            proc = subprocess.Popen(
+                worker_command(run_dir.path), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=env, cwd=run_dir.path, start_new_session=True, close_fds=True,
+                preexec_fn=_die_with_parent(os.getpid()),
+            )
+        return LocalHandle(proc)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,130 @@
+"""Pure expansion of a spec into runs: variants x grid points x seeds, each with a stable id.
+
+A run id is readable (variant, grid values, seed) and ends with a hash of everything that decides
+what the run computes, so the same content always gets the same id and an edited XML or parameter
+gets a new one.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from .spec import SweepSpec
+from .variants import Variant
+
+MAX_ID_LENGTH = 180  # well under the 255-byte file name limit, with room for temp-file suffixes
+
+
+class RunSpec(BaseModel):
+    """Everything the worker needs for one run; written to the run dir as spec.json."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    sweep: str
+    variant: str
+    grid: dict[str, Any]
+    """This run's value for each grid key (empty without a grid)."""
+    seed: int
+    env: str
+    xml: str
+    xml_sha256: str
+    env_kwargs: dict[str, Any]
+    max_episode_steps: int | None
+    policy: str
+    ppo: dict[str, Any]
+    total_timesteps: int
+    n_envs: int
+    checkpoint_every: int
+    eval_episodes: int
+    eval_deterministic: bool
+    content_hash: str
+
+    @property
+    def group(self) -> str:
+        """Runs that differ only by seed share a group: the unit a report aggregates over."""
+        return _group_key(self.variant, self.grid)
+
+
+def expand(spec: SweepSpec, variants: list[Variant]) -> list[RunSpec]:
+    """Every run of the sweep, in a stable order: variant, then grid point, then seed."""
+    axes = list(spec.grid.items())
+    points = [dict(zip([k for k, _ in axes], combo)) for combo in itertools.product(*[v for _, v in axes])]
+    short = _short_names(list(spec.grid))
+    runs = []
+    for variant in variants:
+        for point in points:
+            for seed in spec.seed_list:
+                runs.append(_make_run(spec, variant, point, seed, short))
+    return runs
+
+
+def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: int,
+              short: dict[str, str]) -> RunSpec:
+    ppo = copy.deepcopy(spec.ppo)
+    env_kwargs = {**copy.deepcopy(spec.env_kwargs), **copy.deepcopy(variant.env_kwargs)}
+    total = spec.total_timesteps
+    for key, value in point.items():
+        if key == "total_timesteps":
+            total = value
+        elif key.startswith("ppo."):
+            _set_dotted(ppo, key[len("ppo."):], value)
+        else:
+            _set_dotted(env_kwargs, key[len("env_kwargs."):], value)
+    policy = ppo.pop("policy", "MlpPolicy")
+    content = {
+        "env": spec.env, "xml_sha256": variant.sha256, "env_kwargs": env_kwargs,
+        "max_episode_steps": spec.max_episode_steps, "policy": policy, "ppo": ppo,
+        "seed": seed, "total_timesteps": total, "n_envs": spec.n_envs,
+    }
+    digest = hashlib.sha256(json.dumps(content, sort_keys=True, default=repr).encode()).hexdigest()
+    readable = "_".join([variant.name, *(f"{short[k]}={_fmt(v)}" for k, v in point.items()), f"s{seed}"])
+    readable = _sanitize(readable)[: MAX_ID_LENGTH - 9]
+    return RunSpec(
+        run_id=f"{readable}_{digest[:8]}", sweep=spec.name, variant=variant.name, grid=point, seed=seed,
+        env=spec.env, xml=str(variant.xml), xml_sha256=variant.sha256, env_kwargs=env_kwargs,
+        max_episode_steps=spec.max_episode_steps, policy=policy, ppo=ppo, total_timesteps=total,
+        n_envs=spec.n_envs, checkpoint_every=spec.checkpoint_every, eval_episodes=spec.eval.episodes,
+        eval_deterministic=spec.eval.deterministic, content_hash=digest,
+    )
+
+
+def _group_key(variant: str, grid: dict[str, Any]) -> str:
+    return " ".join([variant, *(f"{k}={_fmt(v)}" for k, v in grid.items())])
+
+
+def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, last = dotted.split(".")
+    for part in parents:
+        child = target.get(part)
+        if not isinstance(child, dict):
+            child = target[part] = {}
+        target = child
+    target[last] = value
+
+
+def _short_names(keys: list[str]) -> dict[str, str]:
+    """Last dotted segment of each grid key, or the whole key where two would clash."""
+    last = [k.rsplit(".", 1)[-1] for k in keys]
+    return {k: (s if last.count(s) == 1 else k) for k, s in zip(keys, last)}
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "x".join(_fmt(v) for v in value)
+    if isinstance(value, dict):
+        return "+".join(f"{k}-{_fmt(v)}" for k, v in value.items())
+    return str(value)
+
+
+def _sanitize(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=+-]", "-", text)

@@ -1,0 +1,163 @@
+"""The one place that knows the file names of a sweep and run directory.
+
+Every JSON file is written atomically (temp file in the same folder, fsync, os.replace), so a reader
+sees the old content or the new, never half of one, whatever is killed when.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+
+class CorruptFileError(Exception):
+    """A run file exists but cannot be read as what it should be."""
+
+
+class RunState(str, Enum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
+class FailureClass(str, Enum):
+    ERROR = "error"              # the worker raised: deterministic, not retried
+    KILLED = "killed"            # died from a signal it did not ask for (OOM killer, kill -9)
+    TIMEOUT = "timeout"          # stopped by --timeout
+    INTERRUPTED = "interrupted"  # stopped by Ctrl-C / SIGTERM on the launcher
+    LOST = "lost"                # its launcher or node went away while it ran
+
+
+class RunStatus(BaseModel):
+    """status.json: what the launcher knows about one run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    state: RunState = RunState.PENDING
+    attempts: int = 0
+    returncode: int | None = None
+    failure: FailureClass | None = None
+    pid: int | None = None
+    host: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    error_tail: str | None = None
+    """Last lines of log.txt when the run failed."""
+    peak_rss_mb: float | None = None
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
+    write_text_atomic(path, text)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide results from other users of a shared runs dir
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The file's object, None if it does not exist; CorruptFileError if it is not a JSON object."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CorruptFileError(f"{path}: unreadable: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CorruptFileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise CorruptFileError(f"{path}: expected a JSON object")
+    return data
+
+
+class RunDir:
+    """<sweep>/<run_id>/: one run's files."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    spec_json = property(lambda self: self.path / "spec.json")
+    status_json = property(lambda self: self.path / "status.json")
+    result_json = property(lambda self: self.path / "result.json")
+    log = property(lambda self: self.path / "log.txt")
+    monitor_csv = property(lambda self: self.path / "monitor.csv")
+    progress_csv = property(lambda self: self.path / "progress.csv")
+    model_zip = property(lambda self: self.path / "model.zip")
+    checkpoints = property(lambda self: self.path / "checkpoints")
+    checkpoint_json = property(lambda self: self.path / "checkpoints" / "checkpoint.json")
+    variant_xml = property(lambda self: self.path / "variant.xml")
+
+    def read_status(self) -> RunStatus | None:
+        data = read_json(self.status_json)
+        if data is None:
+            return None
+        try:
+            return RunStatus.model_validate(data)
+        except ValidationError as exc:
+            raise CorruptFileError(f"{self.status_json}: not a run status ({exc.error_count()} errors)") from None
+
+    def write_status(self, status: RunStatus) -> None:
+        write_json_atomic(self.status_json, status.model_dump(mode="json"))
+
+    def read_result(self) -> dict[str, Any] | None:
+        return read_json(self.result_json)
+
+    def error_tail(self, lines: int = 20) -> str:
+        """The end of log.txt, where a traceback's last line is."""
+        try:
+            with open(self.log, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - 16_384))
+                text = fh.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+class SweepDir:
+    """<runs_dir>/<sweep>/: the sweep's resolved spec, its lock and one folder per run."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    sweep_yaml = property(lambda self: self.path / "sweep.yaml")
+    lock_file = property(lambda self: self.path / "sweep.lock")
+    report_csv = property(lambda self: self.path / "report.csv")
+
+    def run(self, run_id: str) -> RunDir:
+        return RunDir(self.path / run_id)
+
+    def run_dirs(self) -> list[RunDir]:
+        """Every run folder, in name order: those with a spec.json."""
+        if not self.path.is_dir():
+            return []
+        return [RunDir(p) for p in sorted(self.path.iterdir()) if (p / "spec.json").exists()]

@@ -1,0 +1,288 @@
+"""The sweep spec: YAML -> a validated, frozen SweepSpec.
+
+Everything a user can get wrong in the file is caught here, once, with an error that names the file,
+the line and the key. Later stages (variants, envs) report their own errors through the same
+`SpecLocator`, so a missing XML or an env that rejects a keyword also points at its line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+)
+
+# Keyword arguments of stable_baselines3.PPO that a spec may set. Kept as data so that loading a spec
+# never imports torch; tests/test_spec.py checks it against the installed PPO's signature.
+PPO_KWARGS = frozenset({
+    "policy", "learning_rate", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda",
+    "clip_range", "clip_range_vf", "normalize_advantage", "ent_coef", "vf_coef", "max_grad_norm",
+    "use_sde", "sde_sample_freq", "rollout_buffer_class", "rollout_buffer_kwargs", "target_kl",
+    "stats_window_size", "tensorboard_log", "policy_kwargs", "verbose", "seed", "device",
+    "_init_setup_model",
+})
+# PPO arguments mjsweep sets itself, from other spec keys or per run.
+PPO_KWARGS_OWNED = {
+    "seed": "use the top-level 'seeds' key",
+    "device": "use the top-level 'device' key",
+    "verbose": "the worker logs progress itself",
+    "tensorboard_log": "use the top-level 'tensorboard' key",
+    "_init_setup_model": "internal to stable-baselines3",
+    "rollout_buffer_class": "classes cannot be named in YAML",
+}
+# policy_kwargs.activation_fn is a class in SB3; YAML names it.
+ACTIVATIONS = ("tanh", "relu", "elu", "leaky_relu", "gelu", "silu")
+GRID_PREFIXES = ("ppo.", "env_kwargs.")
+GRID_TOP_KEYS = ("total_timesteps",)
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+-]*$")
+
+
+def check_safe_name(name: str) -> str:
+    if not _SAFE_NAME.match(name) or ".." in name:
+        raise ValueError(
+            f"unsafe name {name!r}: use letters, digits and . _ = + - (no path separators, no '..')"
+        )
+    return name
+
+
+SafeName = Annotated[str, AfterValidator(check_safe_name)]
+
+
+class SpecError(Exception):
+    """An invalid spec. str() is one line: 'FILE:LINE: KEY: message'."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class VariantSpec(_Strict):
+    name: SafeName
+    """Unique name; the run family's folder names start with it."""
+    xml: Path
+    """The MuJoCo XML; relative to the spec file's folder."""
+    env_kwargs: dict[str, Any] = {}
+    """Merged over the sweep's env_kwargs for this variant only."""
+
+
+class EvalSpec(_Strict):
+    episodes: int = Field(10, ge=1)
+    """Episodes of the final evaluation (eval_mean_return / eval_std_return in result.json)."""
+    deterministic: bool = True
+    """Evaluate the policy's mean action rather than sampling."""
+
+
+class SweepSpec(_Strict):
+    name: SafeName
+    """Sweep name; runs go to <runs_dir>/<name>/."""
+    env: str = Field(min_length=1)
+    """A Gymnasium id whose constructor takes xml_file, or 'package.module:Class'."""
+    env_kwargs: dict[str, Any] = {}
+    """Passed to every variant's env."""
+    max_episode_steps: int | None = Field(None, ge=1)
+    """Time limit per episode; default: the Gymnasium registration's."""
+    variants: list[VariantSpec] = []
+    """Explicit XML variants."""
+    xml_glob: str | None = None
+    """One more variant per matching file, named by the file's stem."""
+    seeds: int | list[int] = Field(1)
+    """A count n (seeds 0..n-1) or an explicit list."""
+    total_timesteps: int = Field(gt=0)
+    """Environment steps per run."""
+    ppo: dict[str, Any] = {}
+    """Fixed stable-baselines3 PPO keyword arguments; 'policy' defaults to MlpPolicy."""
+    grid: dict[str, list[Any]] = {}
+    """Cartesian product over dotted keys: ppo.<kwarg>, env_kwargs.<kwarg>, total_timesteps."""
+    n_envs: int = Field(1, ge=1)
+    """Parallel environments per run (a DummyVecEnv in the run's single process)."""
+    eval: EvalSpec = EvalSpec()
+    checkpoint_every: int = Field(50_000, gt=0)
+    """Timesteps between checkpoints; an interrupted run resumes from the last one."""
+    runs_dir: Path = Path("runs")
+    """Where sweeps are written; relative to the spec file's folder."""
+
+    _locator: SpecLocator | None = PrivateAttr(None)
+
+    @field_validator("seeds")
+    @classmethod
+    def _check_seeds(cls, seeds: int | list[int]) -> int | list[int]:
+        if isinstance(seeds, int) and seeds < 1:
+            raise ValueError("a seed count must be at least 1")
+        if isinstance(seeds, list):
+            if not seeds:
+                raise ValueError("the seed list is empty")
+            if len(set(seeds)) != len(seeds):
+                raise ValueError("seeds repeat")
+            if min(seeds) < 0:
+                raise ValueError("seeds must be non-negative")
+        return seeds
+
+    @property
+    def seed_list(self) -> list[int]:
+        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+
+    @property
+    def locator(self) -> SpecLocator:
+        """Where each key of this spec was written, for error messages of later stages."""
+        return self._locator or SpecLocator(Path("<spec>"), None)
+
+
+@dataclass(frozen=True)
+class SpecLocator:
+    """Maps a key path such as ('variants', 1, 'xml') to the file and line it was written at."""
+
+    path: Path
+    root: yaml.Node | None
+
+    def line_of(self, loc: tuple[str | int, ...]) -> int | None:
+        node, line = self.root, None
+        for part in loc:
+            if isinstance(node, yaml.MappingNode):
+                match = next(((k, v) for k, v in node.value if k.value == part), None)
+                if match is None:
+                    break
+                line, node = match[0].start_mark.line + 1, match[1]
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+                if part >= len(node.value):
+                    break
+                node = node.value[part]
+                line = node.start_mark.line + 1
+            else:
+                break
+        if line is None and self.root is not None:
+            line = self.root.start_mark.line + 1
+        return line
+
+    def error(self, loc: tuple[str | int, ...], message: str) -> SpecError:
+        line = self.line_of(loc)
+        where = f"{self.path}:{line}" if line else str(self.path)
+        key = format_key(loc)
+        return SpecError(f"{where}: {key}: {message}" if key else f"{where}: {message}")
+
+
+def format_key(loc: tuple[str | int, ...]) -> str:
+    """('variants', 1, 'xml') -> 'variants[1].xml'."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def load(path: str | Path) -> SweepSpec:
+    """Read, validate and resolve a spec file. Raises SpecError with one line naming file, line, key."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read spec: {exc.strerror or exc}") from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(f"{where}: YAML syntax error: {problem}") from None
+    locator = SpecLocator(path, root)
+    if not isinstance(data, dict):
+        raise locator.error((), "the spec must be a YAML mapping of keys to values")
+    spec = parse(data, locator)
+    return _resolve_paths(spec, path.parent)
+
+
+def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
+    """Validate already-loaded data; paths are left as written."""
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise locator.error(tuple(err["loc"]), _explain(err)) from None
+    spec._locator = locator
+    _check_semantics(spec, locator)
+    return spec
+
+
+def _explain(err: dict[str, Any]) -> str:
+    kind, loc = err["type"], err["loc"]
+    if kind == "extra_forbidden":
+        model = VariantSpec if loc[:1] == ("variants",) else (EvalSpec if loc[:1] == ("eval",) else SweepSpec)
+        return f"unknown key (allowed: {', '.join(model.model_fields)})"
+    if kind == "missing":
+        return "required key is missing"
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    return f"{msg} (got {err['input']!r})" if "input" in err and kind != "value_error" else msg
+
+
+def _check_semantics(spec: SweepSpec, loc: SpecLocator) -> None:
+    if not spec.variants and not spec.xml_glob:
+        raise loc.error(("variants",), "no variants: list some under 'variants' or set 'xml_glob'")
+    seen: dict[str, int] = {}
+    for i, variant in enumerate(spec.variants):
+        if variant.name in seen:
+            raise loc.error(("variants", i, "name"),
+                            f"duplicate variant name {variant.name!r} (also variants[{seen[variant.name]}])")
+        seen[variant.name] = i
+    _check_ppo_kwargs(spec.ppo, ("ppo",), loc)
+    for key, values in spec.grid.items():
+        _check_grid_key(key, values, loc)
+
+
+def _ppo_key_problem(key: str) -> str | None:
+    if key not in PPO_KWARGS:
+        allowed = sorted(PPO_KWARGS - set(PPO_KWARGS_OWNED))
+        return f"unknown PPO keyword argument {key!r} (known: {', '.join(allowed)})"
+    if key in PPO_KWARGS_OWNED:
+        return f"{key!r} is set by mjsweep: {PPO_KWARGS_OWNED[key]}"
+    return None
+
+
+def _check_ppo_kwargs(ppo: dict[str, Any], where: tuple[str, ...], loc: SpecLocator) -> None:
+    for key, value in ppo.items():
+        if problem := _ppo_key_problem(key):
+            raise loc.error((*where, key), problem)
+        if key == "policy_kwargs" and isinstance(value, dict):
+            act = value.get("activation_fn")
+            if act is not None and act not in ACTIVATIONS:
+                raise loc.error((*where, key, "activation_fn"),
+                                f"unknown activation {act!r} (known: {', '.join(ACTIVATIONS)})")
+
+
+def _check_grid_key(key: str, values: list[Any], loc: SpecLocator) -> None:
+    at = ("grid", key)
+    if not values:
+        raise loc.error(at, "a grid axis needs at least one value")
+    if key in GRID_TOP_KEYS:
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values):
+            raise loc.error(at, "total_timesteps values must be positive integers")
+        return
+    prefix = next((p for p in GRID_PREFIXES if key.startswith(p) and len(key) > len(p)), None)
+    if prefix is None:
+        raise loc.error(at, "unknown grid key: use ppo.<kwarg>, env_kwargs.<kwarg> or total_timesteps")
+    if prefix == "ppo." and (problem := _ppo_key_problem(key[len(prefix):].split(".")[0])):
+        raise loc.error(at, problem)
+
+
+def _resolve_paths(spec: SweepSpec, base: Path) -> SweepSpec:
+    def resolve(p: Path) -> Path:
+        return (base / p.expanduser()).resolve() if not p.expanduser().is_absolute() else p.expanduser()
+
+    variants = [v.model_copy(update={"xml": resolve(v.xml)}) for v in spec.variants]
+    glob = str(resolve(Path(spec.xml_glob))) if spec.xml_glob else None
+    resolved = spec.model_copy(update={"variants": variants, "xml_glob": glob,
+                                       "runs_dir": resolve(spec.runs_dir)})
+    resolved._locator = spec._locator
+    return resolved

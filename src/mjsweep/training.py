@@ -1,0 +1,226 @@
+"""The worker's training pieces: vec env with monitor, PPO construction, progress rows, checkpoints.
+
+Imported only by the worker process (it imports torch and stable-baselines3).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import platform
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import torch
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.monitor import Monitor, ResultsWriter
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor
+
+from .envs import make_env
+from .plan import RunSpec
+from .rundir import RunDir, read_json, write_json_atomic
+
+PROGRESS_FIELDS = ("iteration", "timesteps", "wall_s", "fps", "ep_rew_mean", "ep_len_mean",
+                   "rollout_s", "train_s")
+ACTIVATION_CLASSES = {"tanh": "Tanh", "relu": "ReLU", "elu": "ELU", "leaky_relu": "LeakyReLU",
+                      "gelu": "GELU", "silu": "SiLU"}
+
+
+@dataclass(frozen=True)
+class Timing:
+    wall_s: float = 0.0
+    rollout_s: float = 0.0
+    train_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """checkpoints/checkpoint.json: a saved model and where the logs stood when it was saved."""
+
+    timesteps: int
+    iteration: int
+    model_file: str
+    monitor_bytes: int
+    progress_bytes: int
+    timing: Timing
+
+    def truncate_logs(self, run: RunDir) -> None:
+        """Drop log rows written after this checkpoint, so a resumed run does not repeat them."""
+        for path, size in ((run.monitor_csv, self.monitor_bytes), (run.progress_csv, self.progress_bytes)):
+            if path.exists() and path.stat().st_size > size:
+                os.truncate(path, size)
+
+
+class Checkpointer:
+    def __init__(self, run: RunDir, every: int):
+        self.run, self.every = run, every
+
+    def latest(self) -> Checkpoint | None:
+        data = read_json(self.run.checkpoint_json)
+        if data is None or not (self.run.checkpoints / data["model_file"]).exists():
+            return None
+        return Checkpoint(data["timesteps"], data["iteration"], data["model_file"], data["monitor_bytes"],
+                          data["progress_bytes"], Timing(**data["timing"]))
+
+    def save(self, model: PPO, iteration: int, timing: Timing) -> Checkpoint:
+        # The model file is written first under a new name, then checkpoint.json points at it:
+        # a kill at any moment leaves the previous pair intact.
+        self.run.checkpoints.mkdir(exist_ok=True)
+        name = f"model_{model.num_timesteps}.zip"
+        tmp = self.run.checkpoints / f".{name}.tmp"
+        model.save(str(tmp))
+        os.replace(tmp, self.run.checkpoints / name)
+        ckpt = Checkpoint(int(model.num_timesteps), iteration, name, _size(self.run.monitor_csv),
+                          _size(self.run.progress_csv), timing)
+        write_json_atomic(self.run.checkpoint_json, {
+            "timesteps": ckpt.timesteps, "iteration": iteration, "model_file": name,
+            "monitor_bytes": ckpt.monitor_bytes, "progress_bytes": ckpt.progress_bytes,
+            "timing": timing.__dict__,
+        })
+        for old in self.run.checkpoints.glob("model_*.zip"):
+            if old.name != name:
+                old.unlink(missing_ok=True)
+        return ckpt
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
+
+
+class IterationRecorder(BaseCallback):
+    """Writes one progress.csv row per PPO iteration (rollout + update) and checkpoints when due."""
+
+    def __init__(self, checkpointer: Checkpointer, resume: Checkpoint | None):
+        super().__init__()
+        self.checkpointer = checkpointer
+        self.base = resume.timing if resume else Timing()
+        self.iteration = resume.iteration if resume else 0
+        self.last_checkpoint_at = resume.timesteps if resume else 0
+        self.rollout_s = self.train_s = 0.0
+        self._t0 = self._rollout_start = self._rollout_end = 0.0
+        self._iter_start_steps = 0
+        self._pending = False
+        self._file = None
+        self._writer = None
+
+    def _on_training_start(self) -> None:
+        self._t0 = time.monotonic()
+        path = self.checkpointer.run.progress_csv
+        fresh = not path.exists() or path.stat().st_size == 0
+        self._file = open(path, "a", newline="", encoding="utf-8")
+        self._writer = csv.DictWriter(self._file, fieldnames=PROGRESS_FIELDS)
+        if fresh:
+            self._writer.writeheader()
+            self._file.flush()
+
+    def _on_rollout_start(self) -> None:
+        now = time.monotonic()
+        if self._pending:
+            self._finish_iteration(now)
+        self._rollout_start = now
+        self._iter_start_steps = self.model.num_timesteps
+
+    def _on_rollout_end(self) -> None:
+        self._rollout_end = time.monotonic()
+        self._pending = True
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_training_end(self) -> None:
+        if self._pending:
+            self._finish_iteration(time.monotonic())
+        if self._file:
+            self._file.close()
+
+    def _finish_iteration(self, now: float) -> None:
+        self._pending = False
+        rollout, train = self._rollout_end - self._rollout_start, now - self._rollout_end
+        self.rollout_s += rollout
+        self.train_s += train
+        self.iteration += 1
+        steps = self.model.num_timesteps - self._iter_start_steps
+        infos = list(self.model.ep_info_buffer or [])
+        self._writer.writerow({
+            "iteration": self.iteration,
+            "timesteps": self.model.num_timesteps,
+            "wall_s": round(self.totals().wall_s, 3),
+            "fps": round(steps / max(rollout + train, 1e-9), 1),
+            "ep_rew_mean": round(sum(i["r"] for i in infos) / len(infos), 4) if infos else "",
+            "ep_len_mean": round(sum(i["l"] for i in infos) / len(infos), 1) if infos else "",
+            "rollout_s": round(rollout, 4),
+            "train_s": round(train, 4),
+        })
+        self._file.flush()
+        if self.model.num_timesteps - self.last_checkpoint_at >= self.checkpointer.every:
+            self.save_checkpoint()
+
+    def totals(self) -> Timing:
+        elapsed = time.monotonic() - self._t0 if self._t0 else 0.0
+        return Timing(self.base.wall_s + elapsed, self.base.rollout_s + self.rollout_s,
+                      self.base.train_s + self.train_s)
+
+    def save_checkpoint(self) -> None:
+        if self._file:
+            self._file.flush()
+        self.checkpointer.save(self.model, self.iteration, self.totals())
+        self.last_checkpoint_at = self.model.num_timesteps
+
+
+def make_vec_env(spec: RunSpec, run: RunDir, resume: Checkpoint | None) -> VecEnv:
+    """n_envs copies in this process, with one monitor.csv in SB3's Monitor format."""
+    xml = Path(spec.xml)
+    venv = DummyVecEnv([
+        (lambda: make_env(spec.env, xml, spec.env_kwargs, spec.max_episode_steps))
+        for _ in range(spec.n_envs)
+    ])
+    monitored = VecMonitor(venv)
+    if resume:
+        # Keep the episode clock running from where the checkpoint left it.
+        monitored.t_start -= resume.timing.wall_s
+    monitored.results_writer = ResultsWriter(
+        str(run.monitor_csv), header={"t_start": monitored.t_start, "env_id": spec.env},
+        override_existing=resume is None,
+    )
+    return monitored
+
+
+def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer, resume: Checkpoint | None) -> PPO:
+    if resume:
+        model = PPO.load(str(checkpointer.run.checkpoints / resume.model_file), env=venv, device="cpu")
+        # A different env seed than the first attempt's, so the resumed episodes are not replays.
+        venv.seed(spec.seed + resume.timesteps)
+        return model
+    kwargs = dict(spec.ppo)
+    policy_kwargs = dict(kwargs.pop("policy_kwargs", None) or {})
+    if isinstance(policy_kwargs.get("activation_fn"), str):
+        policy_kwargs["activation_fn"] = getattr(torch.nn, ACTIVATION_CLASSES[policy_kwargs["activation_fn"]])
+    return PPO(spec.policy, venv, seed=spec.seed, device="cpu", verbose=0,
+               policy_kwargs=policy_kwargs or None, **kwargs)
+
+
+def evaluate(spec: RunSpec, model: PPO) -> tuple[float, float]:
+    """Mean and std of the return over eval_episodes fresh episodes of a separately seeded env."""
+    env = DummyVecEnv([lambda: Monitor(make_env(spec.env, Path(spec.xml), spec.env_kwargs,
+                                                spec.max_episode_steps))])
+    env.seed(spec.seed + 1_000_003)
+    try:
+        mean, std = evaluate_policy(model, env, n_eval_episodes=spec.eval_episodes,
+                                    deterministic=spec.eval_deterministic)
+    finally:
+        env.close()
+    return float(mean), float(std)
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for dist in ("torch", "stable-baselines3", "gymnasium", "mujoco", "numpy", "mjsweep"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "unknown"
+    return out

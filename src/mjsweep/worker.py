@@ -1,0 +1,110 @@
+"""One training run: `python -m mjsweep.worker RUN_DIR`.
+
+The only module that imports torch and stable-baselines3. It reads RUN_DIR/spec.json, caps every
+thread pool at one thread before torch does any work, trains PPO (continuing from the last
+checkpoint if there is one), evaluates, and writes result.json. Exit codes: 0 done, 1 the training
+raised (a deterministic error), 130 stopped by SIGINT/SIGTERM after saving a checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Before numpy or torch are imported: their OpenMP/BLAS pools read these once, at import.
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import platform  # noqa: E402
+import resource  # noqa: E402
+import signal  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m mjsweep.worker RUN_DIR", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGINT, _raise_interrupt)
+    try:
+        return _train(Path(argv[0]))
+    except KeyboardInterrupt:
+        print("mjsweep.worker: stopped by a signal", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    except Exception:  # noqa: BLE001 - the traceback goes to log.txt, the launcher reads its tail
+        traceback.print_exc()
+        return EXIT_ERROR
+
+
+def _raise_interrupt(signum, frame):  # noqa: ARG001
+    # Ignore repeats while the checkpoint is being written.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def _train(run_path: Path) -> int:
+    import torch
+
+    torch.set_num_threads(1)
+    torch.set_num_interop_threads(1)
+
+    from .plan import RunSpec
+    from .rundir import RunDir, write_json_atomic
+    from .training import Checkpointer, IterationRecorder, build_model, evaluate, make_vec_env, versions
+
+    started = time.monotonic()
+    run = RunDir(run_path)
+    spec = RunSpec.model_validate_json(run.spec_json.read_text(encoding="utf-8"))
+    checkpointer = Checkpointer(run, spec.checkpoint_every)
+    resume = checkpointer.latest()
+    if resume:
+        print(f"mjsweep.worker: resuming {spec.run_id} from {resume.timesteps} timesteps", flush=True)
+        resume.truncate_logs(run)
+    venv = make_vec_env(spec, run, resume)
+    try:
+        model = build_model(spec, venv, checkpointer, resume)
+        recorder = IterationRecorder(checkpointer, resume)
+        try:
+            model.learn(total_timesteps=spec.total_timesteps - model.num_timesteps,
+                        reset_num_timesteps=resume is None, callback=recorder)
+        except KeyboardInterrupt:
+            recorder.save_checkpoint()
+            raise
+        model.save(str(run.path / ".model.zip.tmp"))
+        os.replace(run.path / ".model.zip.tmp", run.model_zip)
+        mean, std = evaluate(spec, model)
+    finally:
+        venv.close()
+    timing = recorder.totals()
+    write_json_atomic(run.result_json, {
+        "run_id": spec.run_id,
+        "eval_mean_return": mean,
+        "eval_std_return": std,
+        "eval_episodes": spec.eval_episodes,
+        "timesteps": int(model.num_timesteps),
+        "wall_s": round(timing.wall_s, 3),
+        "fps": round(model.num_timesteps / max(timing.wall_s, 1e-9), 1),
+        "rollout_s": round(timing.rollout_s, 3),
+        "train_s": round(timing.train_s, 3),
+        "attempt_wall_s": round(time.monotonic() - started, 3),
+        "resumed_from": resume.timesteps if resume else None,
+        "torch_threads": torch.get_num_threads(),
+        "torch_interop_threads": torch.get_num_interop_threads(),
+        "xml_sha256": spec.xml_sha256,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "host": platform.node(),
+        "versions": versions(),
+    })
+    print(f"mjsweep.worker: done, eval return {mean:.2f} +- {std:.2f}", flush=True)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
