@@ -46,6 +46,8 @@ class RunSpec(BaseModel):
     eval_episodes: int
     eval_deterministic: bool
     content_hash: str
+    cpus: int = 1
+    """CPU slots the run takes from the scheduler's cap (processes or threads it uses)."""
 
     @property
     def group(self) -> str:

@@ -28,6 +28,7 @@ DEFAULT_RUN_MEMORY_MB = 600.0  # before any run of the sweep has finished and be
 @dataclass(frozen=True)
 class SchedulerOptions:
     max_workers: int
+    """CPU slots: runs at once, each run taking RunSpec.cpus of them."""
     retries: int = 1
     """Extra attempts for a run killed by a signal, lost, or timed out (never for an error)."""
     timeout_s: float | None = None
@@ -45,6 +46,7 @@ class EventKind(str, Enum):
     INTERRUPTED = "interrupted"
     WAITING_MEMORY = "waiting-memory"
     STOPPING = "stopping"
+    WARNING = "warning"
 
 
 @dataclass(frozen=True)
@@ -81,12 +83,15 @@ class SweepOutcome:
 class Scheduler:
     def __init__(self, launcher: Launcher, sweep_dir: SweepDir, options: SchedulerOptions,
                  on_event: Callable[[Event], None] = lambda e: None,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+                 available_mb: Callable[[], float] = lambda: psutil.virtual_memory().available / 2**20):
         self.launcher, self.sweep_dir, self.options = launcher, sweep_dir, options
         self.on_event, self.clock, self.sleep = on_event, clock, sleep
+        self.available_mb = available_mb
         self._stop_requests = 0
         self._active: dict[str, _Active] = {}
         self._measured_rss_mb: list[float] = []
+        self._waiting_for_memory = False
 
     # -- public -------------------------------------------------------------------------------------
 
@@ -99,7 +104,7 @@ class Scheduler:
             try:
                 while (pending or self._active) and not self._stop_requests:
                     self._poll(pending, outcome)
-                    self._fill_slots(pending)
+                    self._fill_slots(pending, outcome)
                     self._enforce_timeouts()
                     if pending or self._active:
                         self.sleep(self.options.poll_s)
@@ -117,32 +122,48 @@ class Scheduler:
 
     # -- slots --------------------------------------------------------------------------------------
 
-    def _fill_slots(self, pending: deque) -> None:
-        while pending and len(self._active) < self.options.max_workers and not self._stop_requests:
+    def _fill_slots(self, pending: deque, outcome: SweepOutcome) -> None:
+        while pending and not self._stop_requests:
+            run, attempt = pending[0]
+            used = sum(a.run.cpus for a in self._active.values())
+            # A run wider than the whole cap still runs, alone.
+            if self._active and used + run.cpus > self.options.max_workers:
+                return
             if not self._memory_allows_another():
                 return
-            run, attempt = pending.popleft()
-            self._start(run, attempt)
+            pending.popleft()
+            self._start(run, attempt, outcome)
 
-    def _start(self, run: RunSpec, attempt: int) -> None:
+    def _start(self, run: RunSpec, attempt: int, outcome: SweepOutcome) -> None:
         run_dir = self.sweep_dir.run(run.run_id)
         previous = _read_status_or_none(run_dir)
-        handle = self.launcher.start(run, run_dir)
-        status = RunStatus(state=RunState.RUNNING, attempts=(previous.attempts if previous else 0) + 1,
-                           pid=handle.pid, host=handle.host, started_at=now_iso())
-        run_dir.write_status(status)
+        attempts = (previous.attempts if previous else 0) + 1
+        try:
+            handle = self.launcher.start(run, run_dir)
+        except OSError as exc:  # cannot fork, cannot open log.txt (disk full): this run fails, not the sweep
+            self._record(run_dir, RunStatus(state=RunState.FAILED, attempts=attempts, failure=FailureClass.ERROR,
+                                            error_tail=f"could not start the worker: {exc}", ended_at=now_iso()))
+            outcome.failed.append(run.run_id)
+            self.on_event(Event(EventKind.FAILED, run.run_id, f"could not start the worker: {exc}"))
+            return
+        status = RunStatus(state=RunState.RUNNING, attempts=attempts, pid=handle.pid, host=handle.host,
+                           started_at=now_iso())
+        self._record(run_dir, status)
         self._active[run.run_id] = _Active(run, handle, status, self.clock(), attempt)
         self.on_event(Event(EventKind.STARTED, run.run_id, f"attempt {status.attempts}"))
 
     def _memory_allows_another(self) -> bool:
         if not self.options.memory_guard or not self._active:
             return True  # with nothing running, waiting would never end
-        available_mb = psutil.virtual_memory().available / 2**20
+        available_mb = self.available_mb()
         needed_mb = max(self._measured_rss_mb, default=DEFAULT_RUN_MEMORY_MB) * 1.25
         if available_mb >= needed_mb:
+            self._waiting_for_memory = False
             return True
-        self.on_event(Event(EventKind.WAITING_MEMORY, None,
-                            f"{available_mb:.0f} MiB available, a run needs ~{needed_mb:.0f}"))
+        if not self._waiting_for_memory:  # say it once per wait, not every poll
+            self.on_event(Event(EventKind.WAITING_MEMORY, None,
+                                f"{available_mb:.0f} MiB available, a run needs ~{needed_mb:.0f}"))
+        self._waiting_for_memory = True
         return False
 
     def _learn_memory_per_run(self) -> None:
@@ -179,7 +200,7 @@ class Scheduler:
             self._measured_rss_mb.append(peak)
         ended = dict(returncode=code, ended_at=now_iso(), peak_rss_mb=peak, pid=active.status.pid)
         if failure is None:
-            run_dir.write_status(active.status.model_copy(update={"state": RunState.SUCCEEDED, **ended}))
+            self._record(run_dir, active.status.model_copy(update={"state": RunState.SUCCEEDED, **ended}))
             outcome.succeeded.append(active.run.run_id)
             self.on_event(Event(EventKind.SUCCEEDED, active.run.run_id))
             return
@@ -187,7 +208,7 @@ class Scheduler:
         state = RunState.INTERRUPTED if failure is FailureClass.INTERRUPTED else RunState.FAILED
         status = active.status.model_copy(update={"state": state, "failure": failure, "error_tail": tail,
                                                   **ended})
-        run_dir.write_status(status)
+        self._record(run_dir, status)
         if failure in RETRYABLE and active.attempt < self.options.retries and not self._stop_requests:
             pending.append((active.run, active.attempt + 1))
             self.on_event(Event(EventKind.RETRYING, active.run.run_id, f"{failure.value} (exit {code})"))
@@ -198,6 +219,13 @@ class Scheduler:
             outcome.failed.append(active.run.run_id)
             last = tail.strip().splitlines()[-1] if tail.strip() else f"exit {code}"
             self.on_event(Event(EventKind.FAILED, active.run.run_id, f"{failure.value}: {last}"))
+
+    def _record(self, run_dir, status: RunStatus) -> None:
+        """Write status.json; a full or failing disk is reported, and the sweep goes on."""
+        try:
+            run_dir.write_status(status)
+        except OSError as exc:
+            self.on_event(Event(EventKind.WARNING, run_dir.run_id, f"cannot write status.json: {exc}"))
 
     def _classify(self, active: _Active, code: int, run_dir) -> FailureClass | None:
         if self._stop_requests and active.interrupted_at is not None:
@@ -238,15 +266,18 @@ class Scheduler:
         return _SignalScope(self) if threading.current_thread() is threading.main_thread() else _NoScope()
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 class _SignalScope:
-    """SIGINT and SIGTERM request a stop while the scheduler runs; the old handlers come back after."""
+    """SIGINT, SIGTERM and SIGHUP (terminal closed) request a stop while the scheduler runs; the old handlers come back after."""
 
     def __init__(self, scheduler: Scheduler):
         self.scheduler = scheduler
 
     def __enter__(self):
         handler = lambda signum, frame: self.scheduler.request_stop()  # noqa: E731
-        self.previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+        self.previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
 
     def __exit__(self, *exc):
         for sig, previous in self.previous.items():

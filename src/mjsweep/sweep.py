@@ -24,7 +24,7 @@ from .envs import EnvBuildError, EnvProbe, probe_env
 from .launchers.base import Launcher
 from .plan import RunSpec
 from .rundir import CorruptFileError, RunDir, RunState, SweepDir, write_json_atomic, write_text_atomic
-from .scheduler import Event, Scheduler, SchedulerOptions, SweepOutcome
+from .scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
 
 
 class SweepLockedError(Exception):
@@ -128,6 +128,9 @@ def execute(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
     with sweep_lock(plan.sweep_dir):
         planned = decide(plan)
         on_planned(planned)
+        for item in planned:
+            if item.note.startswith("corrupt"):
+                on_event(Event(EventKind.WARNING, item.run.run_id, f"{item.note}; running it again"))
         _write_sweep_files(plan, planned)
         for item in planned:
             if item.note.startswith("left running"):

@@ -66,7 +66,7 @@ class Checkpointer:
         return Checkpoint(data["timesteps"], data["iteration"], data["model_file"], data["monitor_bytes"],
                           data["progress_bytes"], Timing(**data["timing"]))
 
-    def save(self, model: PPO, iteration: int, timing: Timing) -> Checkpoint:
+    def save(self, model: PPO, iteration: int, timing: Timing, log_sizes: tuple[int, int]) -> Checkpoint:
         # The model file is written first under a new name, then checkpoint.json points at it:
         # a kill at any moment leaves the previous pair intact.
         self.run.checkpoints.mkdir(exist_ok=True)
@@ -74,8 +74,7 @@ class Checkpointer:
         tmp = self.run.checkpoints / f".{name}.tmp"
         model.save(str(tmp))
         os.replace(tmp, self.run.checkpoints / name)
-        ckpt = Checkpoint(int(model.num_timesteps), iteration, name, _size(self.run.monitor_csv),
-                          _size(self.run.progress_csv), timing)
+        ckpt = Checkpoint(int(model.num_timesteps), iteration, name, *log_sizes, timing)
         write_json_atomic(self.run.checkpoint_json, {
             "timesteps": ckpt.timesteps, "iteration": iteration, "model_file": name,
             "monitor_bytes": ckpt.monitor_bytes, "progress_bytes": ckpt.progress_bytes,
@@ -102,7 +101,7 @@ class IterationRecorder(BaseCallback):
         self.last_checkpoint_at = resume.timesteps if resume else 0
         self.rollout_s = self.train_s = 0.0
         self._t0 = self._rollout_start = self._rollout_end = 0.0
-        self._iter_start_steps = 0
+        self._iter_start = (0, 0, (0, 0))  # timesteps, iteration, log sizes when this iteration began
         self._pending = False
         self._file = None
         self._writer = None
@@ -116,13 +115,21 @@ class IterationRecorder(BaseCallback):
         if fresh:
             self._writer.writeheader()
             self._file.flush()
+        self._mark_iteration_start()
 
     def _on_rollout_start(self) -> None:
         now = time.monotonic()
         if self._pending:
             self._finish_iteration(now)
         self._rollout_start = now
-        self._iter_start_steps = self.model.num_timesteps
+        self._mark_iteration_start()
+
+    def _mark_iteration_start(self) -> None:
+        self._iter_start = (self.model.num_timesteps, self.iteration, self._log_sizes())
+
+    def _log_sizes(self) -> tuple[int, int]:
+        run = self.checkpointer.run
+        return _size(run.monitor_csv), _size(run.progress_csv)
 
     def _on_rollout_end(self) -> None:
         self._rollout_end = time.monotonic()
@@ -143,7 +150,7 @@ class IterationRecorder(BaseCallback):
         self.rollout_s += rollout
         self.train_s += train
         self.iteration += 1
-        steps = self.model.num_timesteps - self._iter_start_steps
+        steps = self.model.num_timesteps - self._iter_start[0]
         infos = list(self.model.ep_info_buffer or [])
         self._writer.writerow({
             "iteration": self.iteration,
@@ -157,17 +164,28 @@ class IterationRecorder(BaseCallback):
         })
         self._file.flush()
         if self.model.num_timesteps - self.last_checkpoint_at >= self.checkpointer.every:
-            self.save_checkpoint()
+            self._save(self.iteration, self._log_sizes())
 
     def totals(self) -> Timing:
         elapsed = time.monotonic() - self._t0 if self._t0 else 0.0
         return Timing(self.base.wall_s + elapsed, self.base.rollout_s + self.rollout_s,
                       self.base.train_s + self.train_s)
 
-    def save_checkpoint(self) -> None:
+    def save_interrupted(self) -> None:
+        """Checkpoint on a stop request, rewound to the start of the unfinished iteration.
+
+        Its partial rollout is dropped (timesteps and log rows alike), so the resumed run repeats that
+        iteration whole and ends at exactly the timesteps an uninterrupted run would.
+        """
+        if getattr(self, "model", None) is None or not self._t0:
+            return  # stopped before training began: nothing to save
         if self._file:
             self._file.flush()
-        self.checkpointer.save(self.model, self.iteration, self.totals())
+        self.model.num_timesteps, iteration, log_sizes = self._iter_start
+        self._save(iteration, log_sizes)
+
+    def _save(self, iteration: int, log_sizes: tuple[int, int]) -> None:
+        self.checkpointer.save(self.model, iteration, self.totals(), log_sizes)
         self.last_checkpoint_at = self.model.num_timesteps
 
 

@@ -75,7 +75,7 @@ def _train(run_path: Path) -> int:
             model.learn(total_timesteps=spec.total_timesteps - model.num_timesteps,
                         reset_num_timesteps=resume is None, callback=recorder)
         except KeyboardInterrupt:
-            recorder.save_checkpoint()
+            recorder.save_interrupted()
             raise
         model.save(str(run.path / ".model.zip.tmp"))
         os.replace(run.path / ".model.zip.tmp", run.model_zip)

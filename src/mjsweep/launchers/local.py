@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import psutil
 
@@ -88,15 +89,17 @@ class LocalHandle:
 class LocalLauncher:
     """Starts each run as `python -m mjsweep.worker RUN_DIR`, an argument list, never a shell string."""
 
-    def __init__(self, extra_env: dict[str, str] | None = None):
+    def __init__(self, extra_env: dict[str, str] | None = None,
+                 command: Callable[[Path], list[str]] = worker_command):
         self.extra_env = extra_env or {}
+        self.command = command  # tests swap in cheap stand-ins for the worker
 
     def start(self, run: RunSpec, run_dir: RunDir) -> LocalHandle:
         env = worker_env()
         env.update(self.extra_env)
         with open(run_dir.log, "ab") as log:
             proc = subprocess.Popen(
-                worker_command(run_dir.path), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                self.command(run_dir.path), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 env=env, cwd=run_dir.path, start_new_session=True, close_fds=True,
                 preexec_fn=_die_with_parent(os.getpid()),
             )

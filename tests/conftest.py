@@ -1,0 +1,57 @@
+"""Shared fixtures: the project's tiny XML, spec files written into tmp dirs, the real `sweep` command."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+XML_DIR = REPO / "xml_models"
+TINY_XML = XML_DIR / "tiny_walker.xml"
+TINY_LONG_XML = XML_DIR / "tiny_walker_long.xml"
+
+# A spec that trains for real in a few seconds per run on the tiny planar walker.
+TINY_SPEC = {
+    "name": "tiny",
+    "env": "HalfCheetah-v5",
+    "max_episode_steps": 100,
+    "variants": [{"name": "walker", "xml": str(TINY_XML)}],
+    "seeds": 1,
+    "total_timesteps": 512,
+    "ppo": {"n_steps": 128, "batch_size": 64, "n_epochs": 1},
+    "eval": {"episodes": 1},
+    "runs_dir": "runs",
+}
+
+
+def sweep_exe() -> str:
+    """The installed console script, next to this Python."""
+    exe = Path(sys.executable).with_name("sweep")
+    return str(exe) if exe.exists() else shutil.which("sweep") or "sweep"
+
+
+def run_sweep(*args: str, cwd: Path | None = None, timeout: float = 600, env: dict | None = None
+              ) -> subprocess.CompletedProcess:
+    """`sweep ARGS` as a real subprocess, as a user's shell script would call it."""
+    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    return subprocess.run([sweep_exe(), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env=full_env, stdin=subprocess.DEVNULL)
+
+
+def write_spec(folder: Path, data: dict, name: str = "spec.yaml") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def tiny_spec() -> dict:
+    """A fresh deep copy of TINY_SPEC to modify."""
+    return yaml.safe_load(yaml.safe_dump(TINY_SPEC))

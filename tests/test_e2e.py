@@ -1,0 +1,126 @@
+"""End to end through the installed `sweep` console script: real processes, real MuJoCo, real PPO."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import yaml
+
+from conftest import REPO, TINY_XML, run_sweep, write_spec
+
+RESULT_KEYS = {"eval_mean_return", "eval_std_return", "timesteps", "wall_s", "fps", "rollout_s", "train_s",
+               "torch_threads", "xml_sha256", "versions", "peak_rss_mb"}
+VERSION_KEYS = {"python", "torch", "stable-baselines3", "gymnasium", "mujoco"}
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_smoke_config_end_to_end(tmp_path):
+    runs_dir = tmp_path / "runs with space"
+    proc = run_sweep("run", str(REPO / "configs" / "smoke.yaml"), "--runs-dir", str(runs_dir))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep_dir = runs_dir / "smoke"
+    resolved = yaml.safe_load((sweep_dir / "sweep.yaml").read_text())
+    assert resolved["name"] == "smoke" and Path(resolved["variants"][0]["xml"]).is_absolute()
+    run_dirs = sorted(p for p in sweep_dir.iterdir() if p.is_dir())
+    assert len(run_dirs) == 4  # 2 variants x 2 seeds
+    for run_dir in run_dirs:
+        check_run_dir(run_dir)
+    assert "4 succeeded, 0 failed" in proc.stdout
+
+    before = snapshot(sweep_dir)
+    again = run_sweep("run", str(REPO / "configs" / "smoke.yaml"), "--runs-dir", str(runs_dir))
+    assert again.returncode == 0 and "0 to run, 4 already succeeded" in again.stdout
+    after = snapshot(sweep_dir)
+    run_files = [k for k in before if "/" in k]
+    assert run_files and all(after[k] == before[k] for k in run_files)  # finished runs untouched
+
+    report = run_sweep("report", str(sweep_dir))
+    assert report.returncode == 0, report.stderr
+    rows = list(csv.DictReader((sweep_dir / "report.csv").open()))
+    assert sorted(r["variant"] for r in rows) == ["walker", "walker-long"]
+    for row in rows:
+        assert row["runs"] == "2" and row["succeeded"] == "2" and row["failed"] == "0"
+        returns = [json.loads((d / "result.json").read_text())["eval_mean_return"] for d in run_dirs
+                   if json.loads((d / "spec.json").read_text())["variant"] == row["variant"]]
+        assert abs(float(row["mean_return"]) - sum(returns) / 2) < 1e-4 * max(1.0, abs(sum(returns)))
+
+
+def check_run_dir(run_dir: Path) -> None:
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.monitor import load_results
+
+    spec = json.loads((run_dir / "spec.json").read_text())
+    assert spec["run_id"] == run_dir.name
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["state"] == "succeeded" and status["returncode"] == 0 and status["attempts"] == 1
+    assert status["pid"] > 0 and status["host"] and status["started_at"] and status["ended_at"]
+    result = json.loads((run_dir / "result.json").read_text())
+    assert RESULT_KEYS <= set(result) and VERSION_KEYS <= set(result["versions"])
+    assert result["torch_threads"] == 1
+    assert result["timesteps"] == spec["total_timesteps"] == 2048
+    assert result["rollout_s"] > 0 and result["train_s"] > 0 and result["fps"] > 0
+    assert result["xml_sha256"] == spec["xml_sha256"]
+    assert "done, eval return" in (run_dir / "log.txt").read_text()
+    episodes = load_results(str(run_dir))  # SB3's own reader accepts our monitor.csv
+    assert len(episodes) >= 2048 // 200 - 1 and set(episodes["l"]) == {200}
+    progress = list(csv.DictReader((run_dir / "progress.csv").open()))
+    assert [int(r["timesteps"]) for r in progress] == [256 * i for i in range(1, 9)]
+    assert all(float(r["rollout_s"]) > 0 and float(r["train_s"]) > 0 and float(r["fps"]) > 0 for r in progress)
+    model = PPO.load(str(run_dir / "model.zip"), device="cpu")
+    assert model.num_timesteps == 2048
+
+
+def test_a_variant_failing_at_run_time_does_not_stop_the_others(tmp_path, tiny_spec):
+    tiny_spec.update({
+        "env": "helpers.flaky_env:FlakyCheetah",
+        "variants": [{"name": "good", "xml": str(TINY_XML)},
+                     {"name": "bad", "xml": str(TINY_XML), "env_kwargs": {"fail_after": 300}}],
+        "seeds": 2,
+    })
+    spec = write_spec(tmp_path, tiny_spec)
+    proc = run_sweep("run", str(spec), env={"PYTHONPATH": str(REPO / "tests")})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "2 succeeded, 2 failed" in proc.stdout
+    sweep_dir = tmp_path / "runs" / "tiny"
+    states = {}
+    for run_dir in (p for p in sweep_dir.iterdir() if p.is_dir()):
+        variant = json.loads((run_dir / "spec.json").read_text())["variant"]
+        status = json.loads((run_dir / "status.json").read_text())
+        states.setdefault(variant, []).append(status["state"])
+        if variant == "bad":
+            assert status["failure"] == "error" and status["returncode"] == 1 and status["attempts"] == 1
+            assert "FloatingPointError: simulation diverged after 300 steps" in status["error_tail"]
+            assert not (run_dir / "result.json").exists()
+        else:
+            assert (run_dir / "result.json").exists()
+    assert states == {"good": ["succeeded"] * 2, "bad": ["failed"] * 2}
+    report = run_sweep("report", str(sweep_dir))
+    assert report.returncode == 0
+    rows = {r["variant"]: r for r in csv.DictReader((sweep_dir / "report.csv").open())}
+    assert rows["bad"]["failed"] == "2" and rows["bad"]["mean_return"] == ""
+    assert rows["good"]["succeeded"] == "2"
+
+
+def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path, tiny_spec):
+    tiny_spec["grid"] = {"ppo.learning_rate": [0.001, 0.0003]}
+    tiny_spec["seeds"] = [3, 4]
+    spec = write_spec(tmp_path, tiny_spec)
+    proc = run_sweep("run", str(spec), "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("walker_learning_rate=") == 4
+    assert "dry run: 4 to start, 0 to resume, 0 to skip; nothing started" in proc.stdout
+    assert not (tmp_path / "runs").exists()
+
+
+def test_validate_prints_a_row_per_variant(tmp_path, tiny_spec):
+    tiny_spec["variants"].append({"name": "long", "xml": str(TINY_XML.with_name("tiny_walker_long.xml"))})
+    proc = run_sweep("validate", str(write_spec(tmp_path, tiny_spec)))
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if "walker" in line or "long" in line]
+    assert len(lines) >= 2 and all("ok" in line for line in lines[-2:])
+    assert not (tmp_path / "runs").exists()

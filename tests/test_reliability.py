@@ -1,0 +1,180 @@
+"""Crashes, signals, timeouts, a killed launcher, two launchers: real processes, real signals, real PPO."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from conftest import run_sweep, sweep_exe, write_spec
+
+pytestmark = pytest.mark.slow
+
+WAIT = 240.0  # generous: a bound on hanging, never on speed
+
+
+def wait_for(predicate, timeout: float = WAIT, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def long_spec(tmp_path: Path, tiny_spec: dict, seeds: int = 1, total: int = 4096) -> Path:
+    tiny_spec.update({"seeds": seeds, "total_timesteps": total, "checkpoint_every": 256,
+                      "ppo": {"n_steps": 128, "batch_size": 64, "n_epochs": 2}})
+    return write_spec(tmp_path, tiny_spec)
+
+
+def start_sweep(spec: Path, *args: str) -> subprocess.Popen:
+    out = open(spec.parent / "launcher.out", "ab")
+    return subprocess.Popen([sweep_exe(), "run", str(spec), *args], stdout=out, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True,
+                            env={**os.environ, "NO_COLOR": "1"})
+
+
+def launcher_output(spec: Path) -> str:
+    return (spec.parent / "launcher.out").read_text()
+
+
+def run_dirs(sweep_dir: Path) -> list[Path]:
+    return sorted(p for p in sweep_dir.iterdir() if (p / "spec.json").exists()) if sweep_dir.exists() else []
+
+
+def status_of(run_dir: Path) -> dict:
+    try:
+        return json.loads((run_dir / "status.json").read_text())
+    except FileNotFoundError:
+        return {}
+
+
+def worker_processes(sweep_dir: Path) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or [])
+        if "mjsweep.worker" in cmd and str(sweep_dir) in cmd:
+            found.append(proc)
+    return found
+
+
+def with_checkpoint(sweep_dir: Path, n: int = 1):
+    def check():
+        dirs = [d for d in run_dirs(sweep_dir) if (d / "checkpoints" / "checkpoint.json").exists()
+                and status_of(d).get("state") == "running"]
+        return dirs if len(dirs) >= n else None
+    return check
+
+
+def assert_continuous_logs(run_dir: Path, total: int, episode_len: int = 100) -> None:
+    progress = list(csv.DictReader((run_dir / "progress.csv").open()))
+    steps = [int(r["timesteps"]) for r in progress]
+    assert steps == sorted(set(steps)) and steps[-1] == total
+    assert [int(r["iteration"]) for r in progress] == list(range(1, len(progress) + 1))
+    episodes = list(csv.DictReader(line for line in (run_dir / "monitor.csv").open() if not line.startswith("#")))
+    # No episode row repeated: at most total/len episodes fit; at most two were cut off by the stops.
+    assert total // episode_len - 3 <= len(episodes) <= total // episode_len
+
+
+def test_kill_9_of_a_worker_is_retried_from_its_checkpoint(tmp_path, tiny_spec):
+    spec = long_spec(tmp_path, tiny_spec)
+    launcher = start_sweep(spec)
+    sweep_dir = tmp_path / "runs" / "tiny"
+    [run_dir] = wait_for(with_checkpoint(sweep_dir), what="a checkpoint")
+    os.kill(status_of(run_dir)["pid"], signal.SIGKILL)
+    assert launcher.wait(timeout=WAIT) == 0, launcher_output(spec)
+    status = status_of(run_dir)
+    assert status["state"] == "succeeded" and status["attempts"] == 2
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["resumed_from"] >= 256 and result["timesteps"] == 4096
+    assert "retrying" in launcher_output(spec) and "killed" in launcher_output(spec)
+    assert_continuous_logs(run_dir, 4096)
+
+
+def test_kill_9_of_the_launcher_leaves_no_orphan_and_a_rerun_completes(tmp_path, tiny_spec):
+    spec = long_spec(tmp_path, tiny_spec, seeds=3, total=2048)
+    launcher = start_sweep(spec, "--workers", "2")
+    sweep_dir = tmp_path / "runs" / "tiny"
+
+    def one_done_one_checkpointed():
+        dirs = run_dirs(sweep_dir)
+        done = [d for d in dirs if status_of(d).get("state") == "succeeded"]
+        return done if done and with_checkpoint(sweep_dir)() else None
+
+    done = wait_for(one_done_one_checkpointed, what="a finished run and a checkpointed one")
+    before = {d: {p: p.read_bytes() for p in d.rglob("*") if p.is_file()} for d in done}
+    workers = worker_processes(sweep_dir)
+    assert workers
+    os.kill(launcher.pid, signal.SIGKILL)
+    launcher.wait(timeout=30)
+    gone, alive = psutil.wait_procs(workers, timeout=10)
+    assert not alive, f"orphans: {[p.pid for p in alive]}"
+
+    dry = run_sweep("run", str(spec), "--dry-run")
+    assert "left running by a launcher that is gone" in dry.stdout and "resume" in dry.stdout
+    rerun = run_sweep("run", str(spec))
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    for d, files in before.items():
+        assert {p: p.read_bytes() for p in d.rglob("*") if p.is_file()} == files  # byte-identical
+    results = [json.loads((d / "result.json").read_text()) for d in run_dirs(sweep_dir)]
+    assert len(results) == 3 and all(r["timesteps"] == 2048 for r in results)
+    assert any(r["resumed_from"] for r in results)
+
+
+def test_sigint_stops_every_run_with_a_checkpoint_and_a_rerun_resumes(tmp_path, tiny_spec):
+    spec = long_spec(tmp_path, tiny_spec, seeds=2, total=6144)
+    launcher = start_sweep(spec, "--workers", "2", "--grace", "30")
+    sweep_dir = tmp_path / "runs" / "tiny"
+    wait_for(with_checkpoint(sweep_dir, n=2), what="two checkpointed runs")
+    workers = worker_processes(sweep_dir)
+    os.kill(launcher.pid, signal.SIGINT)
+    assert launcher.wait(timeout=WAIT) == 130, launcher_output(spec)
+    assert not [p for p in workers if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not worker_processes(sweep_dir)
+    for d in run_dirs(sweep_dir):
+        status = status_of(d)
+        assert status["state"] == "interrupted" and status["failure"] == "interrupted"
+        assert (d / "checkpoints" / "checkpoint.json").exists()
+    assert "0 succeeded, 0 failed, 2 interrupted" in launcher_output(spec)
+
+    rerun = run_sweep("run", str(spec))
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    for d in run_dirs(sweep_dir):
+        result = json.loads((d / "result.json").read_text())
+        assert result["resumed_from"] > 0 and result["timesteps"] == 6144
+        assert_continuous_logs(d, 6144)
+
+
+def test_a_second_launcher_on_the_same_sweep_is_refused(tmp_path, tiny_spec):
+    spec = long_spec(tmp_path, tiny_spec, total=100_000)
+    first = start_sweep(spec)
+    sweep_dir = tmp_path / "runs" / "tiny"
+    try:
+        wait_for(lambda: any(status_of(d).get("state") == "running" for d in run_dirs(sweep_dir)),
+                 what="a running run")
+        second = run_sweep("run", str(spec))
+        assert second.returncode == 2
+        assert second.stderr.strip() == (f"error: sweep {sweep_dir} is already running (launcher pid "
+                                          f"{first.pid}); wait for it, or stop it first")
+    finally:
+        os.kill(first.pid, signal.SIGTERM)
+        assert first.wait(timeout=WAIT) == 130
+
+
+def test_per_run_timeout_stops_the_run_and_retries_it(tmp_path, tiny_spec):
+    spec = long_spec(tmp_path, tiny_spec, total=1_000_000)
+    proc = run_sweep("run", str(spec), "--timeout", "6s", "--retries", "1", "--grace", "5")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    [run_dir] = run_dirs(tmp_path / "runs" / "tiny")
+    status = status_of(run_dir)
+    assert status["state"] == "failed" and status["failure"] == "timeout" and status["attempts"] == 2
+    assert not worker_processes(tmp_path / "runs" / "tiny")

@@ -1,0 +1,288 @@
+"""The scheduler against a fake launcher (fake clock), and against real cheap subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from mjsweep.launchers.local import LocalLauncher
+from mjsweep.plan import RunSpec
+from mjsweep.rundir import FailureClass, RunState, SweepDir, write_json_atomic
+from mjsweep.scheduler import EventKind, Scheduler, SchedulerOptions
+
+
+def make_run(i: int, cpus: int = 1) -> RunSpec:
+    return RunSpec(run_id=f"r{i}", sweep="s", variant="v", grid={}, seed=i, env="E", xml="/x.xml",
+                   xml_sha256="0", env_kwargs={}, max_episode_steps=None, policy="MlpPolicy", ppo={},
+                   total_timesteps=10, n_envs=1, checkpoint_every=10, eval_episodes=1,
+                   eval_deterministic=True, content_hash="0", cpus=cpus)
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass
+class Script:
+    """How a fake run behaves on each attempt: seconds it runs, then its exit code."""
+    attempts: list[tuple[float, int]] = field(default_factory=lambda: [(1.0, 0)])
+
+
+class FakeHandle:
+    def __init__(self, launcher: "FakeLauncher", run_dir, duration: float, code: int):
+        self.launcher, self.run_dir = launcher, run_dir
+        self.ends_at, self.code = launcher.clock() + duration, code
+        self.pid, self.host = 1000 + len(launcher.started), "fake"
+        self.signals: list[str] = []
+
+    def poll(self):
+        if self.launcher.clock() < self.ends_at:
+            return None
+        if self in self.launcher.running:
+            self.launcher.running.remove(self)
+            if self.code == 0:
+                write_json_atomic(self.run_dir.result_json, {"eval_mean_return": 1.0})
+            else:
+                self.run_dir.log.write_text("Traceback (most recent call last):\nValueError: boom\n")
+        return self.code
+
+    def interrupt(self):
+        self.signals.append("INT")
+        self.ends_at, self.code = self.launcher.clock(), 130
+
+    def kill(self):
+        self.signals.append("KILL")
+        self.ends_at, self.code = self.launcher.clock(), -9
+
+    def peak_rss_mb(self):
+        return 100.0
+
+
+class FakeLauncher:
+    def __init__(self, clock: FakeClock, scripts: dict[str, Script] | None = None):
+        self.clock, self.scripts = clock, scripts or {}
+        self.started: list[str] = []
+        self.running: list[FakeHandle] = []
+        self.max_cpus_in_use = 0
+        self.together: list[set[str]] = []  # the runs running right after each start
+
+    def start(self, run, run_dir):
+        run_dir.path.mkdir(parents=True, exist_ok=True)
+        attempt = self.started.count(run.run_id)
+        self.started.append(run.run_id)
+        duration, code = self.scripts.get(run.run_id, Script()).attempts[attempt]
+        handle = FakeHandle(self, run_dir, duration, code)
+        handle.cpus, handle.run_id = run.cpus, run.run_id
+        self.running.append(handle)
+        self.together.append({h.run_id for h in self.running})
+        self.max_cpus_in_use = max(self.max_cpus_in_use, sum(h.cpus for h in self.running))
+        return handle
+
+    def close(self):
+        pass
+
+
+def scheduler(tmp_path, launcher, clock, **options):
+    opts = SchedulerOptions(**{"max_workers": 2, "memory_guard": False, "poll_s": 0.5, **options})
+    events = []
+    sched = Scheduler(launcher, SweepDir(tmp_path), opts, on_event=events.append, clock=clock,
+                      sleep=clock.sleep)
+    return sched, events
+
+
+@pytest.mark.parametrize("cap, runs", [(1, 5), (2, 7), (3, 3), (4, 10)])
+def test_never_more_runs_than_the_cap(tmp_path, cap, runs):
+    clock = FakeClock()
+    launcher = FakeLauncher(clock, {f"r{i}": Script([(1.0 + i % 3, 0)]) for i in range(runs)})
+    sched, _ = scheduler(tmp_path, launcher, clock, max_workers=cap)
+    outcome = sched.run([make_run(i) for i in range(runs)])
+    assert launcher.max_cpus_in_use == min(cap, runs)
+    assert sorted(outcome.succeeded) == sorted(f"r{i}" for i in range(runs))
+    assert outcome.exit_code == 0
+
+
+def test_runs_take_their_cpu_slots(tmp_path):
+    clock = FakeClock()
+    launcher = FakeLauncher(clock)
+    sched, _ = scheduler(tmp_path, launcher, clock, max_workers=4)
+    sched.run([make_run(0, cpus=3), make_run(1, cpus=2), make_run(2, cpus=1), make_run(3, cpus=6)])
+    assert launcher.together == [{"r0"}, {"r1"}, {"r1", "r2"}, {"r3"}]  # r1 (2) could not join r0 (3) under 4
+    assert launcher.max_cpus_in_use == 6  # the 6-cpu run, wider than the cap, ran alone
+
+
+def test_a_failure_does_not_stop_the_others_and_is_recorded(tmp_path):
+    clock = FakeClock()
+    launcher = FakeLauncher(clock, {"r1": Script([(0.5, 1)])})
+    sched, events = scheduler(tmp_path, launcher, clock)
+    outcome = sched.run([make_run(i) for i in range(4)])
+    assert outcome.failed == ["r1"] and len(outcome.succeeded) == 3 and outcome.exit_code == 1
+    status = SweepDir(tmp_path).run("r1").read_status()
+    assert status.state is RunState.FAILED and status.failure is FailureClass.ERROR
+    assert status.returncode == 1 and "ValueError: boom" in status.error_tail
+    assert launcher.started.count("r1") == 1  # a deterministic error is not retried
+    assert any(e.kind is EventKind.FAILED and "ValueError: boom" in e.message for e in events)
+
+
+def test_killed_runs_are_retried_within_the_budget(tmp_path):
+    clock = FakeClock()
+    launcher = FakeLauncher(clock, {"r0": Script([(0.5, -9), (0.5, 0)]),
+                                    "r1": Script([(0.5, -9), (0.5, -9), (0.5, 0)])})
+    sched, _ = scheduler(tmp_path, launcher, clock, retries=1)
+    outcome = sched.run([make_run(0), make_run(1)])
+    assert outcome.succeeded == ["r0"] and outcome.failed == ["r1"]
+    assert launcher.started.count("r0") == 2 and launcher.started.count("r1") == 2
+    status = SweepDir(tmp_path).run("r1").read_status()
+    assert status.failure is FailureClass.KILLED and status.attempts == 2 and status.returncode == -9
+
+
+def test_timeout_interrupts_then_kills_and_is_classed(tmp_path):
+    clock = FakeClock()
+    launcher = FakeLauncher(clock, {"r0": Script([(100.0, 0)])})
+    sched, _ = scheduler(tmp_path, launcher, clock, timeout_s=5.0, retries=0)
+    outcome = sched.run([make_run(0)])
+    status = SweepDir(tmp_path).run("r0").read_status()
+    assert outcome.failed == ["r0"]
+    assert status.state is RunState.FAILED and status.failure is FailureClass.TIMEOUT
+    assert 5.0 <= clock.now < 100.0
+
+
+def test_stop_request_interrupts_running_runs_and_leaves_the_rest(tmp_path):
+    clock = FakeClock()
+    launcher = FakeLauncher(clock, {f"r{i}": Script([(50.0, 0)]) for i in range(4)})
+    sched, _ = scheduler(tmp_path, launcher, clock)
+    original_sleep = clock.sleep
+
+    def sleep_then_stop(seconds):
+        original_sleep(seconds)
+        if clock.now >= 3.0 and not sched._stop_requests:
+            sched.request_stop()
+
+    sched.sleep = sleep_then_stop
+    outcome = sched.run([make_run(i) for i in range(4)])
+    assert outcome.exit_code == 130
+    assert sorted(outcome.interrupted) == ["r0", "r1", "r2", "r3"]
+    assert launcher.started == ["r0", "r1"]
+    for run_id in ("r0", "r1"):
+        status = SweepDir(tmp_path).run(run_id).read_status()
+        assert status.state is RunState.INTERRUPTED and status.failure is FailureClass.INTERRUPTED
+
+
+SLEEPER = """
+import os, sys, time
+log = sys.argv[1]
+def note(what):
+    with open(log, "a") as fh:
+        fh.write(f"{what} {time.monotonic()} {os.environ['OMP_NUM_THREADS']}\\n")
+note("start"); time.sleep(0.4); note("end")
+open(os.path.join(os.getcwd(), "result.json"), "w").write('{"eval_mean_return": 0}')
+"""
+
+
+def test_real_processes_respect_the_cap_and_get_thread_caps(tmp_path):
+    log = tmp_path / "intervals.txt"
+    launcher = LocalLauncher(command=lambda run_dir: [sys.executable, "-c", SLEEPER, str(log)])
+    runs = [make_run(i) for i in range(6)]
+    sweep = SweepDir(tmp_path / "sweep")
+    for run in runs:
+        sweep.run(run.run_id).path.mkdir(parents=True)
+    outcome = Scheduler(launcher, sweep, SchedulerOptions(max_workers=2, poll_s=0.05)).run(runs)
+    assert outcome.exit_code == 0 and len(outcome.succeeded) == 6
+    events = []
+    for line in log.read_text().splitlines():
+        kind, when, threads = line.split()
+        assert threads == "1"
+        events.append((float(when), 1 if kind == "start" else -1))
+    assert len(events) == 12
+    running = peak = 0
+    for _, delta in sorted(events):
+        running += delta
+        peak = max(peak, running)
+    assert peak == 2  # ran in parallel, never more than the cap
+    for run in runs:
+        status = sweep.run(run.run_id).read_status()
+        assert status.state is RunState.SUCCEEDED and status.returncode == 0
+        assert json.loads(sweep.run(run.run_id).status_json.read_text())["pid"] > 0
+
+
+def test_each_run_leads_its_own_process_group(tmp_path):
+    script = "import os; open('pg.txt', 'w').write(f'{os.getpid()} {os.getpgid(0)} {os.getsid(0)}')"
+    launcher = LocalLauncher(command=lambda run_dir: [sys.executable, "-c", script])
+    sweep = SweepDir(tmp_path)
+    sweep.run("r0").path.mkdir()
+    handle = launcher.start(make_run(0), sweep.run("r0"))
+    assert handle.wait(timeout=60) == 0
+    pid, pgid, sid = map(int, (sweep.run("r0").path / "pg.txt").read_text().split())
+    assert pid == pgid == sid == handle.pid
+    assert os.getpgid(0) != pgid
+
+
+def test_memory_guard_holds_runs_back_until_memory_frees(tmp_path):
+    clock = FakeClock()
+    launcher = FakeLauncher(clock, {f"r{i}": Script([(2.0, 0)]) for i in range(3)})
+    sched, events = scheduler(tmp_path, launcher, clock, max_workers=3, memory_guard=True)
+    sched.available_mb = lambda: 700.0  # room for one run of the default 600 MiB estimate, not two
+    outcome = sched.run([make_run(i) for i in range(3)])
+    assert outcome.exit_code == 0
+    # r1 waited for r0; once r0 was measured at 100 MiB, r2 could join r1.
+    assert launcher.together == [{"r0"}, {"r1"}, {"r1", "r2"}]
+    assert [e.kind for e in events].count(EventKind.WAITING_MEMORY) >= 1
+    assert all(SweepDir(tmp_path).run(f"r{i}").read_status().peak_rss_mb == 100.0 for i in range(3))
+
+
+def test_a_run_that_cannot_start_fails_alone(tmp_path):
+    clock = FakeClock()
+    launcher = FakeLauncher(clock)
+    original = launcher.start
+
+    def start(run, run_dir):
+        if run.run_id == "r1":
+            raise OSError(28, "No space left on device")
+        return original(run, run_dir)
+
+    launcher.start = start
+    SweepDir(tmp_path).run("r1").path.mkdir()
+    sched, _ = scheduler(tmp_path, launcher, clock)
+    outcome = sched.run([make_run(i) for i in range(3)])
+    assert outcome.failed == ["r1"] and sorted(outcome.succeeded) == ["r0", "r2"]
+    status = SweepDir(tmp_path).run("r1").read_status()
+    assert status.state is RunState.FAILED and "No space left on device" in status.error_tail
+
+
+def test_second_stop_request_kills_at_once(tmp_path):
+    clock = FakeClock()
+    launcher = FakeLauncher(clock, {"r0": Script([(50.0, 0)])})
+    sched, _ = scheduler(tmp_path, launcher, clock, grace_s=30.0)
+    handles = []
+    original_start = launcher.start
+    launcher.start = lambda run, run_dir: handles.append(original_start(run, run_dir)) or handles[-1]
+    original_interrupt = FakeHandle.interrupt
+
+    def ignore_interrupt(self):  # a worker stuck in C code does not react to SIGINT
+        self.signals.append("INT")
+
+    FakeHandle.interrupt = ignore_interrupt
+    try:
+        def sleep(seconds):
+            clock.sleep(seconds)
+            if clock.now >= 2.0 and sched._stop_requests < 2:
+                sched.request_stop()
+
+        sched.sleep = sleep
+        outcome = sched.run([make_run(0)])
+    finally:
+        FakeHandle.interrupt = original_interrupt
+    assert handles[0].signals[:2] == ["INT", "KILL"]
+    assert clock.now < 30.0  # did not wait out the grace period
+    assert outcome.interrupted == ["r0"]

@@ -1,0 +1,181 @@
+"""Spec errors: each names the file, the line and the key, and nothing is written or started."""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import TINY_XML, run_sweep
+from mjsweep import spec as speclib
+from mjsweep.spec import SpecError
+from mjsweep.sweep import prepare
+
+GOOD = f"""\
+name: demo
+env: HalfCheetah-v5
+max_episode_steps: 50
+variants:
+  - {{name: a, xml: {TINY_XML}}}
+seeds: 2
+total_timesteps: 256
+ppo: {{n_steps: 64, batch_size: 32}}
+eval: {{episodes: 1}}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "spec.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def error_of(tmp_path: Path, text: str, full: bool = False) -> str:
+    path = write(tmp_path, text)
+    with pytest.raises(SpecError) as info:
+        prepare(path) if full else speclib.load(path)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_good_spec_loads_and_resolves_paths(tmp_path):
+    spec = speclib.load(write(tmp_path, GOOD + "runs_dir: out\n"))
+    assert spec.seed_list == [0, 1]
+    assert spec.runs_dir == (tmp_path / "out").resolve()
+    assert spec.variants[0].xml == TINY_XML
+
+
+def test_relative_paths_resolve_against_the_spec_folder(tmp_path):
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "w.xml").write_bytes(TINY_XML.read_bytes())
+    text = GOOD.replace(str(TINY_XML), "models/w.xml")
+    spec = speclib.load(write(tmp_path, text))
+    assert spec.variants[0].xml == (tmp_path / "models" / "w.xml").resolve()
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("name: [unclosed\n", "spec.yaml:2: YAML syntax error"),
+    ("- just\n- a list\n", "spec.yaml:1: the spec must be a YAML mapping"),
+    (GOOD + "bogus: 1\n", "spec.yaml:10: bogus: unknown key (allowed: name, env,"),
+    (GOOD.replace("total_timesteps: 256", "total_timesteps: lots"),
+     "spec.yaml:7: total_timesteps: Input should be a valid integer"),
+    (GOOD.replace("eval: {episodes: 1}", "eval: {episodes: 1, every: 3}"),
+     "spec.yaml:9: eval.every: unknown key (allowed: episodes, deterministic)"),
+    (GOOD.replace("name: demo\n", ""), "spec.yaml:1: name: required key is missing"),
+    (GOOD.replace("seeds: 2", "seeds: [1, 1]"), "spec.yaml:6: seeds: seeds repeat"),
+    (GOOD.replace("seeds: 2", "seeds: 0"), "spec.yaml:6: seeds: a seed count must be at least 1"),
+])
+def test_syntax_keys_and_types(tmp_path, text, expected):
+    message = error_of(tmp_path, text)
+    assert message.replace(str(tmp_path) + "/", "").startswith(expected)
+
+
+@pytest.mark.parametrize("variants, expected", [
+    ("variants: []", "spec.yaml:4: variants: no variants: list some under 'variants' or set 'xml_glob'"),
+    (f"variants:\n  - {{name: a, xml: {TINY_XML}}}\n  - {{name: a, xml: {TINY_XML}}}",
+     "spec.yaml:6: variants[1].name: duplicate variant name 'a' (also variants[0])"),
+    (f"variants:\n  - {{name: ../up, xml: {TINY_XML}}}", "spec.yaml:5: variants[0].name: unsafe name '../up'"),
+    (f"variants:\n  - {{name: a/b, xml: {TINY_XML}}}", "spec.yaml:5: variants[0].name: unsafe name 'a/b'"),
+    (f"variants:\n  - {{name: a, xml: {TINY_XML}, color: red}}",
+     "spec.yaml:5: variants[0].color: unknown key (allowed: name, xml,"),
+])
+def test_variant_list_errors(tmp_path, variants, expected):
+    text = GOOD.replace(f"variants:\n  - {{name: a, xml: {TINY_XML}}}", variants)
+    assert expected in error_of(tmp_path, text).replace(str(tmp_path) + "/", "")
+
+
+@pytest.mark.parametrize("extra, expected", [
+    ("ppo: {n_steps: 64, learnin_rate: 0.1}",
+     "spec.yaml:8: ppo.learnin_rate: unknown PPO keyword argument 'learnin_rate'"),
+    ("ppo: {seed: 3}", "spec.yaml:8: ppo.seed: 'seed' is set by mjsweep: use the top-level 'seeds' key"),
+    ("ppo: {policy_kwargs: {activation_fn: sigmoid}}",
+     "spec.yaml:8: ppo.policy_kwargs.activation_fn: unknown activation 'sigmoid'"),
+])
+def test_ppo_kwargs(tmp_path, extra, expected):
+    text = GOOD.replace("ppo: {n_steps: 64, batch_size: 32}", extra)
+    assert expected in error_of(tmp_path, text).replace(str(tmp_path) + "/", "")
+
+
+@pytest.mark.parametrize("grid, expected", [
+    ("grid:\n  foo.bar: [1, 2]\n", "spec.yaml:12: grid.foo.bar: unknown grid key: use ppo.<kwarg>"),
+    ("grid:\n  ppo.lr: [1, 2]\n", "spec.yaml:12: grid.ppo.lr: unknown PPO keyword argument 'lr'"),
+    ("grid:\n  ppo.gamma: []\n", "spec.yaml:12: grid.ppo.gamma: a grid axis needs at least one value"),
+    ("grid:\n  ppo.gamma: 0.9\n", "spec.yaml:12: grid.ppo.gamma: Input should be a valid list"),
+    ("grid:\n  total_timesteps: [100, -5]\n", "spec.yaml:12: grid.total_timesteps: total_timesteps values"),
+])
+def test_grid_keys(tmp_path, grid, expected):
+    message = error_of(tmp_path, GOOD + "\n" + grid)
+    assert expected in message.replace(str(tmp_path) + "/", "")
+
+
+def test_missing_xml_names_its_line(tmp_path):
+    text = GOOD.replace(str(TINY_XML), "nowhere/robot.xml")
+    message = error_of(tmp_path, text, full=True).replace(str(tmp_path) + "/", "")
+    assert message.startswith("spec.yaml:5: variants[0].xml: XML file not found:")
+    assert "nowhere/robot.xml" in message
+
+
+def test_xml_that_does_not_compile(tmp_path):
+    (tmp_path / "bad.xml").write_text("<mujoco><worldbody><body><geom type='sphere' size='x'/></body>"
+                                      "</worldbody></mujoco>")
+    text = GOOD.replace(str(TINY_XML), "bad.xml")
+    message = error_of(tmp_path, text, full=True).replace(str(tmp_path) + "/", "")
+    assert message.startswith("spec.yaml:5: variants[0]: variant 'a': MuJoCo cannot compile")
+
+
+def test_xml_with_syntax_error(tmp_path):
+    (tmp_path / "broken.xml").write_text("<mujoco><worldbody>")
+    text = GOOD.replace(str(TINY_XML), "broken.xml")
+    assert "MuJoCo cannot compile" in error_of(tmp_path, text, full=True)
+
+
+@pytest.mark.parametrize("change, expected", [
+    (("env: HalfCheetah-v5", "env: NoSuchEnv-v9"), "env 'NoSuchEnv-v9' cannot be built for variant 'a'"),
+    (("env: HalfCheetah-v5", "env: nosuchpkg.envs:Robot"), "cannot import 'nosuchpkg.envs'"),
+    (("eval: {episodes: 1}", "eval: {episodes: 1}\nenv_kwargs: {wobble: 2}"), "unexpected keyword argument 'wobble'"),
+])
+def test_env_that_cannot_be_built(tmp_path, change, expected):
+    message = error_of(tmp_path, GOOD.replace(*change), full=True)
+    assert "spec.yaml:5: variants[0]:" in message.replace(str(tmp_path) + "/", "")
+    assert expected in message
+
+
+def test_env_kwargs_from_the_grid_are_checked(tmp_path):
+    message = error_of(tmp_path, GOOD + "grid:\n  env_kwargs.ctrl_cost_weight: [0.1, oops]\n", full=True)
+    assert "with env_kwargs {'ctrl_cost_weight': 'oops'}" in message
+
+
+def test_glob_variants_are_named_by_stem(tmp_path):
+    for name in ("w1", "w2"):
+        (tmp_path / f"{name}.xml").write_bytes(TINY_XML.read_bytes())
+    text = GOOD.replace(f"variants:\n  - {{name: a, xml: {TINY_XML}}}", "xml_glob: w*.xml")
+    plan = prepare(write(tmp_path, text), check_envs=False)
+    assert [c.variant.name for c in plan.checks] == ["w1", "w2"]
+    assert len(plan.runs) == 4
+
+
+def test_glob_matching_nothing(tmp_path):
+    text = GOOD.replace(f"variants:\n  - {{name: a, xml: {TINY_XML}}}", "xml_glob: none*.xml")
+    assert "spec.yaml:4: xml_glob: no file matches" in error_of(tmp_path, text, full=True).replace(
+        str(tmp_path) + "/", "")
+
+
+def test_ppo_kwargs_list_matches_installed_stable_baselines3():
+    from stable_baselines3 import PPO
+
+    params = set(inspect.signature(PPO.__init__).parameters) - {"self", "env"}
+    assert params == set(speclib.PPO_KWARGS)
+
+
+@pytest.mark.parametrize("command", ["run", "validate"])
+def test_cli_exits_2_with_one_line_and_writes_nothing(tmp_path, command):
+    path = write(tmp_path, GOOD.replace("seeds: 2", "seeds: [1, 1]") + "runs_dir: out\n")
+    proc = run_sweep(command, str(path))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0] == f"error: {path}:6: seeds: seeds repeat"
+    assert not (tmp_path / "out").exists()
