@@ -78,6 +78,9 @@ class FakeLauncher:
         self.max_cpus_in_use = 0
         self.together: list[set[str]] = []  # the runs running right after each start
 
+    def can_start(self, run):
+        return True
+
     def start(self, run, run_dir):
         run_dir.path.mkdir(parents=True, exist_ok=True)
         attempt = self.started.count(run.run_id)

@@ -47,6 +47,8 @@ class RunSpec(BaseModel):
     eval_deterministic: bool
     content_hash: str
     cpus: int = 1
+    device: str = "cpu"
+    """torch device of the run; "cuda" runs take a GPU slot."""
     """CPU slots the run takes from the scheduler's cap (processes or threads it uses)."""
 
     @property
@@ -84,7 +86,7 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
     content = {
         "env": spec.env, "xml_sha256": variant.sha256, "env_kwargs": env_kwargs,
         "max_episode_steps": spec.max_episode_steps, "policy": policy, "ppo": ppo,
-        "seed": seed, "total_timesteps": total, "n_envs": spec.n_envs,
+        "seed": seed, "total_timesteps": total, "n_envs": spec.n_envs, "device": spec.device,
     }
     digest = hashlib.sha256(json.dumps(content, sort_keys=True, default=repr).encode()).hexdigest()
     readable = "_".join([variant.name, *(f"{short[k]}={_fmt(v)}" for k, v in point.items()), f"s{seed}"])
@@ -94,8 +96,14 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         env=spec.env, xml=str(variant.xml), xml_sha256=variant.sha256, env_kwargs=env_kwargs,
         max_episode_steps=spec.max_episode_steps, policy=policy, ppo=ppo, total_timesteps=total,
         n_envs=spec.n_envs, checkpoint_every=spec.checkpoint_every, eval_episodes=spec.eval.episodes,
-        eval_deterministic=spec.eval.deterministic, content_hash=digest,
+        eval_deterministic=spec.eval.deterministic, content_hash=digest, cpus=cpus_per_run(spec), device=spec.device,
     )
+
+
+def cpus_per_run(spec: SweepSpec) -> int:
+    """The spec's cpus_per_run, else what a run uses: one process with one thread (DummyVecEnv steps
+    its n_envs environments in turn), so one slot. A multi-process vec env would take n_envs here."""
+    return spec.cpus_per_run or 1
 
 
 def _group_key(variant: str, grid: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ from typing import Callable
 
 import psutil
 
-from .launchers.base import Launcher, RunHandle
+from .launchers.base import RETURNCODE_LOST, Launcher, RunHandle
 from .plan import RunSpec
 from .rundir import CorruptFileError, FailureClass, RunState, RunStatus, SweepDir, now_iso
 
@@ -129,7 +129,7 @@ class Scheduler:
             # A run wider than the whole cap still runs, alone.
             if self._active and used + run.cpus > self.options.max_workers:
                 return
-            if not self._memory_allows_another():
+            if not self._memory_allows_another() or not self.launcher.can_start(run):
                 return
             pending.popleft()
             self._start(run, attempt, outcome)
@@ -234,6 +234,8 @@ class Scheduler:
             return None if code == 0 and _has_result(run_dir) else FailureClass.TIMEOUT
         if code == 0:
             return None if _has_result(run_dir) else FailureClass.ERROR
+        if code == RETURNCODE_LOST:
+            return FailureClass.LOST
         if code < 0 or code == WORKER_INTERRUPTED:
             return FailureClass.KILLED  # a signal nobody in this sweep asked for
         return FailureClass.ERROR

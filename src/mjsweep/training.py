@@ -105,8 +105,11 @@ class IterationRecorder(BaseCallback):
         self._pending = False
         self._file = None
         self._writer = None
+        self.startup_s: float | None = None
+        """Seconds from process start until training begins (imports, env and model built, first reset)."""
 
     def _on_training_start(self) -> None:
+        self.startup_s = process_age_s()
         self._t0 = time.monotonic()
         path = self.checkpointer.run.progress_csv
         fresh = not path.exists() or path.stat().st_size == 0
@@ -189,6 +192,13 @@ class IterationRecorder(BaseCallback):
         self.last_checkpoint_at = self.model.num_timesteps
 
 
+def process_age_s() -> float:
+    """Seconds since this process was started, interpreter start-up included (Linux; 10 ms ticks)."""
+    with open("/proc/self/stat", encoding="ascii") as fh:
+        start_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])  # field 22: starttime since boot
+    return time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / os.sysconf("SC_CLK_TCK")
+
+
 def make_vec_env(spec: RunSpec, run: RunDir, resume: Checkpoint | None) -> VecEnv:
     """n_envs copies in this process, with one monitor.csv in SB3's Monitor format."""
     xml = Path(spec.xml)
@@ -209,7 +219,7 @@ def make_vec_env(spec: RunSpec, run: RunDir, resume: Checkpoint | None) -> VecEn
 
 def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer, resume: Checkpoint | None) -> PPO:
     if resume:
-        model = PPO.load(str(checkpointer.run.checkpoints / resume.model_file), env=venv, device="cpu")
+        model = PPO.load(str(checkpointer.run.checkpoints / resume.model_file), env=venv, device=spec.device)
         # A different env seed than the first attempt's, so the resumed episodes are not replays.
         venv.seed(spec.seed + resume.timesteps)
         return model
@@ -217,7 +227,7 @@ def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer, resume:
     policy_kwargs = dict(kwargs.pop("policy_kwargs", None) or {})
     if isinstance(policy_kwargs.get("activation_fn"), str):
         policy_kwargs["activation_fn"] = getattr(torch.nn, ACTIVATION_CLASSES[policy_kwargs["activation_fn"]])
-    return PPO(spec.policy, venv, seed=spec.seed, device="cpu", verbose=0,
+    return PPO(spec.policy, venv, seed=spec.seed, device=spec.device, verbose=0,
                policy_kwargs=policy_kwargs or None, **kwargs)
 
 

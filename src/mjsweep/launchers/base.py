@@ -1,4 +1,4 @@
-"""The two-method contract between the scheduler and whatever starts runs."""
+"""The contract between the scheduler and whatever starts runs (local processes, Ray, SLURM)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ from typing import Protocol
 
 from ..plan import RunSpec
 from ..rundir import RunDir
+
+RETURNCODE_LOST = -255
+"""poll()'s answer when the run's node, job or task vanished (no signal has this number)."""
 
 
 class RunHandle(Protocol):
@@ -15,7 +18,8 @@ class RunHandle(Protocol):
     host: str
 
     def poll(self) -> int | None:
-        """The worker's exit code once it has ended (negative: killed by that signal), else None."""
+        """The worker's exit code once it has ended (negative: killed by that signal;
+        RETURNCODE_LOST: its node or job was lost), else None."""
 
     def interrupt(self) -> None:
         """Ask the run to stop: it saves a checkpoint and exits (SIGINT to its process group)."""
@@ -28,6 +32,9 @@ class RunHandle(Protocol):
 
 
 class Launcher(Protocol):
+    def can_start(self, run: RunSpec) -> bool:
+        """Whether a resource the scheduler does not count itself (a GPU slot) is free for this run."""
+
     def start(self, run: RunSpec, run_dir: RunDir) -> RunHandle:
         """Start `python -m mjsweep.worker RUN_DIR` for this run; its output goes to run_dir.log."""
 

@@ -13,6 +13,7 @@ from typing import Callable
 
 import psutil
 
+from ..gpus import GpuSlots
 from ..plan import RunSpec
 from ..rundir import RunDir
 
@@ -46,17 +47,20 @@ def _die_with_parent(parent_pid: int):
 
 
 class LocalHandle:
-    def __init__(self, proc: subprocess.Popen):
+    def __init__(self, proc: subprocess.Popen, on_exit: Callable[[], None] = lambda: None):
         self.proc = proc
         self.pid = proc.pid
         self.host = socket.gethostname()
         self._peak_rss = 0.0
+        self._on_exit = on_exit
 
     def poll(self) -> int | None:
         self._sample_rss()
         code = self.proc.poll()
         if code is not None:
             self._signal_group(signal.SIGKILL)  # whatever the worker started dies with it
+            self._on_exit()
+            self._on_exit = lambda: None
         return code
 
     def interrupt(self) -> None:
@@ -87,23 +91,41 @@ class LocalHandle:
 
 
 class LocalLauncher:
-    """Starts each run as `python -m mjsweep.worker RUN_DIR`, an argument list, never a shell string."""
+    """Starts each run as `python -m mjsweep.worker RUN_DIR`, an argument list, never a shell string.
+
+    Runs with device "cuda" get a GPU slot each (CUDA_VISIBLE_DEVICES); CPU runs see no GPU.
+    """
 
     def __init__(self, extra_env: dict[str, str] | None = None,
-                 command: Callable[[Path], list[str]] = worker_command):
+                 command: Callable[[Path], list[str]] = worker_command,
+                 gpus: list[str] | None = None, runs_per_gpu: int = 1):
         self.extra_env = extra_env or {}
         self.command = command  # tests swap in cheap stand-ins for the worker
+        self.gpu_slots = GpuSlots(gpus or [], runs_per_gpu)
+
+    def can_start(self, run: RunSpec) -> bool:
+        return run.device == "cpu" or self.gpu_slots.free()
 
     def start(self, run: RunSpec, run_dir: RunDir) -> LocalHandle:
         env = worker_env()
         env.update(self.extra_env)
+        gpu = self.gpu_slots.take() if run.device != "cpu" else None
+        env["CUDA_VISIBLE_DEVICES"] = gpu or ""
+        try:
+            proc = self._spawn(run_dir, env)
+        except BaseException:
+            if gpu is not None:
+                self.gpu_slots.give_back(gpu)
+            raise
+        return LocalHandle(proc, on_exit=(lambda: self.gpu_slots.give_back(gpu)) if gpu is not None else lambda: None)
+
+    def _spawn(self, run_dir: RunDir, env: dict[str, str]) -> subprocess.Popen:
         with open(run_dir.log, "ab") as log:
-            proc = subprocess.Popen(
+            return subprocess.Popen(
                 self.command(run_dir.path), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 env=env, cwd=run_dir.path, start_new_session=True, close_fds=True,
                 preexec_fn=_die_with_parent(os.getpid()),
             )
-        return LocalHandle(proc)
 
     def close(self) -> None:
         pass
