@@ -42,6 +42,7 @@ class RunSpec(BaseModel):
     ppo: dict[str, Any]
     total_timesteps: int
     n_envs: int
+    vec_env: str = "dummy"
     checkpoint_every: int
     eval_episodes: int
     eval_deterministic: bool
@@ -86,7 +87,7 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
     content = {
         "env": spec.env, "xml_sha256": variant.sha256, "env_kwargs": env_kwargs,
         "max_episode_steps": spec.max_episode_steps, "policy": policy, "ppo": ppo,
-        "seed": seed, "total_timesteps": total, "n_envs": spec.n_envs, "device": spec.device,
+        "seed": seed, "total_timesteps": total, "n_envs": spec.n_envs, "vec_env": spec.vec_env, "device": spec.device,
     }
     digest = hashlib.sha256(json.dumps(content, sort_keys=True, default=repr).encode()).hexdigest()
     readable = "_".join([variant.name, *(f"{short[k]}={_fmt(v)}" for k, v in point.items()), f"s{seed}"])
@@ -95,15 +96,15 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         run_id=f"{readable}_{digest[:8]}", sweep=spec.name, variant=variant.name, grid=point, seed=seed,
         env=spec.env, xml=str(variant.xml), xml_sha256=variant.sha256, env_kwargs=env_kwargs,
         max_episode_steps=spec.max_episode_steps, policy=policy, ppo=ppo, total_timesteps=total,
-        n_envs=spec.n_envs, checkpoint_every=spec.checkpoint_every, eval_episodes=spec.eval.episodes,
+        n_envs=spec.n_envs, vec_env=spec.vec_env, checkpoint_every=spec.checkpoint_every, eval_episodes=spec.eval.episodes,
         eval_deterministic=spec.eval.deterministic, content_hash=digest, cpus=cpus_per_run(spec), device=spec.device,
     )
 
 
 def cpus_per_run(spec: SweepSpec) -> int:
-    """The spec's cpus_per_run, else what a run uses: one process with one thread (DummyVecEnv steps
-    its n_envs environments in turn), so one slot. A multi-process vec env would take n_envs here."""
-    return spec.cpus_per_run or 1
+    """The spec's cpus_per_run, else what a run uses: one slot per process, each on one thread
+    (a DummyVecEnv steps its n_envs environments in turn in the run's one process)."""
+    return spec.cpus_per_run or (spec.n_envs if spec.vec_env == "subproc" else 1)
 
 
 def _group_key(variant: str, grid: dict[str, Any]) -> str:

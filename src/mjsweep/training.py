@@ -6,6 +6,7 @@ Imported only by the worker process (it imports torch and stable-baselines3).
 from __future__ import annotations
 
 import csv
+import importlib.util
 import os
 import platform
 import time
@@ -14,15 +15,16 @@ from importlib import metadata
 from pathlib import Path
 
 import torch
+import yaml
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor, ResultsWriter
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
 
 from .envs import make_env
 from .plan import RunSpec
-from .rundir import RunDir, read_json, write_json_atomic
+from .rundir import RunDir, SweepDir, read_json, write_json_atomic
 
 PROGRESS_FIELDS = ("iteration", "timesteps", "wall_s", "fps", "ep_rew_mean", "ep_len_mean",
                    "rollout_s", "train_s")
@@ -200,12 +202,13 @@ def process_age_s() -> float:
 
 
 def make_vec_env(spec: RunSpec, run: RunDir, resume: Checkpoint | None) -> VecEnv:
-    """n_envs copies in this process, with one monitor.csv in SB3's Monitor format."""
+    """n_envs copies (in this process, or one subprocess each), with one monitor.csv in SB3's format."""
     xml = Path(spec.xml)
-    venv = DummyVecEnv([
-        (lambda: make_env(spec.env, xml, spec.env_kwargs, spec.max_episode_steps))
-        for _ in range(spec.n_envs)
-    ])
+    factories = [(lambda: make_env(spec.env, xml, spec.env_kwargs, spec.max_episode_steps))
+                 for _ in range(spec.n_envs)]
+    # forkserver children inherit the worker's process group and one-thread caps, and die with it.
+    venv = SubprocVecEnv(factories, start_method="forkserver") if spec.vec_env == "subproc" \
+        else DummyVecEnv(factories)
     monitored = VecMonitor(venv)
     if resume:
         # Keep the episode clock running from where the checkpoint left it.
@@ -217,9 +220,30 @@ def make_vec_env(spec: RunSpec, run: RunDir, resume: Checkpoint | None) -> VecEn
     return monitored
 
 
+def tensorboard_dir(run: RunDir) -> str | None:
+    """<run dir>/tensorboard when the sweep's spec (sweep.yaml) sets tensorboard: true and it is installed.
+
+    Read from sweep.yaml, not spec.json: logging does not change what a run computes, so it is no part
+    of the run's content hash.
+    """
+    try:
+        resolved = yaml.safe_load(SweepDir(run.path.parent).sweep_yaml.read_text(encoding="utf-8")) or {}
+    except OSError:
+        return None
+    if not resolved.get("tensorboard"):
+        return None
+    if importlib.util.find_spec("tensorboard") is None:
+        print("mjsweep.worker: warning: the spec sets tensorboard: true, but the tensorboard package is not "
+              "installed (pip install tensorboard); training without TensorBoard logs", flush=True)
+        return None
+    return str(run.path / "tensorboard")
+
+
 def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer, resume: Checkpoint | None) -> PPO:
+    tensorboard_log = tensorboard_dir(checkpointer.run)
     if resume:
-        model = PPO.load(str(checkpointer.run.checkpoints / resume.model_file), env=venv, device=spec.device)
+        model = PPO.load(str(checkpointer.run.checkpoints / resume.model_file), env=venv, device=spec.device,
+                         tensorboard_log=tensorboard_log)
         # A different env seed than the first attempt's, so the resumed episodes are not replays.
         venv.seed(spec.seed + resume.timesteps)
         return model
@@ -228,7 +252,7 @@ def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer, resume:
     if isinstance(policy_kwargs.get("activation_fn"), str):
         policy_kwargs["activation_fn"] = getattr(torch.nn, ACTIVATION_CLASSES[policy_kwargs["activation_fn"]])
     return PPO(spec.policy, venv, seed=spec.seed, device=spec.device, verbose=0,
-               policy_kwargs=policy_kwargs or None, **kwargs)
+               policy_kwargs=policy_kwargs or None, tensorboard_log=tensorboard_log, **kwargs)
 
 
 def evaluate(spec: RunSpec, model: PPO) -> tuple[float, float]:
