@@ -123,7 +123,7 @@ def test_xml_that_does_not_compile(tmp_path):
                                       "</worldbody></mujoco>")
     text = GOOD.replace(str(TINY_XML), "bad.xml")
     message = error_of(tmp_path, text, full=True).replace(str(tmp_path) + "/", "")
-    assert message.startswith("spec.yaml:5: variants[0]: variant 'a': MuJoCo cannot compile")
+    assert message.startswith("spec.yaml:5: variants[0]: 1 of 1 variants broken: variant 'a': MuJoCo cannot compile")
 
 
 def test_xml_with_syntax_error(tmp_path):
@@ -133,7 +133,7 @@ def test_xml_with_syntax_error(tmp_path):
 
 
 @pytest.mark.parametrize("change, expected", [
-    (("env: HalfCheetah-v5", "env: NoSuchEnv-v9"), "env 'NoSuchEnv-v9' cannot be built for variant 'a'"),
+    (("env: HalfCheetah-v5", "env: NoSuchEnv-v9"), "variant 'a': env 'NoSuchEnv-v9': NameNotFound"),
     (("env: HalfCheetah-v5", "env: nosuchpkg.envs:Robot"), "cannot import 'nosuchpkg.envs'"),
     (("eval: {episodes: 1}", "eval: {episodes: 1}\nenv_kwargs: {wobble: 2}"), "unexpected keyword argument 'wobble'"),
 ])

@@ -55,9 +55,16 @@ def run(
     grace: float = typer.Option(10.0, "--grace", min=0.0,
                                 help="Seconds between SIGINT and SIGKILL when stopping runs."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the end summary."),
+    backend: str = typer.Option("local", "--backend", help="Where runs execute: local, ray or slurm "
+                                "(docs/cluster.md)."),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address, e.g. 10.0.0.1:6379 "
+                                          "[default: RAY_ADDRESS, else a local Ray]."),
+    gpus: Optional[str] = typer.Option(None, "--gpus",
+                                       help="GPU ids for device: cuda, e.g. 0,1 [default: all found]."),
 ) -> None:
     """Train every variant x grid point x seed, each as its own single-threaded process."""
-    from .launchers.local import LocalLauncher
+    from . import live
+    from .launchers import LauncherConfigError, build_launcher, scheduler_slots
     from .scheduler import SchedulerOptions
     from .spec import SpecError
     from .sweep import SweepLockedError, decide, execute, prepare
@@ -70,16 +77,23 @@ def run(
         raise _invalid(str(exc)) from None
     if dry_run:
         render.plan_table(out, plan, decide(plan))
+        if backend == "slurm":
+            render.sbatch_preview(out, plan, decide(plan), workers)
         return
-    options = SchedulerOptions(max_workers=workers or usable_cores(), retries=retries, timeout_s=timeout_s,
-                               grace_s=grace)
-    progress = render.PlainProgress(out, quiet=quiet)
-    launcher = LocalLauncher()
+    try:
+        launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers)
+    except LauncherConfigError as exc:
+        raise _invalid(str(exc)) from None
+    # Memory is only this machine's to guard when the runs execute here.
+    options = SchedulerOptions(max_workers=scheduler_slots(launcher, workers, usable_cores()), retries=retries,
+                               timeout_s=timeout_s, grace_s=grace, memory_guard=backend == "local")
+    progress = live.make_progress(out, plan.sweep_dir, quiet=quiet)
     try:
         outcome = execute(plan, launcher, options, on_event=progress.event, on_planned=progress.planned)
-    except SweepLockedError as exc:
+    except (SweepLockedError, LauncherConfigError) as exc:
         raise _invalid(str(exc)) from None
     finally:
+        progress.close()
         launcher.close()
     render.outcome_summary(out, plan, outcome)
     raise typer.Exit(outcome.exit_code)
@@ -90,33 +104,133 @@ def validate(
     spec_file: Path = typer.Argument(..., help="The sweep spec (YAML)."),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Overrides the spec's runs_dir."),
 ) -> None:
-    """Check the spec, compile every XML and build its env; print one row per variant."""
+    """Check the spec; compile every variant, build its env and take random steps; one row per variant."""
     from .spec import SpecError
-    from .sweep import prepare
+    from .sweep import BrokenVariantsError, prepare
 
     try:
         plan = prepare(spec_file, runs_dir)
+    except BrokenVariantsError as exc:
+        render.variant_table(render.make_console(), exc.plan)
+        raise _invalid(str(exc)) from None
     except SpecError as exc:
         raise _invalid(str(exc)) from None
     render.variant_table(render.make_console(), plan)
 
 
+REPORT_FORMATS = ("table", "csv", "md", "json")
+
+
 @app.command()
 def report(
     sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table | csv | md | json, on stdout."),
 ) -> None:
-    """Aggregate final evaluation returns over seeds; also writes report.csv into the sweep folder."""
-    from .report import aggregate, to_csv
+    """Mean, std, IQM and 95% CI of the final eval return over seeds; writes report.csv and report.md too."""
+    from . import report as reportlib
     from .results import collect
     from .rundir import SweepDir, write_text_atomic
+    from .status import read_sweep
 
+    if fmt not in REPORT_FORMATS:
+        raise _invalid(f"--format {fmt!r}: choose one of {', '.join(REPORT_FORMATS)}")
     folder = SweepDir(sweep_dir)
     rows = collect(folder)
     if not rows:
         raise _invalid(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
-    groups = aggregate(rows)
-    write_text_atomic(folder.report_csv, to_csv(groups))
-    render.report_table(render.make_console(), groups, rows)
+    groups = reportlib.aggregate(rows, reportlib.model_stats_by_xml(rows))
+    warnings = [str(w) for w in read_sweep(folder.path).warnings]
+    csv_text = reportlib.to_csv(groups)
+    md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings)
+    write_text_atomic(folder.report_csv, csv_text)
+    write_text_atomic(folder.report_csv.with_suffix(".md"), md_text)
+    if fmt == "table":
+        render.report_table(render.make_console(), groups, rows, warnings)
+    else:
+        problems = [p for r in rows for p in r.problems]
+        text = {"csv": csv_text, "md": md_text}.get(fmt) or reportlib.to_json(groups, warnings, problems)
+        sys.stdout.write(text)
+
+
+@app.command()
+def status(
+    sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout, for scripts."),
+    watch: bool = typer.Option(False, "--watch", help="Refresh until Ctrl-C."),
+    interval: float = typer.Option(2.0, "--interval", min=0.5, help="Seconds between refreshes with --watch."),
+) -> None:
+    """Counts by state and one row per run, while the sweep runs or after; flags stale runs and contention."""
+    from . import live
+    from .status import read_sweep, to_json
+
+    if not (sweep_dir.is_dir() and any(sweep_dir.glob("*/spec.json"))):
+        raise _invalid(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
+    if as_json:
+        sys.stdout.write(to_json(read_sweep(sweep_dir)))
+        return
+    out = render.make_console()
+    if not watch:
+        out.print(live.status_renderable(read_sweep(sweep_dir)))
+        return
+    try:
+        live.watch(out, lambda: live.status_renderable(read_sweep(sweep_dir)), interval)
+    except KeyboardInterrupt:
+        pass
+
+
+@app.command()
+def plot(
+    sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
+    output: Path = typer.Option(..., "--output", "-o", help="The learning-curve PNG; final returns go "
+                                "next to it as <name>_final.png."),
+) -> None:
+    """Learning curves (mean over seeds, 95% CI band) and final returns per variant x grid point."""
+    from .plot import NothingToPlotError, plot_sweep
+    from .results import collect
+
+    rows = collect(sweep_dir)
+    if not rows:
+        raise _invalid(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
+    if output.suffix.lower() != ".png":
+        raise _invalid(f"-o {output}: the output must be a .png file")
+    try:
+        written = plot_sweep(sweep_dir, rows, output)
+    except NothingToPlotError as exc:
+        raise _invalid(str(exc)) from None
+    for path in written:
+        print(f"wrote {path}")
+
+
+@app.command()
+def bench(
+    env: str = typer.Option("Ant-v5", "--env", help="The Gymnasium env id (or module:Class) to train."),
+    xml: Optional[Path] = typer.Option(None, "--xml", help="The model to train on (default: the env's own)."),
+    steps: int = typer.Option(8192, "--steps", min=1, help="Environment steps per run."),
+    max_workers: Optional[int] = typer.Option(None, "--max-workers", min=1,
+                                              help="Largest concurrent batch (default: 2 x usable cores)."),
+    n_steps: Optional[int] = typer.Option(None, "--n-steps", min=2, help="PPO n_steps (default: SB3's 2048)."),
+    scale_runs: int = typer.Option(10_000, "--scale-runs", min=0,
+                                   help="Runs in the generated plan and folder for the dry-run and status "
+                                   "figures (0: skip them)."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout, for scripts."),
+) -> None:
+    """Measure throughput through mjsweep (N = 1, 2, 4, ...) against a naive Pool; recommend --workers."""
+    import json
+
+    from .bench import BenchConfig, run_bench
+    from .bench.table import render as render_bench
+
+    if xml is not None and not xml.is_file():
+        raise _invalid(f"--xml {xml}: no such file")
+    cores = usable_cores()
+    config = BenchConfig(env=env, xml=xml.resolve() if xml else None, steps=steps,
+                         max_workers=max_workers or 2 * cores, ppo={"n_steps": n_steps} if n_steps else {},
+                         cores=cores, scale_runs=scale_runs)
+    try:
+        report = run_bench(config, on_step=lambda line: print(f"bench: {line}", file=sys.stderr, flush=True))
+    except ValueError as exc:
+        raise _invalid(str(exc)) from None
+    sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n" if as_json else render_bench(report))
 
 
 def main() -> None:

@@ -1,12 +1,16 @@
-"""Building the environment of a run from an XML: Gymnasium ids that take xml_file, or module:Class."""
+"""Building the environment of a run from an XML: Gymnasium ids that take xml_file (mjsweep's own
+generic mjsweep/Locomotion-v0 among them), or module:Class; and probing it with random actions."""
 
 from __future__ import annotations
 
 import importlib
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
+
+import numpy as np
 
 
 class EnvBuildError(Exception):
@@ -24,6 +28,10 @@ def make_env(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps:
     import gymnasium as gym
 
     kwargs = {"xml_file": str(xml), **env_kwargs}
+    if env.startswith("mjsweep/"):
+        from .locomotion import register
+
+        register()
     if ":" in env:
         cls = _import_class(env)
         instance = cls(**kwargs)
@@ -46,8 +54,29 @@ def _import_class(target: str):
 
 
 def probe_env(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps: int | None = None,
-              steps: int = 5) -> EnvProbe:
-    """Build the env, reset it and take a few random steps. EnvBuildError says why it cannot."""
+              steps: int = 300) -> EnvProbe:
+    """Build the env, check its spaces and take random steps, watching for non-finite values and
+    MuJoCo's instability warnings. EnvBuildError says what went wrong, and at which step."""
+    with _mujoco_warnings_silenced():
+        return _probe(env, xml, env_kwargs, max_episode_steps, steps)
+
+
+@contextmanager
+def _mujoco_warnings_silenced() -> Iterator[None]:
+    """MuJoCo prints each warning and appends it to MUJOCO_LOG.TXT in the working directory; a probe
+    reads the counters in data.warning instead and reports them in its own words."""
+    import mujoco
+
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(lambda message: None)
+    try:
+        yield
+    finally:
+        mujoco.set_mju_user_warning(previous)
+
+
+def _probe(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps: int | None,
+           steps: int) -> EnvProbe:
     try:
         instance = make_env(env, xml, env_kwargs, max_episode_steps)
     except EnvBuildError:
@@ -55,12 +84,17 @@ def probe_env(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps
     except Exception as exc:  # noqa: BLE001 - any constructor error is the user's to see
         raise EnvBuildError(_one_line(exc)) from None
     try:
+        _check_spaces(instance)
         obs, _ = instance.reset(seed=0)
+        _check_observation(instance, obs, "after reset")
         instance.action_space.seed(0)
-        for _ in range(steps):
+        for step in range(1, steps + 1):
             obs, reward, terminated, truncated, _ = instance.step(instance.action_space.sample())
+            where = f"at random step {step}"
+            _check_observation(instance, obs, where)
             if not math.isfinite(float(reward)):
-                raise EnvBuildError(f"reward is not finite ({reward}) after a random step")
+                raise EnvBuildError(f"reward is not finite ({reward}) {where}")
+            _check_warnings(instance, where)
             if terminated or truncated:
                 obs, _ = instance.reset()
         return EnvProbe(tuple(instance.observation_space.shape or ()), tuple(instance.action_space.shape or ()))
@@ -70,6 +104,42 @@ def probe_env(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps
         raise EnvBuildError(_one_line(exc)) from None
     finally:
         instance.close()
+
+
+def _check_spaces(instance) -> None:
+    """PPO's MlpPolicy needs a flat Box observation and a flat Box action with finite bounds."""
+    from gymnasium import spaces
+
+    obs_space, act_space = instance.observation_space, instance.action_space
+    if not isinstance(obs_space, spaces.Box) or len(obs_space.shape) != 1:
+        raise EnvBuildError(f"the observation space must be a flat Box (got {obs_space})")
+    if not isinstance(act_space, spaces.Box) or len(act_space.shape) != 1 or act_space.shape[0] == 0:
+        raise EnvBuildError(f"the action space must be a non-empty flat Box (got {act_space}): "
+                            "does the XML have actuators?")
+    if not (np.all(np.isfinite(act_space.low)) and np.all(np.isfinite(act_space.high))):
+        raise EnvBuildError("the action space has infinite bounds: give the actuators a ctrlrange")
+
+
+def _check_observation(instance, obs, where: str) -> None:
+    obs = np.asarray(obs)
+    if obs.shape != instance.observation_space.shape:
+        raise EnvBuildError(f"observation shape {obs.shape} {where} does not match the observation space "
+                            f"{instance.observation_space.shape}")
+    if not np.all(np.isfinite(obs)):
+        raise EnvBuildError(f"the observation is not finite {where}")
+
+
+def _check_warnings(instance, where: str) -> None:
+    """MuJoCo counts instabilities in data.warning (and resets the state on a bad acceleration)."""
+    import mujoco
+
+    data = getattr(instance.unwrapped, "data", None)
+    if not isinstance(data, mujoco.MjData):
+        return
+    raised = [mujoco.mjtWarning(i).name.removeprefix("mjWARN_") for i in range(mujoco.mjtWarning.mjNWARNING)
+              if data.warning[i].number > 0]
+    if raised:
+        raise EnvBuildError(f"unstable: MuJoCo warned {', '.join(raised)} {where}")
 
 
 def _one_line(exc: BaseException) -> str:

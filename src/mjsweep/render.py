@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -12,7 +11,7 @@ from rich.table import Table
 if TYPE_CHECKING:
     from .report import GroupRow
     from .results import ResultRow
-    from .scheduler import Event, SweepOutcome
+    from .scheduler import SweepOutcome
     from .sweep import PlannedRun, SweepPlan
 
 
@@ -44,14 +43,33 @@ def plan_table(out: Console, plan: SweepPlan, planned: list[PlannedRun]) -> None
               f"{counts['skip']} to skip; nothing started")
 
 
+def sbatch_preview(out: Console, plan: SweepPlan, planned: list[PlannedRun], workers: int | None) -> None:
+    """The job array `sweep run --backend slurm` would submit: the sbatch call and the script."""
+    import shlex
+
+    from .launchers.slurm import build_submission
+    from .sweep import Action
+
+    runs = [p.run for p in planned if p.action is not Action.SKIP]
+    if not runs:
+        out.print("slurm: nothing to submit")
+        return
+    sub = build_submission(runs, plan.sweep_dir, plan.spec.slurm, workers)
+    out.print(f"slurm: would submit {len(runs)} array tasks with: {shlex.join(sub.command)}",
+              markup=False, highlight=False, soft_wrap=True)
+    out.print(sub.script, markup=False, highlight=False, soft_wrap=True, end="")
+
+
 def variant_table(out: Console, plan: SweepPlan) -> None:
     table = Table(title=f"sweep {plan.spec.name}: env {plan.spec.env}, {len(plan.runs)} runs")
     for col in ("variant", "xml", "bodies", "joints", "actuators", "mass", "obs", "act", "verdict"):
         table.add_column(col, overflow="fold")
     for check in plan.checks:
-        s = check.stats
-        table.add_row(check.variant.name, str(check.variant.xml), str(s.bodies), str(s.joints), str(s.actuators),
-                      f"{s.total_mass:.2f}", _shape(check.probe.obs_shape), _shape(check.probe.act_shape), "ok")
+        v, s = check.variant, check.stats
+        xml = f"{v.xml} (edited)" if v.xml_text is not None else str(v.xml)
+        counts = [str(s.bodies), str(s.joints), str(s.actuators), f"{s.total_mass:.2f}"] if s else ["-"] * 4
+        verdict = f"BROKEN: {check.problem}" if check.problem else "ok"
+        table.add_row(v.name, xml, *counts, _shape(check.probe.obs_shape), _shape(check.probe.act_shape), verdict)
     out.print(table)
 
 
@@ -59,43 +77,27 @@ def _shape(shape: tuple[int, ...]) -> str:
     return "x".join(map(str, shape)) or "-"
 
 
-def report_table(out: Console, groups: list[GroupRow], rows: list[ResultRow]) -> None:
-    table = Table(title="eval return over seeds, best first")
-    for col in ("variant", "grid", "runs ok", "failed", "mean", "std", "mean fps"):
+def report_table(out: Console, groups: list[GroupRow], rows: list[ResultRow], warnings: list[str]) -> None:
+    table = Table(title="final eval return over seeds, best first")
+    for col in ("variant", "grid", "runs ok", "failed", "mean", "std", "IQM", "95% CI", "mean fps", "mass",
+                "bodies/joints/act"):
         table.add_column(col, overflow="fold")
     for g in groups:
+        ci = f"[{_f(g.ci_low)}, {_f(g.ci_high)}]" if g.ci_low is not None else "-"
+        m = g.model
         table.add_row(g.variant, _grid_text(g.grid), f"{g.succeeded}/{g.runs}", str(g.failed),
-                      _f(g.mean_return), _f(g.std_return), _f(g.mean_fps, 0))
+                      _f(g.mean_return), _f(g.std_return), _f(g.iqm_return), ci, _f(g.mean_fps, 0),
+                      _f(m.total_mass if m else None), f"{m.bodies}/{m.joints}/{m.actuators}" if m else "-")
     out.print(table)
     for row in rows:
         for problem in row.problems:
-            out.print(f"warning: {problem}")
+            out.print(f"warning: {problem}", soft_wrap=True)
+    for warning in warnings:
+        out.print(f"warning: {warning}", soft_wrap=True)
 
 
 def _f(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
-
-
-class PlainProgress:
-    """One line per state change, for logs and scripts; the end summary comes from outcome_summary."""
-
-    def __init__(self, out: Console, quiet: bool = False):
-        self.out, self.quiet = out, quiet
-        self.started = time.monotonic()
-
-    def planned(self, planned: list[PlannedRun]) -> None:
-        if self.quiet:
-            return
-        todo = sum(1 for p in planned if p.action.value != "skip")
-        self.out.print(f"{len(planned)} runs: {todo} to run, {len(planned) - todo} already succeeded")
-
-    def event(self, event: Event) -> None:
-        if self.quiet:
-            return
-        elapsed = time.monotonic() - self.started
-        subject = event.run_id or "sweep"
-        self.out.print(f"[{elapsed:7.1f}s] {event.kind.value:<11} {subject}"
-                       + (f": {event.message}" if event.message else ""))
 
 
 def outcome_summary(out: Console, plan: SweepPlan, outcome: SweepOutcome) -> None:

@@ -1,14 +1,18 @@
-"""Aggregation over seeds: one row per variant x grid point."""
+"""Aggregation over seeds: one row per variant x grid point, as a table, CSV, Markdown or JSON."""
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import statistics
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
+from . import stats
 from .results import ResultRow
+from .variants import ModelStats
 
 
 @dataclass(frozen=True)
@@ -23,40 +27,93 @@ class GroupRow:
     std_return: float | None
     """Sample standard deviation over seeds (0 with a single seed)."""
     mean_fps: float | None
+    iqm_return: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    """95% percentile-bootstrap interval of the mean return over seeds (stats.bootstrap_ci, seed 0)."""
+    model: ModelStats | None = None
+    """Total mass, bodies, joints, actuators of the variant's compiled model; None if it does not compile."""
 
 
-def aggregate(rows: list[ResultRow]) -> list[GroupRow]:
-    """Group runs that differ only by seed; best mean return first, groups without results last."""
+def aggregate(rows: list[ResultRow], models: dict[str, ModelStats | None] | None = None) -> list[GroupRow]:
+    """Group runs that differ only by seed; best mean return first, groups without results last.
+
+    `models` maps a run's xml path to its model statistics (see model_stats_by_xml).
+    """
     groups: dict[str, list[ResultRow]] = {}
     for row in rows:
         groups.setdefault(row.group, []).append(row)
-    out = []
-    for name, members in groups.items():
-        ok = [m for m in members if m.ok]
-        returns = [float(m.result["eval_mean_return"]) for m in ok]
-        fps = [float(m.result["fps"]) for m in ok if "fps" in m.result]
-        out.append(GroupRow(
-            group=name, variant=members[0].variant, grid=members[0].grid, runs=len(members),
-            succeeded=len(ok), failed=sum(1 for m in members if m.state == "failed"),
-            mean_return=statistics.fmean(returns) if returns else None,
-            std_return=(statistics.stdev(returns) if len(returns) > 1 else 0.0) if returns else None,
-            mean_fps=statistics.fmean(fps) if fps else None,
-        ))
+    out = [_group_row(name, members, (models or {}).get(members[0].xml or "")) for name, members in groups.items()]
     return sorted(out, key=lambda g: (g.mean_return is None, -(g.mean_return or 0.0), g.group))
 
 
-CSV_FIELDS = ("variant", "grid", "runs", "succeeded", "failed", "mean_return", "std_return", "mean_fps")
+def _group_row(name: str, members: list[ResultRow], model: ModelStats | None) -> GroupRow:
+    ok = [m for m in members if m.ok]
+    returns = [float(m.result["eval_mean_return"]) for m in ok]
+    fps = [float(m.result["fps"]) for m in ok if "fps" in m.result]
+    summary = stats.summarize(returns) if returns else None
+    return GroupRow(
+        group=name, variant=members[0].variant, grid=members[0].grid, runs=len(members),
+        succeeded=len(ok), failed=sum(1 for m in members if m.state == "failed"),
+        mean_return=summary.mean if summary else None, std_return=summary.std if summary else None,
+        mean_fps=statistics.fmean(fps) if fps else None, iqm_return=summary.iqm if summary else None,
+        ci_low=summary.ci_low if summary else None, ci_high=summary.ci_high if summary else None, model=model,
+    )
+
+
+def model_stats_by_xml(rows: list[ResultRow]) -> dict[str, ModelStats | None]:
+    """Compile each distinct model once (imports mujoco); a missing or broken XML gives None."""
+    from .variants import compile_model, model_stats
+
+    out: dict[str, ModelStats | None] = {}
+    for xml in {r.xml for r in rows if r.xml}:
+        try:
+            out[xml] = model_stats(compile_model(Path(xml))) if Path(xml).is_file() else None
+        except ValueError:
+            out[xml] = None
+    return out
+
+
+CSV_FIELDS = ("variant", "grid", "runs", "succeeded", "failed", "mean_return", "std_return", "iqm_return",
+              "ci95_low", "ci95_high", "mean_fps", "total_mass", "bodies", "joints", "actuators")
+
+
+def table_rows(groups: list[GroupRow]) -> list[list[str]]:
+    """One list of cells per group, in CSV_FIELDS order; '' where there is no value."""
+    out = []
+    for g in groups:
+        m = g.model
+        out.append([g.variant, grid_text(g.grid), str(g.runs), str(g.succeeded), str(g.failed),
+                    _num(g.mean_return), _num(g.std_return), _num(g.iqm_return), _num(g.ci_low), _num(g.ci_high),
+                    _num(g.mean_fps), _num(m.total_mass if m else None), *(
+                        [str(m.bodies), str(m.joints), str(m.actuators)] if m else ["", "", ""])])
+    return out
 
 
 def to_csv(groups: list[GroupRow]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_FIELDS)
-    for g in groups:
-        grid = " ".join(f"{k}={v}" for k, v in g.grid.items())
-        writer.writerow([g.variant, grid, g.runs, g.succeeded, g.failed, _num(g.mean_return),
-                         _num(g.std_return), _num(g.mean_fps)])
+    writer.writerows(table_rows(groups))
     return buf.getvalue()
+
+
+def to_markdown(groups: list[GroupRow], title: str, warnings: list[str]) -> str:
+    lines = [f"# {title}", "", "Final evaluation return over seeds, best first (95% CI: percentile bootstrap).",
+             "", "| " + " | ".join(CSV_FIELDS) + " |", "|" + "---|" * len(CSV_FIELDS)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") or "-" for c in cells) + " |" for cells in table_rows(groups)]
+    if warnings:
+        lines += ["", "## Warnings", "", *(f"- {w}" for w in warnings)]
+    return "\n".join(lines) + "\n"
+
+
+def to_json(groups: list[GroupRow], warnings: list[str], problems: list[str]) -> str:
+    data = {"groups": [asdict(g) for g in groups], "warnings": warnings, "problems": problems}
+    return json.dumps(data, indent=2) + "\n"
+
+
+def grid_text(grid: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in grid.items())
 
 
 def _num(value: float | None) -> str:

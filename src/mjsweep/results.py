@@ -23,6 +23,8 @@ class ResultRow:
     result: dict[str, Any] | None
     problems: list[str] = field(default_factory=list)
     """Files that could not be read, each with why."""
+    xml: str | None = None
+    """spec.json's model path, for the model statistics in a report."""
 
     @property
     def ok(self) -> bool:
@@ -57,4 +59,5 @@ def read_row(run_dir: RunDir) -> ResultRow | None:
     except CorruptFileError as exc:
         problems.append(str(exc))
     state = status.state.value if status else ("unknown" if problems else "pending")
-    return ResultRow(spec.run_id, spec.variant, spec.grid, spec.seed, spec.group, state, status, result, problems)
+    return ResultRow(spec.run_id, spec.variant, spec.grid, spec.seed, spec.group, state, status, result, problems,
+                     spec.xml)

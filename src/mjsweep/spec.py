@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -21,7 +21,10 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     field_validator,
+    model_validator,
 )
+
+from .editspec import PLACEHOLDER, EditSpec
 
 # Keyword arguments of stable_baselines3.PPO that a spec may set. Kept as data so that loading a spec
 # never imports torch; tests/test_spec.py checks it against the installed PPO's signature.
@@ -71,10 +74,24 @@ class _Strict(BaseModel):
 class VariantSpec(_Strict):
     name: SafeName
     """Unique name; the run family's folder names start with it."""
-    xml: Path
+    xml: Path | None = None
     """The MuJoCo XML; relative to the spec file's folder."""
+    base: Path | None = None
+    """Instead of xml: the XML that 'edits' change; relative to the spec file's folder."""
+    edits: list[EditSpec] = []
+    """Applied in order to 'base' with MuJoCo's MjSpec."""
+    edit_grid: dict[str, list[Any]] = {}
+    """label -> values; one variant per combination, named '<name>_<label>=<value>...'."""
     env_kwargs: dict[str, Any] = {}
     """Merged over the sweep's env_kwargs for this variant only."""
+
+    @model_validator(mode="after")
+    def _source(self) -> VariantSpec:
+        if (self.xml is None) == (self.base is None):
+            raise ValueError("give exactly one of 'xml' (a file as is) and 'base' (a file plus 'edits')")
+        if self.xml is not None and (self.edits or self.edit_grid):
+            raise ValueError("'edits' and 'edit_grid' apply to 'base', not 'xml'")
+        return self
 
 
 class EvalSpec(_Strict):
@@ -82,6 +99,30 @@ class EvalSpec(_Strict):
     """Episodes of the final evaluation (eval_mean_return / eval_std_return in result.json)."""
     deterministic: bool = True
     """Evaluate the policy's mean action rather than sampling."""
+
+
+class SlurmSpec(_Strict):
+    """Per-run resources for `--backend slurm` (each run is one task of the sweep's job array)."""
+
+    partition: str | None = None
+    time: str | None = None
+    """Time limit per run, in sbatch's format: "90", "2:00:00", "1-12:00:00"."""
+    mem: str | None = None
+    """Memory per run, e.g. "4G"."""
+    cpus_per_task: int | None = Field(None, ge=1)
+    """Default: the run's CPU slots (cpus_per_run)."""
+    gres: str | None = None
+    """Generic resources, e.g. "gpu:1" for device: cuda."""
+    extra: list[str] = []
+    """More sbatch options, one per item, e.g. "--account=rl" or "--qos=low"."""
+
+    @field_validator("extra")
+    @classmethod
+    def _options(cls, extra: list[str]) -> list[str]:
+        for line in extra:
+            if not line.startswith("--") or "\n" in line:
+                raise ValueError(f"{line!r}: each item is one sbatch option such as '--account=rl'")
+        return extra
 
 
 class SweepSpec(_Strict):
@@ -106,12 +147,26 @@ class SweepSpec(_Strict):
     grid: dict[str, list[Any]] = {}
     """Cartesian product over dotted keys: ppo.<kwarg>, env_kwargs.<kwarg>, total_timesteps."""
     n_envs: int = Field(1, ge=1)
-    """Parallel environments per run (a DummyVecEnv in the run's single process)."""
+    """Environments per run."""
+    vec_env: Literal["dummy", "subproc"] = "dummy"
+    """dummy: the n_envs environments step in turn in the run's one process; subproc: one process
+    each (SubprocVecEnv, in the run's process group), and the run takes n_envs CPU slots."""
+    cpus_per_run: int | None = Field(None, ge=1)
+    """CPU slots each run takes from the --workers cap. Default: derived from how a run executes
+    (1: its n_envs environments step in its one process, on one torch thread)."""
+    device: Literal["cpu", "cuda"] = "cpu"
+    """Where PPO runs. "cuda" gives each run a GPU slot (CUDA_VISIBLE_DEVICES); "cpu" runs see no GPU."""
+    runs_per_gpu: int = Field(1, ge=1)
+    """GPU slots per GPU: how many cuda runs may share one GPU."""
     eval: EvalSpec = EvalSpec()
+    slurm: SlurmSpec = SlurmSpec()
+    """sbatch resources for `--backend slurm`; ignored by the other backends."""
     checkpoint_every: int = Field(50_000, gt=0)
     """Timesteps between checkpoints; an interrupted run resumes from the last one."""
     runs_dir: Path = Path("runs")
     """Where sweeps are written; relative to the spec file's folder."""
+    tensorboard: bool = False
+    """Also log each run's training to <run dir>/tensorboard/ (needs the tensorboard package)."""
 
     _locator: SpecLocator | None = PrivateAttr(None)
 
@@ -207,7 +262,8 @@ def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        # A misspelt key also shows up as a missing one; the unknown key is the one to report.
+        err = min(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
         raise locator.error(tuple(err["loc"]), _explain(err)) from None
     spec._locator = locator
     _check_semantics(spec, locator)
@@ -217,14 +273,33 @@ def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
 def _explain(err: dict[str, Any]) -> str:
     kind, loc = err["type"], err["loc"]
     if kind == "extra_forbidden":
-        model = VariantSpec if loc[:1] == ("variants",) else (EvalSpec if loc[:1] == ("eval",) else SweepSpec)
-        return f"unknown key (allowed: {', '.join(model.model_fields)})"
+        return f"unknown key (allowed: {', '.join(_model_at(loc).model_fields)})"
     if kind == "missing":
         return "required key is missing"
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
     return f"{msg} (got {err['input']!r})" if "input" in err and kind != "value_error" else msg
+
+
+def _model_at(loc: tuple[str | int, ...]) -> type[BaseModel]:
+    """The model whose key is the last part of loc, found by walking the field annotations."""
+    model: type[BaseModel] = SweepSpec
+    for part in loc[:-1]:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        inner = _inner_model(field.annotation) if field else None
+        if inner is not None:
+            model = inner
+    return model
+
+
+def _inner_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        if found := _inner_model(arg):
+            return found
+    return None
 
 
 def _check_semantics(spec: SweepSpec, loc: SpecLocator) -> None:
@@ -236,9 +311,39 @@ def _check_semantics(spec: SweepSpec, loc: SpecLocator) -> None:
             raise loc.error(("variants", i, "name"),
                             f"duplicate variant name {variant.name!r} (also variants[{seen[variant.name]}])")
         seen[variant.name] = i
+        _check_edit_grid(variant, ("variants", i), loc)
     _check_ppo_kwargs(spec.ppo, ("ppo",), loc)
     for key, values in spec.grid.items():
         _check_grid_key(key, values, loc)
+
+
+def _check_edit_grid(variant: VariantSpec, at: tuple[str | int, ...], loc: SpecLocator) -> None:
+    """Every placeholder names an edit_grid label, every label is used, every axis has values."""
+    used: set[str] = set()
+    for j, edit in enumerate(variant.edits):
+        for value in _leaves([getattr(edit.args, key, None) for key in ("value", "factor")]):
+            if isinstance(value, str) and "${" in value:
+                match = PLACEHOLDER.match(value)
+                if not match or match.group(1) not in variant.edit_grid:
+                    labels = ", ".join(variant.edit_grid) or "none"
+                    raise loc.error((*at, "edits", j, edit.op),
+                                    f"{value!r} is not a placeholder of this variant's edit_grid (labels: {labels})")
+                used.add(match.group(1))
+    for label, values in variant.edit_grid.items():
+        if not PLACEHOLDER.match("${" + label + "}"):
+            raise loc.error((*at, "edit_grid", label), "a label is a letter or _ followed by letters, digits, _")
+        if not values:
+            raise loc.error((*at, "edit_grid", label), "an edit_grid axis needs at least one value")
+        if label not in used:
+            raise loc.error((*at, "edit_grid", label), f"no edit uses '${{{label}}}'")
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
 
 
 def _ppo_key_problem(key: str) -> str | None:
@@ -280,7 +385,8 @@ def _resolve_paths(spec: SweepSpec, base: Path) -> SweepSpec:
     def resolve(p: Path) -> Path:
         return (base / p.expanduser()).resolve() if not p.expanduser().is_absolute() else p.expanduser()
 
-    variants = [v.model_copy(update={"xml": resolve(v.xml)}) for v in spec.variants]
+    variants = [v.model_copy(update={k: resolve(getattr(v, k)) for k in ("xml", "base") if getattr(v, k)})
+                for v in spec.variants]
     glob = str(resolve(Path(spec.xml_glob))) if spec.xml_glob else None
     resolved = spec.model_copy(update={"variants": variants, "xml_glob": glob,
                                        "runs_dir": resolve(spec.runs_dir)})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
@@ -31,6 +32,14 @@ class SweepLockedError(Exception):
     """Another launcher holds this sweep's lock."""
 
 
+class BrokenVariantsError(speclib.SpecError):
+    """Some variants failed deep validation. str() is one line naming each; `plan` has every verdict."""
+
+    def __init__(self, message: str, plan: SweepPlan):
+        super().__init__(message)
+        self.plan = plan
+
+
 class Action(str, Enum):
     SKIP = "skip"        # succeeded before with the same content
     RESUME = "resume"    # has a checkpoint to continue from
@@ -40,8 +49,11 @@ class Action(str, Enum):
 @dataclass(frozen=True)
 class VariantCheck:
     variant: variantlib.Variant
-    stats: variantlib.ModelStats
+    stats: variantlib.ModelStats | None
+    """None when the XML does not compile."""
     probe: EnvProbe
+    problem: str | None = None
+    """Why the variant is broken; None when it passed every check."""
 
 
 @dataclass(frozen=True)
@@ -60,37 +72,56 @@ class PlannedRun:
 
 
 def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: bool = True) -> SweepPlan:
-    """Load and check the spec, its XMLs and its env; expand the runs. Raises SpecError; writes nothing."""
+    """Load and check the spec, its XMLs and its env; expand the runs. Writes nothing.
+
+    Raises SpecError for a bad spec, and BrokenVariantsError naming every variant that does not
+    compile or whose env fails the random-action probe (see _check_variant).
+    """
     spec = speclib.load(spec_path)
     variants = variantlib.resolve(spec)
-    stats = variantlib.check_compiles(spec, variants)
-    runs = planlib.expand(spec, variants)
-    probes = _probe_envs(spec, variants, runs) if check_envs else {}
-    checks = [VariantCheck(v, stats[v.name], probes.get(v.name, EnvProbe((), ()))) for v in variants]
     root = runs_dir.resolve() if runs_dir else spec.runs_dir
-    return SweepPlan(spec, checks, runs, SweepDir(root / spec.name))
+    sweep_dir = SweepDir(root / spec.name)
+    runs = _point_at_variant_xml(planlib.expand(spec, variants), variants, sweep_dir)
+    # Generated XMLs live in a temp folder while they are checked; the runs get theirs when written.
+    with tempfile.TemporaryDirectory(prefix="mjsweep-check-") as tmp:
+        checks = [_check_variant(spec, v, variantlib.materialize(v, Path(tmp)), runs, check_envs)
+                  for v in variants]
+    plan = SweepPlan(spec, checks, runs, sweep_dir)
+    broken = [c for c in checks if c.problem]
+    if broken:
+        reasons = "; ".join(f"variant {c.variant.name!r}: {c.problem}" for c in broken)
+        raise BrokenVariantsError(str(spec.locator.error(
+            broken[0].variant.loc, f"{len(broken)} of {len(checks)} variants broken: {reasons}")), plan)
+    return plan
 
 
-def _probe_envs(spec: speclib.SweepSpec, variants: list[variantlib.Variant],
-                runs: list[RunSpec]) -> dict[str, EnvProbe]:
-    """Build the env once per distinct (variant, env_kwargs) of the plan."""
-    by_name = {v.name: v for v in variants}
-    probes: dict[str, EnvProbe] = {}
-    seen: set[tuple[str, str]] = set()
+def _point_at_variant_xml(runs: list[RunSpec], variants: list[variantlib.Variant],
+                          sweep_dir: SweepDir) -> list[RunSpec]:
+    """A run of a generated variant loads the copy written into its own run dir (variant.xml)."""
+    generated = {v.name for v in variants if v.xml_text is not None}
+    return [r.model_copy(update={"xml": str(sweep_dir.run(r.run_id).variant_xml)}) if r.variant in generated
+            else r for r in runs]
+
+
+def _check_variant(spec: speclib.SweepSpec, variant: variantlib.Variant, local: variantlib.Variant,
+                   runs: list[RunSpec], check_envs: bool) -> VariantCheck:
+    """Compile `local` (the variant with its XML on disk), then probe its env once per distinct
+    env_kwargs of the plan. The first problem found is the verdict."""
+    try:
+        stats = variantlib.model_stats(variantlib.compile_model(local.xml))
+    except ValueError as exc:
+        return VariantCheck(variant, None, EnvProbe((), ()), f"MuJoCo cannot compile it: {exc}")
+    probe = EnvProbe((), ())
+    kwargs_seen: list[dict] = []
     for run in runs:
-        key = (run.variant, repr(sorted(run.env_kwargs.items())))
-        if key in seen:
+        if not check_envs or run.variant != variant.name or run.env_kwargs in kwargs_seen:
             continue
-        seen.add(key)
-        variant = by_name[run.variant]
+        kwargs_seen.append(run.env_kwargs)
         try:
-            probe = probe_env(spec.env, variant.xml, run.env_kwargs, spec.max_episode_steps)
+            probe = probe_env(spec.env, local.xml, run.env_kwargs, spec.max_episode_steps)
         except EnvBuildError as exc:
-            raise spec.locator.error(
-                variant.loc, f"env {spec.env!r} cannot be built for variant {variant.name!r}"
-                f"{_kwargs_note(run.env_kwargs)}: {exc}") from None
-        probes.setdefault(run.variant, probe)
-    return probes
+            return VariantCheck(variant, stats, probe, f"env {spec.env!r}{_kwargs_note(run.env_kwargs)}: {exc}")
+    return VariantCheck(variant, stats, probe)
 
 
 def _kwargs_note(env_kwargs: dict) -> str:
@@ -136,6 +167,9 @@ def execute(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
             if item.note.startswith("left running"):
                 _kill_orphan(plan.sweep_dir.run(item.run.run_id))
         todo = [p.run for p in planned if p.action is not Action.SKIP]
+        submit = getattr(launcher, "submit", None)  # a batch system (SLURM) queues every run at once
+        if submit and todo:
+            submit(todo, plan.sweep_dir)
         outcome = Scheduler(launcher, plan.sweep_dir, options, on_event).run(todo)
         outcome.succeeded[:0] = [p.run.run_id for p in planned if p.action is Action.SKIP]
         return outcome
@@ -144,11 +178,14 @@ def execute(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
 def _write_sweep_files(plan: SweepPlan, planned: list[PlannedRun]) -> None:
     resolved = plan.spec.model_dump(mode="json")
     write_text_atomic(plan.sweep_dir.sweep_yaml, yaml.safe_dump(resolved, sort_keys=False))
+    generated = {c.variant.name: c.variant.xml_text for c in plan.checks if c.variant.xml_text is not None}
     for item in planned:
         if item.action is Action.SKIP:
             continue  # a finished run's files are never touched again
         run_dir = plan.sweep_dir.run(item.run.run_id)
         run_dir.path.mkdir(exist_ok=True)
+        if item.run.variant in generated:
+            write_text_atomic(run_dir.variant_xml, generated[item.run.variant])
         write_json_atomic(run_dir.spec_json, item.run.model_dump(mode="json"))
 
 

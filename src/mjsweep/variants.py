@@ -1,26 +1,29 @@
-"""XML variants: the spec's file list and glob -> concrete, compiled models with content hashes."""
+"""XML variants: the spec's file list, glob and edited bases -> concrete models with content hashes."""
 
 from __future__ import annotations
 
 import glob as globlib
-import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .spec import SweepSpec, check_safe_name
+from . import edits as editlib
+from .modelfiles import model_sha256
+from .spec import SweepSpec, VariantSpec, check_safe_name
 
 
 @dataclass(frozen=True)
 class Variant:
     name: str
     xml: Path
-    """Absolute path of the XML the run loads."""
+    """Absolute path of the XML the run loads; for a generated variant, its base until materialize()."""
     sha256: str
-    """Hash of the model's content; part of every run id of this variant."""
+    """Hash of the model's content (every file it reads); part of every run id of this variant."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     loc: tuple[str | int, ...] = ()
     """Where in the spec the variant was declared, for error messages."""
+    xml_text: str | None = None
+    """The edited XML of a generated variant (None for a file used as is)."""
 
 
 @dataclass(frozen=True)
@@ -36,9 +39,13 @@ def resolve(spec: SweepSpec) -> list[Variant]:
     loc = spec.locator
     variants: list[Variant] = []
     for i, v in enumerate(spec.variants):
+        if v.base is not None:
+            variants += _generated(spec, v, i)
+            continue
         if not v.xml.is_file():
             raise loc.error(("variants", i, "xml"), f"XML file not found: {v.xml}")
-        variants.append(Variant(v.name, v.xml, file_sha256(v.xml), dict(v.env_kwargs), ("variants", i)))
+        variants.append(Variant(v.name, v.xml, model_sha256(v.xml), dict(v.env_kwargs), ("variants", i)))
+    _check_unique(spec, variants)
     if spec.xml_glob:
         matches = sorted(Path(p) for p in globlib.glob(spec.xml_glob) if Path(p).is_file())
         if not matches:
@@ -52,13 +59,46 @@ def resolve(spec: SweepSpec) -> list[Variant]:
                 check_safe_name(name)
             except ValueError as exc:
                 raise loc.error(("xml_glob",), f"{path.name}: {exc}") from None
-            variants.append(Variant(name, path.resolve(), file_sha256(path), {}, ("xml_glob",)))
+            variants.append(Variant(name, path.resolve(), model_sha256(path), {}, ("xml_glob",)))
             taken[name] = ("xml_glob",)
     return variants
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def _generated(spec: SweepSpec, v: VariantSpec, i: int) -> list[Variant]:
+    """One variant per edit_grid point: the base with the edits applied, in memory."""
+    at = ("variants", i)
+    if not v.base.is_file():
+        raise spec.locator.error((*at, "base"), f"XML file not found: {v.base}")
+    out = []
+    for point in editlib.grid_points(v.edit_grid):
+        name = v.name + editlib.point_suffix(point)
+        try:
+            check_safe_name(name)
+            generated = editlib.generate(v.base, v.edits, point)
+        except editlib.EditError as exc:
+            where = (*at, "edits", exc.index) if exc.index is not None else (*at, "base")
+            raise spec.locator.error(where, f"variant {name!r}: {exc}") from None
+        except ValueError as exc:
+            raise spec.locator.error((*at, "edit_grid"), f"variant {name!r}: {exc}") from None
+        out.append(Variant(name, v.base, generated.sha256, dict(v.env_kwargs), at, generated.text))
+    return out
+
+
+def _check_unique(spec: SweepSpec, variants: list[Variant]) -> None:
+    seen: set[str] = set()
+    for v in variants:
+        if v.name in seen:
+            raise spec.locator.error(v.loc, f"two variants are named {v.name!r}")
+        seen.add(v.name)
+
+
+def materialize(variant: Variant, folder: Path) -> Variant:
+    """A generated variant written to folder/<name>.xml (a file used as is comes back unchanged)."""
+    if variant.xml_text is None:
+        return variant
+    path = folder / f"{variant.name}.xml"
+    path.write_text(variant.xml_text, encoding="utf-8")
+    return replace(variant, xml=path)
 
 
 def compile_model(xml: Path):
@@ -76,15 +116,3 @@ def model_stats(model) -> ModelStats:
 
     return ModelStats(bodies=model.nbody - 1, joints=model.njnt, actuators=model.nu,
                       total_mass=float(mujoco.mj_getTotalmass(model)))
-
-
-def check_compiles(spec: SweepSpec, variants: list[Variant]) -> dict[str, ModelStats]:
-    """Compile every variant's XML; the first failure is a SpecError naming the variant."""
-    stats = {}
-    for v in variants:
-        try:
-            stats[v.name] = model_stats(compile_model(v.xml))
-        except ValueError as exc:
-            raise spec.locator.error(v.loc, f"variant {v.name!r}: MuJoCo cannot compile {v.xml}: {exc}") from None
-    return stats
-

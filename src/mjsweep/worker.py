@@ -103,6 +103,7 @@ def _train(run_path: Path) -> int:
         "xml_sha256": spec.xml_sha256,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "host": platform.node(),
+        "node": os.environ.get("MJSWEEP_NODE") or platform.node(),  # the cluster node (Ray id, SLURM name)
         "versions": versions(),
     })
     print(f"mjsweep.worker: done, eval return {mean:.2f} +- {std:.2f}", flush=True)

@@ -4,15 +4,26 @@ from __future__ import annotations
 
 from ..spec import SweepSpec
 
-BACKENDS = ("local",)
+BACKENDS = ("local", "ray", "slurm")
 
 
 class LauncherConfigError(Exception):
     """The chosen backend cannot run this spec here (no GPU for device: cuda, no cluster, ...)."""
 
 
-def build_launcher(backend: str, spec: SweepSpec, gpus: str | None = None, address: str | None = None):
+def build_launcher(backend: str, spec: SweepSpec, gpus: str | None = None, address: str | None = None,
+                   workers: int | None = None):
     """The launcher for `--backend`; its module is imported only when chosen."""
+    if backend == "ray":
+        try:
+            from .ray import RayLauncher
+        except ImportError as exc:
+            raise LauncherConfigError(f"--backend ray needs Ray ({exc}): pip install 'mjsweep[ray]'") from None
+        return RayLauncher(address, runs_per_gpu=spec.runs_per_gpu)
+    if backend == "slurm":
+        from .slurm import SlurmLauncher
+
+        return SlurmLauncher(spec.slurm, throttle=workers)
     if backend == "local":
         from ..gpus import detect_gpus
         from .local import LocalLauncher
@@ -23,3 +34,10 @@ def build_launcher(backend: str, spec: SweepSpec, gpus: str | None = None, addre
                                       "MJSWEEP_GPUS or --gpus)")
         return LocalLauncher(gpus=gpu_ids, runs_per_gpu=spec.runs_per_gpu)
     raise LauncherConfigError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+
+
+def scheduler_slots(launcher, requested: int | None, default: int) -> int:
+    """The scheduler's CPU slots: a launcher that knows its capacity (a cluster) says; else --workers
+    or the default (this machine's usable cores)."""
+    slots = getattr(launcher, "slots", None)
+    return slots(requested) if slots else requested or default

@@ -32,6 +32,10 @@ class RunHandle(Protocol):
 
 
 class Launcher(Protocol):
+    """Two optional hooks, looked up with getattr: `slots(requested: int | None) -> int` (a cluster
+    knows how many CPU slots it has; see launchers.scheduler_slots) and `submit(runs, sweep_dir)`
+    (called once before the scheduler starts, for a batch system that queues every run at once)."""
+
     def can_start(self, run: RunSpec) -> bool:
         """Whether a resource the scheduler does not count itself (a GPU slot) is free for this run."""
 

@@ -1,0 +1,79 @@
+"""`sweep bench`: how fast this machine trains through mjsweep, against one run alone and a naive Pool.
+
+One invocation measures, with the same PPO settings: mjsweep batches of N = 1, 2, 4, ... concurrent
+runs (N = 1 is the solo per-core reference), a naive multiprocessing.Pool at N = usable cores with
+torch's default threads, and the launcher's own costs at scale. The bench process never imports torch.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from .figures import Batch, BenchConfig, BenchReport, ScaleFigures
+
+__all__ = ["Batch", "BenchConfig", "BenchReport", "ScaleFigures", "batch_sizes", "run_bench"]
+
+
+def batch_sizes(max_workers: int, cores: int) -> list[int]:
+    """1, 2, 4, ... up to max_workers, plus the core count and max_workers themselves."""
+    sizes, n = {cores, max_workers}, 1
+    while n <= max_workers:
+        sizes.add(n)
+        n *= 2
+    return sorted(s for s in sizes if 1 <= s <= max_workers)
+
+
+def run_bench(config: BenchConfig, on_step: Callable[[str], None] = lambda line: None) -> BenchReport:
+    """Every batch, in turn, in a temporary folder that is removed afterwards."""
+    from .batches import mjsweep_batch, naive_batch
+    from .scale import measure_scale
+
+    xml = config.xml or env_default_xml(config.env)
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="mjsweep-bench-") as tmp:
+        root = Path(tmp)
+        batches = []
+        for n in batch_sizes(config.max_workers, config.cores):
+            on_step(f"mjsweep: {n} concurrent run(s) of {config.steps} steps")
+            batches.append(mjsweep_batch(config, xml, n, root / f"mjsweep-{n}"))
+        on_step(f"naive: multiprocessing.Pool({config.cores}), default torch threads")
+        naive = naive_batch(config, xml, config.cores)
+        scale = None
+        if config.scale_runs:
+            on_step(f"scale: dry run and status over {config.scale_runs} generated runs")
+            scale = measure_scale(config, xml, root / "scale")
+    return BenchReport(config, batches, naive, scale, socket.gethostname(), _cpu_model(), round(load_before, 2))
+
+
+def env_default_xml(env: str) -> Path:
+    """The XML a Gymnasium MuJoCo env loads when given none."""
+    import gymnasium as gym
+
+    if ":" in env or env.startswith("mjsweep/"):
+        raise ValueError(f"{env} has no default XML: give one with --xml")
+    try:
+        instance = gym.make(env)
+    except gym.error.Error as exc:
+        raise ValueError(f"cannot build {env}: {exc}") from None
+    try:
+        path = getattr(instance.unwrapped, "fullpath", None)
+    finally:
+        instance.close()
+    if not path:
+        raise ValueError(f"{env} is not a MuJoCo env with an XML: give one with --xml")
+    return Path(path)
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"

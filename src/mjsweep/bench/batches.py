@@ -1,0 +1,127 @@
+"""Running one batch of N concurrent trainings: through mjsweep, or through a naive multiprocessing.Pool."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import resource
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from statistics import mean
+from typing import Any, Iterator
+
+import yaml
+
+from ..launchers.local import THREAD_VARS, LocalLauncher
+from ..rundir import CorruptFileError, RunDir
+from ..scheduler import SchedulerOptions
+from ..sweep import execute, prepare
+from .figures import BenchConfig, Batch
+from .naive import NaiveJob, train_default_threads
+
+
+def bench_spec(config: BenchConfig, xml: Path, name: str, seeds: int, runs_dir: Path) -> dict[str, Any]:
+    """A sweep spec of `seeds` runs that differ only by seed, evaluated on one episode each."""
+    spec: dict[str, Any] = {
+        "name": name, "env": config.env, "variants": [{"name": "bench", "xml": str(xml)}],
+        "seeds": seeds, "total_timesteps": config.steps, "ppo": dict(config.ppo),
+        "env_kwargs": dict(config.env_kwargs), "eval": {"episodes": 1}, "runs_dir": str(runs_dir),
+    }
+    if config.max_episode_steps:
+        spec["max_episode_steps"] = config.max_episode_steps
+    return spec
+
+
+def write_spec(folder: Path, spec: dict[str, Any]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def mjsweep_batch(config: BenchConfig, xml: Path, n: int, folder: Path) -> Batch:
+    """N runs at once through `sweep run`'s own path: spec.json run dirs, Scheduler, LocalLauncher, worker."""
+    spec_path = write_spec(folder, bench_spec(config, xml, f"bench-{n}", n, folder / "runs"))
+    plan = prepare(spec_path)
+    options = SchedulerOptions(max_workers=n, retries=0)
+    launcher = LocalLauncher()
+    cpu_before, children_before, started = _own_cpu_s(), _children_cpu_s(), time.monotonic()
+    try:
+        outcome = execute(plan, launcher, options)
+    finally:
+        launcher.close()
+    wall = time.monotonic() - started
+    cpu, workers_cpu = _own_cpu_s() - cpu_before, _children_cpu_s() - children_before
+    results = [_result(plan.sweep_dir.run(run.run_id)) for run in plan.runs]
+    done = [r for r in results if r is not None]
+    return Batch(
+        kind="mjsweep", n=n, wall_s=round(wall, 3), timesteps=sum(int(r["timesteps"]) for r in done),
+        run_fps=round(mean(float(r["fps"]) for r in done), 1) if done else 0.0,
+        rollout_s=_mean(done, "rollout_s"), train_s=_mean(done, "train_s"),
+        startup_s=_max(done, "startup_s"), peak_rss_mb=_max(done, "peak_rss_mb"),
+        torch_threads=int(_max(done, "torch_threads") or 0) or None,
+        workers_cpu_s=round(workers_cpu, 2), launcher_cpu=round(cpu / wall, 4) if wall > 0 else None,
+        failed=len(outcome.failed) + len(outcome.interrupted),
+    )
+
+
+def naive_batch(config: BenchConfig, xml: Path, n: int) -> Batch:
+    """N trainings in a multiprocessing.Pool(N), each with torch's default thread count."""
+    jobs = [NaiveJob(config.env, str(xml), dict(config.env_kwargs), config.max_episode_steps,
+                     dict(config.ppo), config.steps, seed) for seed in range(n)]
+    # 'spawn': fresh interpreters, so nothing the bench process set up leaks into the baseline.
+    context = multiprocessing.get_context("spawn")
+    children_before, started = _children_cpu_s(), time.monotonic()
+    with _without_thread_caps(), context.Pool(n) as pool:
+        results = pool.map(train_default_threads, jobs, chunksize=1)
+        pool.close()
+        pool.join()  # reaped, so their CPU time shows in RUSAGE_CHILDREN
+    wall = time.monotonic() - started
+    workers_cpu = _children_cpu_s() - children_before
+    return Batch(
+        kind="naive", n=n, wall_s=round(wall, 3), timesteps=sum(r.timesteps for r in results),
+        run_fps=round(mean(r.timesteps / r.train_s for r in results), 1),
+        rollout_s=None, train_s=None, startup_s=round(max(r.startup_s for r in results), 3),
+        peak_rss_mb=round(max(r.peak_rss_mb for r in results), 1),
+        torch_threads=max(r.torch_threads for r in results), workers_cpu_s=round(workers_cpu, 2),
+    )
+
+
+@contextmanager
+def _without_thread_caps() -> Iterator[None]:
+    """The Pool's processes inherit os.environ: drop any thread caps the user's shell set, for now."""
+    saved = {var: os.environ.pop(var) for var in THREAD_VARS if var in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+def _own_cpu_s() -> float:
+    """CPU seconds of this process alone (the launcher), not of its children."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _children_cpu_s() -> float:
+    """CPU seconds of this process's children that have ended and been reaped."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _result(run_dir: RunDir) -> dict[str, Any] | None:
+    try:
+        return run_dir.read_result()
+    except CorruptFileError:
+        return None
+
+
+def _mean(results: list[dict[str, Any]], key: str) -> float | None:
+    values = [float(r[key]) for r in results if r.get(key) is not None]
+    return round(mean(values), 3) if values else None
+
+
+def _max(results: list[dict[str, Any]], key: str) -> float | None:
+    values = [float(r[key]) for r in results if r.get(key) is not None]
+    return round(max(values), 3) if values else None

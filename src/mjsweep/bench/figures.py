@@ -1,0 +1,130 @@
+"""What the bench measures: its settings and the figures of each batch, as frozen dataclasses."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    env: str = "Ant-v5"
+    """A Gymnasium id that takes xml_file, or 'package.module:Class' (as in a sweep spec)."""
+    xml: Path | None = None
+    """The model every run trains on; None: the env's own XML."""
+    steps: int = 8192
+    """Environment steps per run."""
+    max_workers: int = 4
+    """Largest concurrent batch: 1, 2, 4, ... up to this."""
+    ppo: dict[str, Any] = field(default_factory=dict)
+    """PPO keyword arguments; empty: stable-baselines3's defaults (n_steps 2048, batch_size 64)."""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    max_episode_steps: int | None = None
+    cores: int = 1
+    """Usable cores of this machine: the naive batch's size and the scaling reference point."""
+    scale_runs: int = 10_000
+    """Size of the generated plan and sweep folder for the dry-run and status figures."""
+
+
+@dataclass(frozen=True)
+class Batch:
+    """N trainings started together; aggregate = all their timesteps / the whole batch's wall time."""
+
+    kind: str
+    """'mjsweep' (its launcher and worker) or 'naive' (multiprocessing.Pool, default torch threads)."""
+    n: int
+    wall_s: float
+    timesteps: int
+    run_fps: float
+    """Mean training throughput of one run (its own timesteps / its training time)."""
+    rollout_s: float | None
+    """Mean seconds per run collecting rollouts (env steps + policy forward)."""
+    train_s: float | None
+    """Mean seconds per run in PPO updates (forward, backward, optimizer)."""
+    startup_s: float | None
+    """Slowest run's time from process start to its first env step."""
+    peak_rss_mb: float | None
+    """Largest peak RSS of one worker process."""
+    torch_threads: int | None
+    """Intra-op threads torch used in the runs (the largest seen)."""
+    workers_cpu_s: float | None = None
+    """CPU seconds all the batch's worker processes used, start-up and evaluation included."""
+    launcher_cpu: float | None = None
+    """CPU the launcher used while it ran the batch, as a fraction of one core."""
+    failed: int = 0
+
+    @property
+    def aggregate(self) -> float:
+        return self.timesteps / self.wall_s if self.wall_s > 0 else 0.0
+
+    def busy(self, cores: int) -> float | None:
+        """How much of the cores the batch could use it kept busy: workers' CPU / (wall x min(N, cores)).
+        Under 1: cores sat idle (start-up waits, the batch's tail) or other processes took them."""
+        if self.workers_cpu_s is None or self.wall_s <= 0:
+            return None
+        return self.workers_cpu_s / (self.wall_s * min(self.n, cores))
+
+
+@dataclass(frozen=True)
+class ScaleFigures:
+    runs: int
+    dry_run_s: float
+    """`sweep run --dry-run` of a plan of `runs` runs, as a subprocess."""
+    status_s: float
+    """Reading a sweep folder of `runs` finished runs."""
+    status_how: str
+    """What status_s timed: the `sweep status` command, or results.collect when there is none."""
+
+
+@dataclass(frozen=True)
+class BenchReport:
+    config: BenchConfig
+    mjsweep: list[Batch]
+    naive: Batch
+    scale: ScaleFigures | None
+    host: str
+    cpu_model: str
+    load_before: float
+    """1-minute load average just before the bench started: other work on the machine."""
+
+    @property
+    def solo(self) -> Batch:
+        """The per-core reference: one run alone, through mjsweep (1 torch thread)."""
+        return next(b for b in self.mjsweep if b.n == 1)
+
+    def efficiency(self, batch: Batch) -> float:
+        """Aggregate over N x the solo run's: 1.0 is perfect scaling."""
+        return batch.aggregate / (batch.n * self.solo.aggregate) if self.solo.aggregate else 0.0
+
+    def at_cores(self) -> Batch:
+        """The mjsweep batch with N = usable cores (or the largest measured below it)."""
+        fits = [b for b in self.mjsweep if b.n <= self.config.cores]
+        return max(fits, key=lambda b: b.n)
+
+    @property
+    def speedup_over_naive(self) -> float:
+        return self.at_cores().aggregate / self.naive.aggregate if self.naive.aggregate else 0.0
+
+    def recommended_workers(self, tolerance: float = 0.03) -> int:
+        """The smallest N within `tolerance` of the best aggregate: fewer runs in flight finish sooner
+        each and hold less memory for the same throughput."""
+        best = max(b.aggregate for b in self.mjsweep)
+        return min(b.n for b in self.mjsweep if b.aggregate >= (1 - tolerance) * best)
+
+    def to_dict(self) -> dict[str, Any]:
+        def batch(b: Batch) -> dict[str, Any]:
+            busy = b.busy(self.config.cores)
+            return {**asdict(b), "aggregate_fps": round(b.aggregate, 1), "efficiency": round(self.efficiency(b), 3),
+                    "cores_busy": round(busy, 3) if busy is not None else None}
+
+        return {
+            "config": {**asdict(self.config), "xml": str(self.config.xml) if self.config.xml else None},
+            "host": self.host, "cpu_model": self.cpu_model, "load_before": self.load_before,
+            "solo_fps": round(self.solo.aggregate, 1),
+            "mjsweep": [batch(b) for b in self.mjsweep],
+            "naive": batch(self.naive),
+            "speedup_over_naive": round(self.speedup_over_naive, 2),
+            "recommended_workers": self.recommended_workers(),
+            "scale": asdict(self.scale) if self.scale else None,
+        }

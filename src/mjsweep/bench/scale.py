@@ -1,0 +1,68 @@
+"""Figures of the launcher at scale: a dry run of a large plan, and reading a large sweep folder."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..sweep import prepare
+from .batches import bench_spec, write_spec
+from .figures import BenchConfig, ScaleFigures
+
+
+def measure_scale(config: BenchConfig, xml: Path, folder: Path) -> ScaleFigures:
+    """Generate a sweep folder of config.scale_runs finished runs, then time the commands that read it."""
+    runs_dir = folder / "runs"
+    spec_path = write_spec(folder, bench_spec(config, xml, "scale", config.scale_runs, runs_dir))
+    plan = prepare(spec_path, check_envs=False)
+    _fill_sweep_dir(plan.sweep_dir.path, [run.model_dump(mode="json") for run in plan.runs])
+    dry_run_s = _time_command(["run", "--dry-run", str(spec_path)])
+    if _has_status_command():
+        status_s, how = _time_command(["status", str(plan.sweep_dir.path)]), "sweep status"
+    else:
+        status_s, how = _time_collect(plan.sweep_dir.path), "results.collect (no `sweep status` command)"
+    return ScaleFigures(config.scale_runs, round(dry_run_s, 3), round(status_s, 3), how)
+
+
+def _fill_sweep_dir(path: Path, specs: list[dict]) -> None:
+    """What a finished sweep leaves: spec.json, status.json and result.json per run (plain writes:
+    this is a fixture, not a sweep, so it skips the per-file fsync)."""
+    status = json.dumps({"state": "succeeded", "attempts": 1, "returncode": 0, "pid": 1, "host": "bench",
+                         "started_at": "2026-01-01T00:00:00+00:00", "ended_at": "2026-01-01T00:10:00+00:00",
+                         "peak_rss_mb": 300.0})
+    for spec in specs:
+        run = path / spec["run_id"]
+        run.mkdir(parents=True, exist_ok=True)
+        (run / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+        (run / "status.json").write_text(status, encoding="utf-8")
+        result = {"run_id": spec["run_id"], "eval_mean_return": float(spec["seed"] % 7), "eval_std_return": 0.0,
+                  "timesteps": spec["total_timesteps"], "fps": 700.0, "torch_threads": 1}
+        (run / "result.json").write_text(json.dumps(result), encoding="utf-8")
+
+
+def _time_command(args: list[str]) -> float:
+    """Wall time of `sweep ARGS` as a fresh process (interpreter start-up included, as a user sees it)."""
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "mjsweep.cli", *args], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600)
+    elapsed = time.monotonic() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"sweep {' '.join(args)} failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
+    return elapsed
+
+
+def _time_collect(path: Path) -> float:
+    from ..results import collect
+
+    started = time.monotonic()
+    collect(path)
+    return time.monotonic() - started
+
+
+def _has_status_command() -> bool:
+    from ..cli import app
+
+    return any((c.name or getattr(c.callback, "__name__", "")) == "status" for c in app.registered_commands)

@@ -1,0 +1,72 @@
+"""The bench's report as Markdown: one table of batches, the scale figures, the targets, a recommendation.
+
+Plain Markdown, so the same text reads in a terminal and pastes into BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+from .figures import Batch, BenchReport
+
+COLUMNS = ("batch", "N", "wall s", "env-steps/s", "efficiency", "cores busy", "run fps", "rollout s", "train s",
+           "start-up s", "peak RSS MiB", "torch threads", "launcher CPU")
+
+
+def render(report: BenchReport) -> str:
+    cfg = report.config
+    head = (f"sweep bench: {cfg.env} on {cfg.xml.name if cfg.xml else 'its own XML'}, {cfg.steps} steps per run, "
+            f"PPO {cfg.ppo or 'defaults'}; {report.host}, {cfg.cores} usable cores ({report.cpu_model}), "
+            f"load {report.load_before:.2f} before")
+    lines = [head, "", _row(COLUMNS), _row(["---"] * len(COLUMNS))]
+    lines += [_row(_cells(report, b)) for b in [*report.mjsweep, report.naive]]
+    lines += ["", *_summary(report), "", *_targets(report)]
+    return "\n".join(lines) + "\n"
+
+
+def _row(cells) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _cells(report: BenchReport, b: Batch) -> list[str]:
+    name = b.kind + (" (solo)" if b.kind == "mjsweep" and b.n == 1 else "")
+    name += f" ({b.failed} failed)" if b.failed else ""
+    return [name, str(b.n), f"{b.wall_s:.1f}", f"{b.aggregate:.0f}", f"{report.efficiency(b):.2f}",
+            _f(b.busy(report.config.cores), 2),
+            f"{b.run_fps:.0f}", _f(b.rollout_s, 1), _f(b.train_s, 1), _f(b.startup_s, 2), _f(b.peak_rss_mb, 0),
+            _f(b.torch_threads, 0), "-" if b.launcher_cpu is None else f"{100 * b.launcher_cpu:.2f}%"]
+
+
+def _f(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _summary(report: BenchReport) -> list[str]:
+    at = report.at_cores()
+    lines = [
+        f"solo (one run, 1 torch thread): {report.solo.aggregate:.0f} env-steps/s",
+        f"mjsweep at N={at.n}: {at.aggregate:.0f} env-steps/s, {report.speedup_over_naive:.1f}x the naive "
+        f"pool's {report.naive.aggregate:.0f} (N={report.naive.n}, {report.naive.torch_threads} torch threads each)",
+    ]
+    if report.scale:
+        s = report.scale
+        lines.append(f"{s.runs} runs: `sweep run --dry-run` {s.dry_run_s:.2f} s; {s.status_how} {s.status_s:.2f} s")
+    lines.append(f"recommended: sweep run --workers {report.recommended_workers()} (the smallest N within 3% "
+                 "of the best aggregate measured)")
+    return lines
+
+
+def _targets(report: BenchReport) -> list[str]:
+    at = report.at_cores()
+    mj = report.mjsweep
+    checks = [
+        ("scaling efficiency at N = usable cores >= 0.95", report.efficiency(at), report.efficiency(at) >= 0.95),
+        (">= 5x the naive pool at N = usable cores", report.speedup_over_naive, report.speedup_over_naive >= 5),
+        ("launcher CPU <= 1% of one core", max(b.launcher_cpu or 0 for b in mj),
+         max(b.launcher_cpu or 0 for b in mj) <= 0.01),
+        ("worker start-up <= 2.5 s", max(b.startup_s or 0 for b in mj), max(b.startup_s or 0 for b in mj) <= 2.5),
+        ("worker peak RSS <= 400 MiB", max(b.peak_rss_mb or 0 for b in mj),
+         max(b.peak_rss_mb or 0 for b in mj) <= 400),
+    ]
+    if report.scale:
+        checks += [(f"dry run of {report.scale.runs} runs < 2 s", report.scale.dry_run_s, report.scale.dry_run_s < 2),
+                   (f"status of {report.scale.runs} runs < 1 s", report.scale.status_s, report.scale.status_s < 1)]
+    return ["targets:", *(f"- {'met' if ok else 'MISSED'}: {what} (measured {value:.3g})" for what, value, ok in checks)]

@@ -1,0 +1,127 @@
+"""Runs on a Ray cluster: each run attempt is an actor (ray_task.RunAttempt) that reserves the run's
+CPU slots, and its GPU share for device: cuda, on whichever node Ray picks.
+
+The launcher's run dir stays the source of truth: the node's copy is shipped back every second or so
+(logs, progress, checkpoints; model.zip and result.json at the end), so `sweep status`, live progress
+and resume work as with local runs. A lost node is RETURNCODE_LOST; the scheduler retries the run,
+which starts again from the last checkpoint that came back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import ray
+from ray.exceptions import ActorUnavailableError, RayError
+
+from ..plan import RunSpec
+from ..rundir import CorruptFileError, RunDir
+from .base import RETURNCODE_LOST
+from .filesync import Shipment, apply, pack_model, run_files
+from .ray_task import LAUNCHER_OWNED, RunAttempt
+
+PLACEMENT_WAIT_S = 10.0
+"""How long start() waits to learn the run's node (for status.json's host) before going on without."""
+UNAVAILABLE_LIMIT_S = 120.0
+"""An actor unreachable this long (its node partitioned away, not yet declared dead) counts as lost."""
+
+
+class RayHandle:
+    def __init__(self, actor, run_dir: RunDir, started_ref):
+        self.actor, self.run_dir = actor, run_dir
+        self.pid = None  # the worker's pid is on another machine
+        self.host = "ray (waiting for a node)"
+        ready, _ = ray.wait([started_ref], timeout=PLACEMENT_WAIT_S)
+        if ready:
+            self.host = self._get(started_ref) or self.host
+        self._pending = actor.sync.remote()
+        self._code: int | None = None
+        self._killed = False
+        self._unavailable_since: float | None = None
+
+    def poll(self) -> int | None:
+        while self._code is None and ray.wait([self._pending], timeout=0)[0]:
+            try:
+                shipment: Shipment = ray.get(self._pending)
+            except ActorUnavailableError:
+                self._unavailable(time.monotonic())
+                continue
+            except RayError:  # the actor, its worker process or its node died
+                self._end(-signal.SIGKILL if self._killed else RETURNCODE_LOST)
+                break
+            self._unavailable_since = None
+            apply(self.run_dir.path, shipment)
+            if shipment.exit_code is not None:
+                self._end(shipment.exit_code)
+            else:
+                self._pending = self.actor.sync.remote()
+        return self._code
+
+    def interrupt(self) -> None:
+        self.actor.interrupt.remote()
+
+    def kill(self) -> None:
+        self._killed = True
+        self.actor.kill.remote()
+        ray.kill(self.actor, no_restart=True)  # and if that call came too late, the kernel ends the worker
+
+    def peak_rss_mb(self) -> float | None:
+        try:
+            return (self.run_dir.read_result() or {}).get("peak_rss_mb")
+        except CorruptFileError:
+            return None
+
+    def _unavailable(self, now: float) -> None:
+        self._unavailable_since = self._unavailable_since or now
+        if now - self._unavailable_since > UNAVAILABLE_LIMIT_S:
+            self._end(RETURNCODE_LOST)
+        else:
+            self._pending = self.actor.sync.remote()
+
+    def _end(self, code: int) -> None:
+        self._code = code
+        ray.kill(self.actor, no_restart=True)  # frees the run's CPUs at once
+
+    @staticmethod
+    def _get(ref) -> str | None:
+        try:
+            return ray.get(ref)
+        except RayError:
+            return None  # poll() will see the actor's end and report it
+
+
+class RayLauncher:
+    """Connects to the cluster at `address` (or RAY_ADDRESS); with neither, starts a local Ray."""
+
+    def __init__(self, address: str | None = None, runs_per_gpu: int = 1):
+        address = address or os.environ.get("RAY_ADDRESS") or "local"
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                     logging_level="ERROR", configure_logging=True)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            from . import LauncherConfigError
+
+            raise LauncherConfigError(f"cannot connect to Ray at {address}: {exc}") from None
+        self.runs_per_gpu = runs_per_gpu
+
+    def slots(self, requested: int | None) -> int:
+        """CPU slots for the scheduler: --workers, else every CPU of the cluster."""
+        return requested or max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+    def can_start(self, run: RunSpec) -> bool:
+        return True  # Ray queues an actor until a node has its CPUs and GPU share
+
+    def start(self, run: RunSpec, run_dir: RunDir) -> RayHandle:
+        spec = json.loads(run_dir.spec_json.read_text(encoding="utf-8"))
+        files = {rel: path.read_bytes() for rel, path in run_files(run_dir.path, LAUNCHER_OWNED)}
+        cuda = run.device == "cuda"
+        actor = RunAttempt.options(num_cpus=run.cpus, num_gpus=(1 / self.runs_per_gpu) if cuda else 0).remote(
+            spec, files, pack_model(Path(run.xml)), cuda)
+        return RayHandle(actor, run_dir, actor.start.remote())
+
+    def close(self) -> None:
+        ray.shutdown()

@@ -1,0 +1,203 @@
+"""Runs on SLURM: one job array per sweep invocation, one array task per run.
+
+The run dirs live on the cluster's shared filesystem, so a task runs the same worker command in the
+same run dir as a local run would, and the launcher only watches: squeue for tasks still queued or
+running, `scontrol show job` for how a finished one ended (sacct needs slurmdbd, which many small
+clusters lack). `#SBATCH --requeue`: a preempted task goes back to the queue and its worker resumes
+from its checkpoint by itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from ..plan import RunSpec
+from ..rundir import CorruptFileError, RunDir, SweepDir, write_text_atomic
+from ..spec import SlurmSpec
+from .base import RETURNCODE_LOST
+from .local import THREAD_VARS
+
+SLURM_DIR = "slurm"
+"""Under the sweep dir: each array's script and run list, and SLURM's own output per task."""
+QUEUE_REFRESH_S = 2.0
+"""squeue is asked at most this often, once for all tasks, however many runs poll."""
+UNLIMITED_SLOTS = 1_000_000
+"""The scheduler hands every run to SLURM at once; the array's %K throttle limits what runs."""
+LOST_STATES = {"NODE_FAIL", "BOOT_FAIL", "PREEMPTED", "DEADLINE", "REVOKED"}
+COMMANDS = ("sbatch", "squeue", "scontrol", "scancel")
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One job array as it would be submitted: where its files go, their text, the sbatch call."""
+
+    script_path: Path
+    script: str
+    run_list_path: Path
+    run_list: str
+    command: list[str]
+
+
+def build_submission(runs: list[RunSpec], sweep_dir: SweepDir, slurm: SlurmSpec,
+                     throttle: int | None, stamp: str | None = None) -> Submission:
+    """The array for `runs`: task i runs the run whose dir is line i+1 of the run list."""
+    stamp = stamp or datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    folder = sweep_dir.path.resolve() / SLURM_DIR
+    script_path, list_path = folder / f"array-{stamp}.sh", folder / f"array-{stamp}.runs"
+    array = f"0-{len(runs) - 1}" + (f"%{throttle}" if throttle else "")
+    cpus = slurm.cpus_per_task or max(r.cpus for r in runs)
+    options = [f"--job-name=mjsweep-{runs[0].sweep}", f"--array={array}", f"--cpus-per-task={cpus}",
+               "--requeue", "--open-mode=append"]
+    options += [f"--{key}={value}" for key in ("partition", "time", "mem", "gres")
+                if (value := getattr(slurm, key)) is not None]
+    options += slurm.extra
+    cuda = runs[0].device == "cuda"
+    body = [
+        "#!/bin/bash",
+        *(f"#SBATCH {opt}" for opt in options),
+        "# Task i trains the run whose dir is line i+1 of the run list (on the shared filesystem).",
+        f'run_dir=$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" {shlex.quote(str(list_path))})',
+        'cd "$run_dir" || exit 1',
+        "export " + " ".join(f"{var}=1" for var in THREAD_VARS),
+        'export PYTHONUNBUFFERED=1 MJSWEEP_NODE="${SLURMD_NODENAME:-$(hostname)}"',
+        *([] if cuda else ["export CUDA_VISIBLE_DEVICES="]),  # cpu runs see no GPU, as locally
+        f'exec {shlex.quote(sys.executable)} -m mjsweep.worker "$run_dir" >>"$run_dir/log.txt" 2>&1',
+    ]
+    run_list = "".join(f"{sweep_dir.run(r.run_id).path.resolve()}\n" for r in runs)
+    command = ["sbatch", "--parsable", f"--output={folder / '%A_%a.out'}", str(script_path)]
+    return Submission(script_path, "\n".join(body) + "\n", list_path, run_list, command)
+
+
+class _Queue:
+    """What squeue says about this user's array tasks: 'JOB_INDEX' -> (state, node)."""
+
+    def __init__(self):
+        self._tasks: dict[str, tuple[str, str]] = {}
+        self._at = float("-inf")
+
+    def state(self, task: str) -> tuple[str, str] | None:
+        if time.monotonic() - self._at > QUEUE_REFRESH_S:
+            self._refresh()
+        return self._tasks.get(task)
+
+    def _refresh(self) -> None:
+        out = subprocess.run(["squeue", "--noheader", "--array", f"--user={os.getuid()}", "--format=%i|%T|%N"],
+                             capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if out.returncode != 0:
+            return  # slurmctld busy or restarting: keep the last view and ask again next time
+        self._tasks = {}
+        for line in out.stdout.splitlines():
+            task, state, node = (line.split("|") + ["", ""])[:3]
+            self._tasks[task.strip()] = (state.strip(), node.strip())
+        self._at = time.monotonic()
+
+
+def finished_code(task: str, run_dir: RunDir) -> int:
+    """How a task that left the queue ended: from `scontrol show job` while SLURM still knows it,
+    else from whether the worker wrote its result."""
+    out = subprocess.run(["scontrol", "--oneliner", "show", "job", task], capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL)
+    state = re.search(r"\bJobState=(\S+)", out.stdout)
+    code = re.search(r"\bExitCode=(\d+):(\d+)", out.stdout)
+    if out.returncode != 0 or not state or not code:
+        return 0 if run_dir.result_json.exists() else RETURNCODE_LOST
+    status, sig = int(code.group(1)), int(code.group(2))
+    if state.group(1) in LOST_STATES:
+        return RETURNCODE_LOST
+    if state.group(1) == "TIMEOUT":
+        return -signal.SIGTERM  # SLURM's time limit: a kill the sweep did not ask for, retried
+    if state.group(1) == "OUT_OF_MEMORY":
+        return -signal.SIGKILL
+    return -sig if sig else status
+
+
+class SlurmHandle:
+    def __init__(self, task: str, run_dir: RunDir, queue: _Queue):
+        self.task, self.run_dir, self.queue = task, run_dir, queue
+        self.pid = None
+        self.host = f"slurm task {task}"
+        self._code: int | None = None
+
+    def poll(self) -> int | None:
+        if self._code is None and self.queue.state(self.task) is None:
+            self._code = finished_code(self.task, self.run_dir)
+        return self._code
+
+    def interrupt(self) -> None:
+        state = self.queue.state(self.task)
+        if state and state[0] == "PENDING":
+            _scancel(self.task)  # nothing to checkpoint yet
+        else:
+            _scancel("--signal=INT", "--full", self.task)  # the worker saves a checkpoint and exits
+
+    def kill(self) -> None:
+        _scancel(self.task)
+
+    def peak_rss_mb(self) -> float | None:
+        try:
+            return (self.run_dir.read_result() or {}).get("peak_rss_mb")
+        except CorruptFileError:
+            return None
+
+
+def _scancel(*args: str) -> None:
+    subprocess.run(["scancel", *args], capture_output=True, stdin=subprocess.DEVNULL)
+
+
+class SlurmLauncher:
+    """Submits every run of the sweep as one array (submit()); start() hands out its tasks."""
+
+    def __init__(self, slurm: SlurmSpec, throttle: int | None = None):
+        missing = [cmd for cmd in COMMANDS if not shutil.which(cmd)]
+        if missing:
+            from . import LauncherConfigError
+
+            raise LauncherConfigError(f"--backend slurm needs {', '.join(missing)} on PATH "
+                                      "(run the sweep on a SLURM login node)")
+        self.slurm, self.throttle = slurm, throttle
+        self._queue = _Queue()
+        self._unclaimed: dict[str, str] = {}  # run_id -> its array task, submitted, not yet started
+
+    def slots(self, requested: int | None) -> int:
+        return UNLIMITED_SLOTS
+
+    def submit(self, runs: list[RunSpec], sweep_dir: SweepDir) -> None:
+        """Queue all runs as one array; the scheduler then start()s each, which only hands out its task."""
+        self._unclaimed.update(self._sbatch(runs, sweep_dir))
+
+    def can_start(self, run: RunSpec) -> bool:
+        return True
+
+    def start(self, run: RunSpec, run_dir: RunDir) -> SlurmHandle:
+        task = self._unclaimed.pop(run.run_id, None)
+        if task is None:  # a retry: an array of one
+            task = self._sbatch([run], SweepDir(run_dir.path.parent))[run.run_id]
+        return SlurmHandle(task, run_dir, self._queue)
+
+    def close(self) -> None:
+        for task in self._unclaimed.values():  # submitted but never started (the sweep was stopped)
+            _scancel(task)
+
+    def _sbatch(self, runs: list[RunSpec], sweep_dir: SweepDir) -> dict[str, str]:
+        sub = build_submission(runs, sweep_dir, self.slurm, self.throttle)
+        sub.script_path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(sub.run_list_path, sub.run_list)
+        write_text_atomic(sub.script_path, sub.script)
+        out = subprocess.run(sub.command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if out.returncode != 0:
+            from . import LauncherConfigError
+
+            message = " ".join(out.stderr.split()) or f"exit {out.returncode}"
+            raise LauncherConfigError(f"sbatch refused the array ({sub.script_path}): {message}")
+        job = out.stdout.strip().split(";")[0]
+        return {run.run_id: f"{job}_{i}" for i, run in enumerate(runs)}

@@ -1,0 +1,88 @@
+"""Every file a MuJoCo model reads (the XML, its includes, meshes, textures, height fields, skins),
+the content hash over all of them, and the path rewrite that lets an edited model live elsewhere.
+
+MuJoCo resolves an `<include file=...>` against the folder of the main XML, and asset files against
+meshdir / texturedir, which are themselves relative to that folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+
+def model_files(xml: Path) -> list[Path]:
+    """The XML first, then every existing file it includes or loads, each once, in a stable order.
+
+    A file that does not parse contributes only itself: compiling it reports the error later.
+    """
+    xml = Path(xml).resolve()
+    files = [xml, *_includes(xml, xml.parent, set())]
+    try:
+        import mujoco
+
+        files += asset_files(mujoco.MjSpec.from_file(str(xml)), xml.parent)
+    except ValueError:
+        pass
+    return list(dict.fromkeys(files))
+
+
+def _includes(xml: Path, main_dir: Path, seen: set[Path]) -> list[Path]:
+    if xml in seen:
+        return []
+    seen.add(xml)
+    try:
+        root = ET.parse(xml).getroot()
+    except (ET.ParseError, OSError):
+        return []
+    found: list[Path] = []
+    for element in root.iter("include"):
+        name = element.get("file")
+        if not name:
+            continue
+        path = (main_dir / name).resolve()
+        if path.is_file():
+            found += [path, *_includes(path, main_dir, seen)]
+    return found
+
+
+def asset_files(spec, model_dir: Path) -> list[Path]:
+    """Existing files behind the spec's meshes, height fields, skins and textures."""
+    mesh_dir = model_dir / (spec.meshdir or "")
+    texture_dir = model_dir / (spec.texturedir or "")
+    names = [(mesh_dir, m.file) for m in spec.meshes]
+    names += [(mesh_dir, h.file) for h in spec.hfields]
+    names += [(mesh_dir, s.file) for s in spec.skins]
+    for texture in spec.textures:
+        names += [(texture_dir, texture.file), *((texture_dir, f) for f in texture.cubefiles)]
+    paths = [(folder / name).resolve() for folder, name in names if name]
+    return [p for p in paths if p.is_file()]
+
+
+def absolutize_asset_dirs(spec, model_dir: Path) -> None:
+    """Point meshdir and texturedir at absolute folders, so the spec's XML compiles from anywhere."""
+    spec.meshdir = str((model_dir / (spec.meshdir or "")).resolve()) + os.sep
+    spec.texturedir = str((model_dir / (spec.texturedir or "")).resolve()) + os.sep
+
+
+def model_sha256(xml: Path) -> str:
+    """Content hash of a model. A model that reads no other file hashes as its XML's bytes alone."""
+    files = model_files(xml)
+    if len(files) == 1:
+        return file_sha256(files[0])
+    return combined_sha256(files[0].read_bytes(), files[1:], files[0].parent)
+
+
+def combined_sha256(main: bytes, others: list[Path], model_dir: Path) -> str:
+    """Hash of the main XML's bytes plus each other file's name (relative to the model) and content."""
+    digest = hashlib.sha256(main)
+    for path in others:
+        name = os.path.relpath(path, model_dir)
+        digest.update(f"\0{name}\0{file_sha256(path)}".encode())
+    return digest.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

@@ -1,0 +1,58 @@
+"""Hand-written sweep folders with known files, for status, report, plot and live-view tests."""
+
+from __future__ import annotations
+
+import csv
+import socket
+from pathlib import Path
+from typing import Any
+
+from mjsweep.plan import RunSpec
+from mjsweep.rundir import RunDir, RunState, RunStatus, write_json_atomic
+
+PROGRESS_HEADER = ("iteration", "timesteps", "wall_s", "fps", "ep_rew_mean", "ep_len_mean", "rollout_s", "train_s")
+
+
+def run_spec(variant: str, seed: int, grid: dict[str, Any] | None = None, total: int = 1000,
+             xml: str = "/nonexistent.xml") -> RunSpec:
+    grid = grid or {}
+    run_id = "_".join([variant, *(f"{k}={v}" for k, v in grid.items()), f"s{seed}"])
+    return RunSpec(run_id=run_id, sweep="fake", variant=variant, grid=grid, seed=seed, env="HalfCheetah-v5",
+                   xml=xml, xml_sha256="0", env_kwargs={}, max_episode_steps=None, policy="MlpPolicy", ppo={},
+                   total_timesteps=total, n_envs=1, checkpoint_every=total, eval_episodes=1,
+                   eval_deterministic=True, content_hash="0")
+
+
+def make_run(sweep: Path, spec: RunSpec, state: RunState | None = None, result: dict | None = None,
+             progress: list[tuple[int, float, float | None]] | None = None,
+             monitor: list[tuple[float, int]] | None = None, pid: int | None = None,
+             host: str | None = None, attempts: int = 1) -> RunDir:
+    """A run folder. progress: (timesteps, fps, ep_rew_mean) rows; monitor: (return, length) episodes."""
+    run = RunDir(sweep / spec.run_id)
+    run.path.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(run.spec_json, spec.model_dump(mode="json"))
+    if state is not None:
+        run.write_status(RunStatus(state=state, attempts=attempts, pid=pid,
+                                   host=host or socket.gethostname()))
+    if result is not None:
+        write_json_atomic(run.result_json, {"run_id": spec.run_id, "torch_threads": 1, **result})
+    if progress is not None:
+        write_progress(run, progress)
+    if monitor is not None:
+        lines = ['#{"t_start": 0.0, "env_id": "HalfCheetah-v5"}', "r,l,t"]
+        lines += [f"{r},{length},{i * 0.1:.1f}" for i, (r, length) in enumerate(monitor)]
+        run.monitor_csv.write_text("\n".join(lines) + "\n")
+    return run
+
+
+def write_progress(run: RunDir, rows: list[tuple[int, float, float | None]]) -> None:
+    with open(run.progress_csv, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(PROGRESS_HEADER)
+        for i, (steps, fps, rew) in enumerate(rows, start=1):
+            writer.writerow([i, steps, steps / fps, fps, "" if rew is None else rew, "", 0.1, 0.1])
+
+
+def result(eval_return: float, fps: float = 1000.0, timesteps: int = 1000, **extra) -> dict:
+    return {"eval_mean_return": eval_return, "eval_std_return": 0.0, "fps": fps, "timesteps": timesteps,
+            **extra}

@@ -1,0 +1,72 @@
+"""`sweep plot`: curves from progress.csv and monitor.csv, means by hand, PNGs that are not blank."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers.fake_sweep import make_run, result, run_spec
+
+from conftest import run_sweep
+from mjsweep.plot import Curve, band, read_curve
+from mjsweep.rundir import RunState
+
+
+def fake_sweep(folder):
+    """Group a: two seeds whose curves differ by 2 everywhere; group b: one seed from monitor.csv only."""
+    for seed, offset in enumerate((0.0, 2.0)):
+        make_run(folder, run_spec("a", seed), RunState.SUCCEEDED, result(10.0 + offset),
+                 progress=[(100, 500.0, 1.0 + offset), (200, 500.0, 3.0 + offset), (300, 500.0, 5.0 + offset)])
+    make_run(folder, run_spec("b", 0), RunState.SUCCEEDED, result(4.0),
+             progress=[(100, 500.0, None)], monitor=[(1.0, 50), (3.0, 50), (5.0, 100)])
+
+
+def test_curves_from_progress_and_monitor(tmp_path):
+    fake_sweep(tmp_path)
+    a0 = read_curve(make_run(tmp_path, run_spec("a", 0)))
+    assert a0.timesteps.tolist() == [100, 200, 300] and a0.returns.tolist() == [1.0, 3.0, 5.0]
+    b0 = read_curve(make_run(tmp_path, run_spec("b", 0)))  # progress.csv has no returns: monitor.csv
+    assert b0.timesteps.tolist() == [50, 100, 200]
+    assert b0.returns.tolist() == [1.0, 2.0, 3.0]  # rolling mean over the episodes so far
+
+
+def test_band_is_the_mean_over_seeds(tmp_path):
+    curves = [Curve(np.array([0.0, 100.0]), np.array([0.0, 10.0])),
+              Curve(np.array([0.0, 50.0, 100.0]), np.array([2.0, 7.0, 12.0]))]
+    b = band(curves, points=3)
+    assert b.timesteps.tolist() == [0.0, 50.0, 100.0]
+    assert b.mean.tolist() == pytest.approx([1.0, 6.0, 11.0])  # (0+2)/2, (5+7)/2, (10+12)/2
+    assert np.all(b.low <= b.mean) and np.all(b.mean <= b.high) and b.seeds == 2
+    short = band([Curve(np.array([0.0, 100.0]), np.array([0.0, 1.0])), Curve(np.array([0.0, 40.0]),
+                                                                               np.array([0.0, 1.0]))], points=5)
+    assert short.timesteps[-1] == 40.0  # only where every seed has data
+
+
+def not_blank(path) -> None:
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(str(path))[..., :3]
+    colors = np.unique((pixels * 255).astype(np.uint8).reshape(-1, 3), axis=0)
+    non_white = np.mean(np.any(pixels < 0.95, axis=-1))
+    assert pixels.shape[0] > 200 and pixels.shape[1] > 400
+    assert len(colors) > 20 and non_white > 0.02, (len(colors), non_white)
+    tab_blue = np.array([31, 119, 180]) / 255  # the first group's line colour
+    assert np.any(np.all(np.abs(pixels - tab_blue) < 0.02, axis=-1))
+
+
+def test_cli_plot_writes_two_pngs(tmp_path):
+    fake_sweep(tmp_path / "sweep")
+    out = tmp_path / "figs" / "curves.png"
+    proc = run_sweep("plot", str(tmp_path / "sweep"), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    final = tmp_path / "figs" / "curves_final.png"
+    assert f"wrote {out}" in proc.stdout and f"wrote {final}" in proc.stdout
+    not_blank(out)
+    not_blank(final)
+
+
+def test_cli_plot_without_episodes(tmp_path):
+    make_run(tmp_path, run_spec("a", 0))
+    proc = run_sweep("plot", str(tmp_path), "-o", str(tmp_path / "x.png"))
+    assert proc.returncode == 2 and proc.stderr.startswith("error: ") and "no run has logged" in proc.stderr
+    bad = run_sweep("plot", str(tmp_path), "-o", str(tmp_path / "x.svg"))
+    assert bad.returncode == 2 and ".png" in bad.stderr

@@ -1,0 +1,118 @@
+"""Statistics over seeds and `sweep report`, checked against numbers worked out by hand."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import mujoco
+import numpy as np
+import pytest
+from helpers.fake_sweep import make_run, result, run_spec
+from typer.testing import CliRunner
+
+from conftest import TINY_XML
+from mjsweep import stats
+from mjsweep.cli import app
+from mjsweep.report import aggregate
+from mjsweep.results import collect
+from mjsweep.rundir import RunState
+
+RETURNS_A = [10.0, 20.0, 30.0, 100.0]  # mean 40, IQM 25 (drops 10 and 100)
+RETURNS_B = [1.0, 2.0, 3.0]
+
+
+def test_iqm_drops_a_quarter_at_each_end():
+    assert stats.iqm(RETURNS_A) == 25.0
+    assert stats.iqm([8, 1, 2, 7, 3, 6, 4, 5]) == 4.5  # mean of 3, 4, 5, 6
+    assert stats.iqm([1.0, 2.0, 9.0]) == 4.0  # under 4 values: the mean
+
+
+def test_summary_matches_hand_computation():
+    s = stats.summarize(RETURNS_A)
+    assert (s.n, s.mean, s.iqm) == (4, 40.0, 25.0)
+    assert s.std == pytest.approx(math.sqrt((30**2 + 20**2 + 10**2 + 60**2) / 3))
+    assert 10.0 <= s.ci_low < 40.0 < s.ci_high <= 100.0
+
+
+def test_bootstrap_is_seeded_and_degenerate_for_one_value():
+    values = np.random.default_rng(0).normal(size=20)
+    assert stats.bootstrap_ci(values, seed=3) == stats.bootstrap_ci(values, seed=3)
+    assert stats.bootstrap_ci(values, seed=3) != stats.bootstrap_ci(values, seed=4)
+    assert stats.summarize([7.0]) == stats.Summary(1, 7.0, 0.0, 7.0, 7.0, 7.0)
+
+
+def test_bootstrap_ci_agrees_with_the_normal_interval_for_many_seeds():
+    values = np.random.default_rng(1).normal(50.0, 10.0, size=400)
+    low, high = stats.bootstrap_ci(values)
+    half = 1.96 * values.std(ddof=1) / math.sqrt(values.size)
+    assert low == pytest.approx(values.mean() - half, abs=0.15 * half)
+    assert high == pytest.approx(values.mean() + half, abs=0.15 * half)
+
+
+def test_bootstrap_per_column():
+    curves = np.array([[0.0, 10.0], [2.0, 10.0], [4.0, 10.0]])
+    low, high = stats.bootstrap_ci(curves)
+    assert low.shape == (2,) and low[1] == high[1] == 10.0 and 0.0 <= low[0] < 2.0 < high[0] <= 4.0
+
+
+def fake_sweep(folder):
+    for seed, ret in enumerate(RETURNS_A):
+        make_run(folder, run_spec("a", seed, xml=str(TINY_XML)), RunState.SUCCEEDED,
+                 result(ret, fps=1000.0 + 100 * seed), monitor=[(ret, 100)])
+    for seed, ret in enumerate(RETURNS_B):
+        make_run(folder, run_spec("b", seed, {"ppo.gamma": 0.9}), RunState.SUCCEEDED, result(ret, fps=500.0))
+    make_run(folder, run_spec("b", 9, {"ppo.gamma": 0.9}), RunState.FAILED)
+    make_run(folder, run_spec("c", 0), RunState.FAILED)
+
+
+def test_aggregate_over_seeds(tmp_path):
+    fake_sweep(tmp_path)
+    groups = aggregate(collect(tmp_path))
+    assert [g.variant for g in groups] == ["a", "b", "c"]  # best mean first, no result last
+    a, b, c = groups
+    assert (a.runs, a.succeeded, a.failed, a.mean_return, a.iqm_return) == (4, 4, 0, 40.0, 25.0)
+    assert a.mean_fps == pytest.approx(1150.0)
+    assert (b.runs, b.succeeded, b.failed, b.mean_return, b.std_return) == (4, 3, 1, 2.0, 1.0)
+    assert b.grid == {"ppo.gamma": 0.9}
+    assert (c.succeeded, c.failed, c.mean_return, c.ci_low) == (0, 1, None, None)
+
+
+def test_cli_report_formats_and_files(tmp_path):
+    fake_sweep(tmp_path)
+    runner = CliRunner()
+    data = json.loads(runner.invoke(app, ["report", str(tmp_path), "--format", "json"]).stdout)
+    a = data["groups"][0]
+    assert a["variant"] == "a" and a["mean_return"] == 40.0 and a["iqm_return"] == 25.0
+    model = mujoco.MjModel.from_xml_path(str(TINY_XML))
+    assert a["model"]["total_mass"] == pytest.approx(mujoco.mj_getTotalmass(model))
+    assert (a["model"]["bodies"], a["model"]["joints"], a["model"]["actuators"]) == (
+        model.nbody - 1, model.njnt, model.nu)
+    assert data["groups"][1]["model"] is None  # its XML does not exist
+
+    rows = list(csv.DictReader((tmp_path / "report.csv").open()))
+    assert [r["variant"] for r in rows] == ["a", "b", "c"]
+    assert float(rows[0]["std_return"]) == pytest.approx(40.82483, rel=1e-5)
+    assert float(rows[0]["ci95_low"]) >= 10 and float(rows[0]["ci95_high"]) <= 100
+    assert rows[1]["grid"] == "ppo.gamma=0.9" and rows[1]["failed"] == "1"
+    md = (tmp_path / "report.md").read_text()
+    assert md.count("\n| ") == 4 and "| a | - | 4 | 4 | 0 | 40 | 40.8248 | 25 |" in md
+
+    assert runner.invoke(app, ["report", str(tmp_path), "-f", "csv"]).stdout == (tmp_path / "report.csv").read_text()
+    table = runner.invoke(app, ["report", str(tmp_path)]).stdout
+    assert "25.00" in table and "40.00" in table
+
+
+def test_report_warns_about_contention(tmp_path):
+    make_run(tmp_path, run_spec("a", 0), RunState.SUCCEEDED, result(1.0, torch_threads=8))
+    make_run(tmp_path, run_spec("a", 1), RunState.SUCCEEDED, result(1.0))
+    out = CliRunner().invoke(app, ["report", str(tmp_path), "-f", "json"]).stdout
+    assert json.loads(out)["warnings"] == ["a_s0: torch used 8 threads (expected 1)"]
+    assert "torch used 8 threads" in (tmp_path / "report.md").read_text()
+
+
+def test_report_rejects_an_unknown_format(tmp_path):
+    fake_sweep(tmp_path)
+    res = CliRunner().invoke(app, ["report", str(tmp_path), "--format", "xls"])
+    assert res.exit_code == 2 and "error: --format 'xls'" in res.stderr
