@@ -55,7 +55,7 @@ EOF
 }
 
 start_munge() {
-    if [ -f /run/munge/munged.pid ] && kill -0 "$(cat /run/munge/munged.pid)" 2>/dev/null; then
+    if pid_alive /run/munge/munged.pid; then
         return
     fi
     [ -f /etc/munge/munge.key ] || runuser -u munge -- mungekey --create
@@ -66,7 +66,8 @@ start_munge() {
 wait_idle() {
     # Both nodes must have registered and be idle before jobs can land on each of them.
     for _ in $(seq 1 60); do
-        if [ "$(sinfo --noheader --states=idle --format=%n 2>/dev/null | wc -l)" -ge "${#NODES[@]}" ]; then
+        # -N: one line per node (without it sinfo folds nodes that look alike into one line).
+        if [ "$(sinfo -N --noheader --states=idle --format=%N 2>/dev/null | wc -l)" -ge "${#NODES[@]}" ]; then
             return
         fi
         scontrol update nodename="$(IFS=,; echo "${NODES[*]}")" state=resume >/dev/null 2>&1 || true
@@ -88,10 +89,14 @@ start() {
     pid_alive /run/slurmctld.pid || slurmctld
     for node in "${NODES[@]}"; do pid_alive "/run/slurmd-$node.pid" || slurmd -N "$node"; done
     wait_idle
-    echo "slurm_local.sh: cluster up: $(sinfo --noheader --format='%n %T' | tr '\n' ' ')"
+    echo "slurm_local.sh: cluster up: $(sinfo -N --noheader --format='%N %T' | tr '\n' ' ')"
 }
 
-pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# A stopped daemon nobody has reaped yet stays a zombie (state Z): that is not alive.
+pid_alive() {
+    local state
+    [ -f "$1" ] && read -r _ _ state _ 2>/dev/null < "/proc/$(cat "$1")/stat" && [ "$state" != Z ]
+}
 
 stop() {
     scontrol shutdown >/dev/null 2>&1 || true  # slurmctld and every slurmd

@@ -34,7 +34,11 @@ QUEUE_REFRESH_S = 2.0
 UNLIMITED_SLOTS = 1_000_000
 """The scheduler hands every run to SLURM at once; the array's %K throttle limits what runs."""
 LOST_STATES = {"NODE_FAIL", "BOOT_FAIL", "PREEMPTED", "DEADLINE", "REVOKED"}
+ENDED_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", *LOST_STATES}
+"""scontrol's JobState values of a task that is over; any other (PENDING, RUNNING, REQUEUED, ...) is not."""
 COMMANDS = ("sbatch", "squeue", "scontrol", "scancel")
+ORPHAN_WAIT_S = 300.0
+"""How long submit() waits for a dead launcher's tasks to end after cancelling them (KillWait and more)."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,10 @@ class _Queue:
             self._refresh()
         return self._tasks.get(task)
 
+    def forget(self) -> None:
+        """Ask squeue again on the next state(): a task submitted since the last answer is not in it."""
+        self._at = float("-inf")
+
     def _refresh(self) -> None:
         out = subprocess.run(["squeue", "--noheader", "--array", f"--user={os.getuid()}", "--format=%i|%T|%N"],
                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
@@ -102,9 +110,10 @@ class _Queue:
         self._at = time.monotonic()
 
 
-def finished_code(task: str, run_dir: RunDir) -> int:
+def finished_code(task: str, run_dir: RunDir) -> int | None:
     """How a task that left the queue ended: from `scontrol show job` while SLURM still knows it,
-    else from whether the worker wrote its result."""
+    else from whether the worker wrote its result. None: scontrol says it has not ended (squeue's
+    answer was stale or failed)."""
     out = subprocess.run(["scontrol", "--oneliner", "show", "job", task], capture_output=True, text=True,
                          stdin=subprocess.DEVNULL)
     state = re.search(r"\bJobState=(\S+)", out.stdout)
@@ -112,6 +121,8 @@ def finished_code(task: str, run_dir: RunDir) -> int:
     if out.returncode != 0 or not state or not code:
         return 0 if run_dir.result_json.exists() else RETURNCODE_LOST
     status, sig = int(code.group(1)), int(code.group(2))
+    if state.group(1) not in ENDED_STATES:
+        return None
     if state.group(1) in LOST_STATES:
         return RETURNCODE_LOST
     if state.group(1) == "TIMEOUT":
@@ -154,6 +165,33 @@ def _scancel(*args: str) -> None:
     subprocess.run(["scancel", *args], capture_output=True, stdin=subprocess.DEVNULL)
 
 
+def _orphans(sweep_dir: SweepDir) -> list[str]:
+    """This sweep's tasks still in the queue, found by their script's folder. The caller holds the sweep's
+    lock, so they were left by a launcher that died without cancelling them (kill -9, a lost login node)."""
+    out = subprocess.run(["squeue", "--noheader", "--array", f"--user={os.getuid()}", "--format=%i|%o"],
+                         capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    folder = f"{sweep_dir.path.resolve() / SLURM_DIR}{os.sep}"
+    return [task for task, _, script in (line.partition("|") for line in out.stdout.splitlines())
+            if script.startswith(folder)]
+
+
+def _cancel_orphans(sweep_dir: SweepDir) -> None:
+    """Like the local launcher's leftover workers: stopped (SIGTERM first, so they checkpoint) before the
+    same run dirs are handed to new tasks, which then resume."""
+    orphans = _orphans(sweep_dir)
+    if orphans:
+        _scancel(*orphans)
+    deadline = time.monotonic() + ORPHAN_WAIT_S
+    while orphans and time.monotonic() < deadline:
+        time.sleep(QUEUE_REFRESH_S)
+        orphans = _orphans(sweep_dir)
+    if orphans:
+        from . import LauncherConfigError
+
+        raise LauncherConfigError(f"tasks {', '.join(orphans)} of an earlier `sweep run` of this sweep are "
+                                  "still in the queue after scancel; wait for them to end, then run again")
+
+
 class SlurmLauncher:
     """Submits every run of the sweep as one array (submit()); start() hands out its tasks."""
 
@@ -173,6 +211,7 @@ class SlurmLauncher:
 
     def submit(self, runs: list[RunSpec], sweep_dir: SweepDir) -> None:
         """Queue all runs as one array; the scheduler then start()s each, which only hands out its task."""
+        _cancel_orphans(sweep_dir)
         self._unclaimed.update(self._sbatch(runs, sweep_dir))
 
     def can_start(self, run: RunSpec) -> bool:
@@ -200,4 +239,5 @@ class SlurmLauncher:
             message = " ".join(out.stderr.split()) or f"exit {out.returncode}"
             raise LauncherConfigError(f"sbatch refused the array ({sub.script_path}): {message}")
         job = out.stdout.strip().split(";")[0]
+        self._queue.forget()
         return {run.run_id: f"{job}_{i}" for i, run in enumerate(runs)}

@@ -1,0 +1,310 @@
+"""The slurm backend: the array script it builds and how it reads scontrol (fast, no cluster), then
+the real thing on the two-node cluster of scripts/slurm_local.sh (slow)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, TINY_XML, TINY_LONG_XML, run_sweep, sweep_exe, write_spec
+from mjsweep.launchers.base import RETURNCODE_LOST
+from mjsweep.launchers.slurm import build_submission, finished_code
+from mjsweep.rundir import RunDir, SweepDir
+from mjsweep.spec import SlurmSpec
+from mjsweep.sweep import prepare
+
+WAIT_S = 600  # generous: the cluster shares two cores with whatever else runs here
+
+
+# -- the array script, without a cluster ----------------------------------------------------------
+
+def planned_runs(tmp_path: Path, tiny_spec: dict, **changes):
+    tiny_spec.update({"seeds": 2, "runs_dir": str(tmp_path / "runs with 'quote' and space"), **changes})
+    plan = prepare(write_spec(tmp_path, tiny_spec), check_envs=False)
+    return plan.runs, plan.sweep_dir
+
+
+def test_submission_options_come_from_the_spec_and_the_throttle(tmp_path, tiny_spec):
+    runs, sweep_dir = planned_runs(tmp_path, tiny_spec)
+    slurm = SlurmSpec(partition="gpu", time="1:00:00", mem="4G", cpus_per_task=3, gres="gpu:1",
+                      extra=["--account=rl", "--qos=low"])
+    sub = build_submission(runs, sweep_dir, slurm, throttle=1, stamp="S")
+    directives = [line for line in sub.script.splitlines() if line.startswith("#SBATCH ")]
+    assert directives == ["#SBATCH " + opt for opt in (
+        "--job-name=mjsweep-tiny", "--array=0-1%1", "--cpus-per-task=3", "--requeue", "--open-mode=append",
+        "--partition=gpu", "--time=1:00:00", "--mem=4G", "--gres=gpu:1", "--account=rl", "--qos=low")]
+    folder = sweep_dir.path.resolve() / "slurm"
+    assert sub.script_path == folder / "array-S.sh" and sub.run_list_path == folder / "array-S.runs"
+    assert sub.command == ["sbatch", "--parsable", f"--output={folder}/%A_%a.out", str(sub.script_path)]
+    # Task i is line i+1: the runs in plan order.
+    assert sub.run_list.splitlines() == [str(sweep_dir.run(r.run_id).path.resolve()) for r in runs]
+
+
+def test_unset_resources_are_left_to_the_cluster_and_cpus_follow_the_run(tmp_path, tiny_spec):
+    runs, sweep_dir = planned_runs(tmp_path, tiny_spec, cpus_per_run=2)
+    sub = build_submission(runs, sweep_dir, SlurmSpec(), throttle=None)
+    assert "#SBATCH --array=0-1\n" in sub.script and "#SBATCH --cpus-per-task=2\n" in sub.script
+    assert not any(f"--{key}=" in sub.script for key in ("partition", "time", "mem", "gres"))
+
+
+def fake_python(tmp_path: Path) -> Path:
+    """Stands in for the worker's Python: prints where and how it was started."""
+    exe = tmp_path / "bin" / "python"
+    exe.parent.mkdir()
+    exe.write_text('#!/bin/sh\nprintf "%s\\n" "$PWD" "$@" "OMP=$OMP_NUM_THREADS" "NODE=$MJSWEEP_NODE" '
+                   '"CUDA=${CUDA_VISIBLE_DEVICES-unset}"\n')
+    exe.chmod(0o755)
+    return exe
+
+
+# A cuda run keeps the GPUs SLURM gave the task (gres); a cpu run sees none, as locally.
+@pytest.mark.parametrize("device, cuda", [("cpu", "CUDA="), ("cuda", "CUDA=0")])
+def test_array_task_runs_the_worker_in_its_run_dir(tmp_path, tiny_spec, monkeypatch, device, cuda):
+    runs, sweep_dir = planned_runs(tmp_path, tiny_spec, device=device)
+    monkeypatch.setattr(sys, "executable", str(fake_python(tmp_path)))
+    sub = build_submission(runs, sweep_dir, SlurmSpec(), throttle=None)
+    sub.script_path.parent.mkdir(parents=True)
+    sub.script_path.write_text(sub.script)
+    sub.run_list_path.write_text(sub.run_list)
+    run_dir = sweep_dir.run(runs[1].run_id).path.resolve()
+    run_dir.mkdir()
+    env = {**os.environ, "SLURM_ARRAY_TASK_ID": "1", "SLURMD_NODENAME": "n7", "CUDA_VISIBLE_DEVICES": "0"}
+    proc = subprocess.run(["bash", str(sub.script_path)], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (run_dir / "log.txt").read_text().splitlines() == [
+        str(run_dir), "-m", "mjsweep.worker", str(run_dir), "OMP=1", "NODE=n7", cuda]
+
+
+def fake_scontrol(tmp_path: Path, monkeypatch, reply: str, code: int = 0) -> None:
+    """An scontrol on PATH that answers `show job` with `reply`."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir(exist_ok=True)
+    exe = bin_dir / "scontrol"
+    exe.write_text(f"#!/bin/sh\nprintf '%s\\n' {json.dumps(reply)}\nexit {code}\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+def job_line(state: str, exit_code: str) -> str:
+    return (f"JobId=12 ArrayJobId=11 ArrayTaskId=1 JobName=mjsweep-tiny JobState={state} Reason=None "
+            f"Requeue=1 Restarts=0 BatchFlag=1 ExitCode={exit_code} NodeList=n1")
+
+
+@pytest.mark.parametrize("state, exit_code, expected", [
+    ("COMPLETED", "0:0", 0),
+    ("FAILED", "1:0", 1),
+    ("FAILED", "130:0", 130),             # the worker stopped on SIGINT after its checkpoint
+    ("CANCELLED", "0:9", -signal.SIGKILL),
+    ("TIMEOUT", "0:0", -signal.SIGTERM),  # SLURM's time limit
+    ("OUT_OF_MEMORY", "0:125", -signal.SIGKILL),
+    ("NODE_FAIL", "0:0", RETURNCODE_LOST),
+    ("PREEMPTED", "0:15", RETURNCODE_LOST),
+    ("PENDING", "0:0", None),             # squeue's view was older than the task
+    ("REQUEUED", "0:0", None),
+    ("RUNNING", "0:0", None),
+])
+def test_finished_code_reads_scontrol(tmp_path, monkeypatch, state, exit_code, expected):
+    fake_scontrol(tmp_path, monkeypatch, job_line(state, exit_code))
+    assert finished_code("11_1", RunDir(tmp_path)) == expected
+
+
+@pytest.mark.parametrize("has_result, expected", [(True, 0), (False, RETURNCODE_LOST)])
+def test_a_task_slurm_forgot_ends_by_its_result(tmp_path, monkeypatch, has_result, expected):
+    fake_scontrol(tmp_path, monkeypatch, "slurm_load_jobs error: Invalid job id specified", code=1)
+    if has_result:
+        (tmp_path / "result.json").write_text("{}")
+    assert finished_code("11_1", RunDir(tmp_path)) == expected
+
+
+def test_dry_run_prints_the_sbatch_script_and_submits_nothing(tmp_path, tiny_spec):
+    bin_dir = tmp_path / "fakebin"  # an sbatch that leaves a trace if anything calls it
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text(f"#!/bin/sh\ntouch {tmp_path / 'SUBMITTED'}\necho 1\n")
+    (bin_dir / "sbatch").chmod(0o755)
+    tiny_spec.update({"seeds": 2, "slurm": {"partition": "debug", "time": "0:30:00", "mem": "2G",
+                                            "cpus_per_task": 1, "extra": ["--comment=dry run"]}})
+    spec_path = write_spec(tmp_path, tiny_spec)
+    proc = run_sweep("run", str(spec_path), "--backend", "slurm", "--dry-run", "--workers", "1",
+                     env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    assert proc.returncode == 0, proc.stderr
+    for line in ("#!/bin/bash", "#SBATCH --array=0-1%1", "#SBATCH --partition=debug", "#SBATCH --time=0:30:00",
+                 "#SBATCH --mem=2G", "#SBATCH --cpus-per-task=1", "#SBATCH --comment=dry run",
+                 "#SBATCH --requeue"):
+        assert line in proc.stdout.splitlines(), line
+    assert "slurm: would submit 2 array tasks with: sbatch --parsable" in proc.stdout
+    assert "-m mjsweep.worker" in proc.stdout
+    assert not (tmp_path / "SUBMITTED").exists() and not (tmp_path / "runs").exists()
+
+
+# -- the real cluster (scripts/slurm_local.sh start) ----------------------------------------------
+
+def cluster_problem() -> str | None:
+    """Why no two-node SLURM is usable here, or None."""
+    if not shutil.which("sbatch"):
+        return "sbatch not on PATH (install SLURM and run scripts/slurm_local.sh start)"
+    try:
+        out = subprocess.run(["sinfo", "-N", "--noheader", "--responding", "--format=%N|%T"], capture_output=True,
+                             text=True, timeout=60, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return "sinfo did not answer within 60 s"
+    if out.returncode != 0:
+        return f"no SLURM controller answers: {' '.join(out.stderr.split())}"
+    up = {n for n, _, state in (line.partition("|") for line in out.stdout.split())
+          if state.rstrip("*") in ("idle", "mixed", "allocated", "completing")}
+    return None if len(up) >= 2 else f"needs 2 SLURM nodes up, sinfo says: {' '.join(out.stdout.split())}"
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster():
+    problem = cluster_problem()
+    if problem and os.environ.get("MJSWEEP_REQUIRE_CLUSTERS") == "1":
+        pytest.fail(f"MJSWEEP_REQUIRE_CLUSTERS=1 but {problem}")
+    if problem:
+        pytest.skip(problem)
+
+
+def slurm_spec(tmp_path: Path, name: str, **changes) -> Path:
+    """configs/smoke.yaml, its XMLs by absolute path, its runs under tmp_path."""
+    spec = yaml.safe_load((REPO / "configs" / "smoke.yaml").read_text())
+    spec["variants"] = [{"name": "walker", "xml": str(TINY_XML)}, {"name": "walker-long", "xml": str(TINY_LONG_XML)}]
+    spec.update({"name": name, "runs_dir": str(tmp_path / "runs"), "slurm": {"time": "20:00", "mem": "1G"},
+                 **changes})
+    return write_spec(tmp_path, spec)
+
+
+def queued(name: str) -> dict[str, tuple[str, str]]:
+    """This sweep's tasks in squeue: task id -> (state, reason)."""
+    out = subprocess.run(["squeue", "--noheader", "--array", f"--name=mjsweep-{name}", "--format=%i|%T|%r"],
+                         capture_output=True, text=True, check=True)
+    return {t: (s, r) for t, s, r in (line.split("|") for line in out.stdout.split())}
+
+
+def wait_for(condition, what: str, timeout: float = WAIT_S, every: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def read(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+@pytest.mark.slow
+def test_smoke_sweep_is_one_array_over_both_nodes(tmp_path, slurm_cluster):
+    proc = run_sweep("run", str(slurm_spec(tmp_path, "slurm-smoke")), "--backend", "slurm", timeout=WAIT_S)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "4 succeeded, 0 failed" in proc.stdout
+    sweep_dir = tmp_path / "runs" / "slurm-smoke"
+    scripts = list((sweep_dir / "slurm").glob("array-*.sh"))
+    assert len(scripts) == 1 and "#SBATCH --array=0-3\n" in scripts[0].read_text()
+    assert "#SBATCH --mem=1G\n" in scripts[0].read_text()
+    outputs = sorted(p.name for p in (sweep_dir / "slurm").glob("*.out"))
+    job = outputs[0].split("_")[0]
+    assert outputs == [f"{job}_{i}.out" for i in range(4)]  # one job, four array tasks
+
+    nodes = set()
+    for run_dir in SweepDir(sweep_dir).run_dirs():
+        status, result = read(run_dir.status_json), read(run_dir.result_json)
+        assert status["state"] == "succeeded" and status["attempts"] == 1, status
+        assert status["host"].startswith(f"slurm task {job}_")
+        assert result["timesteps"] == 2048 and result["torch_threads"] == 1
+        assert (run_dir.path / "model.zip").exists() and "done, eval return" in run_dir.log.read_text()
+        nodes.add(result["node"])
+    assert nodes == {"n1", "n2"}
+
+    report = run_sweep("report", str(sweep_dir), "--format", "json")
+    assert report.returncode == 0, report.stderr
+    groups = json.loads(report.stdout)["groups"]
+    assert sorted((g["variant"], g["succeeded"], g["failed"]) for g in groups) == [
+        ("walker", 2, 0), ("walker-long", 2, 0)]
+    assert all(g["mean_return"] is not None for g in groups)
+
+
+@pytest.mark.slow
+def test_requeued_task_resumes_from_its_checkpoint(tmp_path, slurm_cluster):
+    total = 40_000  # long enough to still be training when it is requeued
+    spec = slurm_spec(tmp_path, "slurm-requeue", seeds=1, total_timesteps=total, checkpoint_every=1024,
+                      variants=[{"name": "walker", "xml": str(TINY_XML)}])
+    sweep = subprocess.Popen([sweep_exe(), "run", str(spec), "--backend", "slurm", "-q"], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    try:
+        run_dir = RunDir(next(iter(wait_for(lambda: list((tmp_path / "runs" / "slurm-requeue").glob("*/spec.json")),
+                                            "the run dir"))).parent)
+        wait_for(run_dir.checkpoint_json.exists, "the first checkpoint")
+        (task,) = queued("slurm-requeue")
+        subprocess.run(["scontrol", "requeue", task], check=True)
+        # SLURM holds a requeued job back ~2 min (Reason=BeginTime); let it start again now.
+        wait_for(lambda: queued("slurm-requeue").get(task, ("",))[0] == "PENDING", "the task back in the queue")
+        subprocess.run(["scontrol", "update", f"JobId={task}", "StartTime=now"], check=True)
+        out, _ = sweep.communicate(timeout=WAIT_S)
+    finally:
+        sweep.kill()
+    assert sweep.returncode == 0, out
+    assert "Restarts=1" in subprocess.run(["scontrol", "show", "job", task], capture_output=True, text=True).stdout
+    result, status = read(run_dir.result_json), read(run_dir.status_json)
+    assert result["resumed_from"] >= 1024 and result["timesteps"] >= total
+    assert status["state"] == "succeeded" and status["attempts"] == 1  # the launcher saw one task throughout
+    log = run_dir.log.read_text()
+    assert "stopped by a signal" in log and f"from {result['resumed_from']} timesteps" in log
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_running_tasks_with_a_checkpoint_and_cancels_queued_ones(tmp_path, slurm_cluster):
+    spec = slurm_spec(tmp_path, "slurm-ctrlc", seeds=3, total_timesteps=200_000, checkpoint_every=1024,
+                      variants=[{"name": "walker", "xml": str(TINY_XML)}])
+    sweep = subprocess.Popen([sweep_exe(), "run", str(spec), "--backend", "slurm", "-q"], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    sweep_dir = SweepDir(tmp_path / "runs" / "slurm-ctrlc")
+    try:
+        wait_for(lambda: sum(r.checkpoint_json.exists() for r in sweep_dir.run_dirs()) >= 2, "two checkpoints")
+        assert sorted(s for s, _ in queued("slurm-ctrlc").values()) == ["PENDING", "RUNNING", "RUNNING"]
+        sweep.send_signal(signal.SIGINT)
+        out, _ = sweep.communicate(timeout=WAIT_S)
+    finally:
+        sweep.kill()
+    assert sweep.returncode == 130, out
+    assert "0 succeeded, 0 failed, 3 interrupted" in out
+    wait_for(lambda: not queued("slurm-ctrlc"), "the array to leave the queue")
+    statuses = [read(r.status_json) for r in sweep_dir.run_dirs()]
+    assert [s["state"] for s in statuses] == ["interrupted"] * 3
+    started = [r for r in sweep_dir.run_dirs() if r.log.exists()]  # the queued one never started
+    assert len(started) == 2 and all(r.checkpoint_json.exists() for r in started)
+    assert all("stopped by a signal" in r.log.read_text() for r in started)
+
+
+@pytest.mark.slow
+def test_tasks_left_by_a_dead_launcher_are_cancelled_before_the_sweep_runs_again(tmp_path, slurm_cluster):
+    spec = slurm_spec(tmp_path, "slurm-orphan", seeds=1, total_timesteps=40_000, checkpoint_every=1024,
+                      variants=[{"name": "walker", "xml": str(TINY_XML)}])
+    sweep_dir = SweepDir(tmp_path / "runs" / "slurm-orphan")
+    first = subprocess.Popen([sweep_exe(), "run", str(spec), "--backend", "slurm", "-q"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: any(r.checkpoint_json.exists() for r in sweep_dir.run_dirs()), "the first checkpoint")
+    finally:
+        first.kill()  # no chance to cancel anything
+        first.wait()
+    (orphan,) = queued("slurm-orphan")
+    again = run_sweep("run", str(spec), "--backend", "slurm", timeout=WAIT_S)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert orphan not in queued("slurm-orphan")
+    job = orphan.split("_")[0]
+    assert "CANCELLED" in (sweep_dir.path / "slurm" / f"{job}_0.out").read_text()
+    (run_dir,) = sweep_dir.run_dirs()
+    result = read(run_dir.result_json)
+    assert result["resumed_from"] >= 1024 and result["timesteps"] >= 40_000
+    log = run_dir.log.read_text()
+    # The orphan stopped (and saved) before the new task began: never two workers in one run dir.
+    assert log.index("stopped by a signal") < log.index("resuming")
