@@ -2,21 +2,38 @@
 
 from __future__ import annotations
 
+import csv
+import fcntl
 import importlib.util
 import io
+import json
+import os
+import pty
 import re
+import select
+import statistics
+import struct
+import subprocess
+import termios
 from pathlib import Path
 
+import pytest
+
 from helpers.fake_sweep import make_run, result, run_spec, write_progress
+from helpers.images import not_blank
 from rich.console import Console
 
-from conftest import run_sweep, write_spec
+from conftest import REPO, run_sweep, sweep_exe, write_spec
 from mjsweep import live
 from mjsweep.rundir import RunState, SweepDir
 from mjsweep.scheduler import Event, EventKind
 from mjsweep.sweep import Action, PlannedRun
 
 SUMMARY = re.compile(r"^\[ *[\d.]+s\] summary +.*\| [\d.k]+/1\.0k steps \(\d+%\), \d+ fps, ETA \S+$")
+COLOUR = re.compile(r"\x1b\[[0-9;]*(3[0-9]|4[0-9]|9[0-7])m")  # SGR foreground/background colours
+CURSOR_UP = "\x1b[1A"  # the live view redraws itself in place
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+WAIT = 600.0
 
 
 def test_plain_lines_of_a_real_sweep(tmp_path, tiny_spec):
@@ -43,6 +60,103 @@ def test_plain_lines_of_a_real_sweep(tmp_path, tiny_spec):
             assert (sweep / run_id / "tensorboard").is_dir()
         else:
             assert "tensorboard package is not installed" in log
+    if not importlib.util.find_spec("tensorboard"):  # and the launcher says so once, up front
+        assert proc.stderr.count("warning: the spec sets tensorboard: true") == 1, proc.stderr
+
+
+def on_terminal(*args: str, env: dict[str, str], columns: int = 120) -> tuple[int, str]:
+    """`sweep ARGS` with a pseudo-terminal of `columns` as its stdin, stdout and stderr; (exit code, output)."""
+    full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES", "FORCE_COLOR")}
+    full_env.update(TERM="xterm-256color", **env)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    proc = subprocess.Popen([sweep_exe(), *args], stdin=slave, stdout=slave, stderr=slave, env=full_env)
+    os.close(slave)
+    chunks = []
+    try:
+        while select.select([master], [], [], WAIT)[0]:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    return proc.wait(), b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def test_live_view_on_a_real_terminal(tmp_path, tiny_spec):
+    tiny_spec.update(seeds=2)
+    spec = str(write_spec(tmp_path, tiny_spec))
+    code, text = on_terminal("run", spec, env={})
+    assert code == 0, text
+    plain = ANSI.sub("", text).replace("\r\n", "\n")
+    assert CURSOR_UP in text and COLOUR.search(text)  # redrawn in place, in colour
+    assert re.search(r"^run +state +timesteps +fps +ETA +return +eval +attempts *$", plain, re.M), plain
+    assert re.search(r"^walker_s0_\w+ +running +[\d.k]+/512 ", plain, re.M), plain
+    frames = [ln for ln in plain.splitlines() if " steps " in ln and "|" in ln]
+    assert "100.0%  1.0k/1.0k steps" in frames[-1] and frames[-1].endswith("| 2 succeeded"), frames[-1]
+    assert "sweep tiny: 2 succeeded, 0 failed, 0 interrupted -> " in plain.split(frames[-1])[-1]
+    # Again, all done already, with NO_COLOR: still the live view, without a single colour.
+    code, text = on_terminal("run", spec, env={"NO_COLOR": "1"})
+    assert code == 0 and "2 succeeded (best eval return" in ANSI.sub("", text), text
+    assert not COLOUR.search(text)
+
+
+def hand_summary(returns: list[float]) -> dict:
+    """Two seeds, by hand: IQM is the mean; a bootstrap resample is all-low, mixed or all-high with
+    chances 1/4, 1/2, 1/4, so its 2.5% and 97.5% percentiles are the two returns themselves."""
+    assert len(returns) == 2
+    mean = sum(returns) / 2
+    return {"mean_return": mean, "std_return": abs(returns[0] - returns[1]) / 2 ** 0.5, "iqm_return": mean,
+            "ci_low": min(returns), "ci_high": max(returns)}
+
+
+@pytest.mark.slow
+def test_smoke_sweep_output_status_report_and_plot(tmp_path):
+    """configs/smoke.yaml for real, off a terminal; then status, report and plot of what it wrote."""
+    proc = run_sweep("run", str(REPO / "configs" / "smoke.yaml"), "--runs-dir", str(tmp_path / "runs"),
+                     env={"MJSWEEP_SUMMARY_EVERY": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep = tmp_path / "runs" / "smoke"
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "4 runs: 4 to run, 0 already succeeded" and "\x1b" not in proc.stdout
+    assert lines[-1] == f"sweep smoke: 4 succeeded, 0 failed, 0 interrupted -> {sweep}"
+    results = {p.parent.name: json.loads(p.read_text()) for p in sweep.glob("*/result.json")}
+    assert len(results) == 4
+    for run_id in results:
+        assert sum(1 for ln in lines if re.search(rf"\] started +{run_id}: attempt 1$", ln)) == 1
+        assert sum(1 for ln in lines if re.search(rf"\] succeeded +{run_id}$", ln)) == 1
+    summaries = [ln for ln in lines if " summary " in ln]
+    assert summaries and all(re.search(r"\| [\d.k]+/8\.2k steps \(\d+%\), \d+ fps, ETA \S+$", ln)
+                             for ln in summaries), summaries
+
+    status = json.loads(run_sweep("status", str(sweep), "--json").stdout)
+    assert status["counts"] == {"succeeded": 4} and status["timesteps_done"] == 4 * 2048
+
+    report = json.loads(run_sweep("report", str(sweep), "-f", "json").stdout)
+    by_variant: dict[str, list[dict]] = {}
+    for r in results.values():
+        by_variant.setdefault(json.loads((sweep / r["run_id"] / "spec.json").read_text())["variant"], []).append(r)
+    expected = sorted(by_variant, key=lambda v: -statistics.fmean(r["eval_mean_return"] for r in by_variant[v]))
+    assert [g["variant"] for g in report["groups"]] == expected  # best first
+    for group in report["groups"]:
+        runs = by_variant[group["variant"]]
+        for key, value in hand_summary([r["eval_mean_return"] for r in runs]).items():
+            assert group[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+        assert group["mean_fps"] == pytest.approx(sum(r["fps"] for r in runs) / 2)
+        assert (group["succeeded"], group["failed"], group["model"]["joints"]) == (2, 0, 5)
+    rows = list(csv.DictReader((sweep / "report.csv").open()))
+    assert [r["variant"] for r in rows] == expected and (sweep / "report.md").is_file()
+
+    plot = run_sweep("plot", str(sweep), "-o", str(tmp_path / "smoke.png"))
+    assert plot.returncode == 0, plot.stderr
+    not_blank(tmp_path / "smoke.png")
+    not_blank(tmp_path / "smoke_final.png")
 
 
 def test_quiet_prints_only_the_end_summary(tmp_path, tiny_spec):
@@ -116,6 +230,19 @@ def test_compact_table_for_many_runs():
     assert "f29" in rows and "f0" not in rows and not any(r.startswith("r0") for r in rows)
     assert "100 succeeded (best eval return 99.00), 18 pending" in text
     assert len(text.splitlines()) < 30
+
+
+def test_narrow_terminal_keeps_one_line_per_run():
+    runs = [live.RunView(f"walker-long_ppo.learning_rate=0.0003_ppo.gamma=0.99_s{i}_3422ae80", "v", {}, i,
+                         "running", timesteps=5000, total_timesteps=100_000, fps=1100.0, ep_rew_mean=-1.5)
+            for i in range(2)]
+    out = Console(file=io.StringIO(), width=80)
+    out.print(live.sweep_renderable(runs, [], compact=True, width=80))
+    lines = out.file.getvalue().splitlines()
+    assert len(lines) == 5 and all(len(ln.rstrip()) <= 80 for ln in lines), lines  # bar, header, 2 runs, counts
+    assert [ln.split()[0] for ln in lines[2:4]] == ["walker-…gamma=0.99_s0", "walker-…gamma=0.99_s1"]
+    assert lines[2].split()[1:] == ["running", "5.0k/100.0k", "1100", "1m26s", "-1.50", "-", "0"]
+    assert live.fit("walker_s0_3422ae80", 12) == "walker_s0" and live.fit("short", 12) == "short"
 
 
 def test_tracker_reads_at_most_once_a_second_and_never_pending_runs(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers.fake_sweep import make_run, result, run_spec
+from helpers.images import not_blank
 
 from conftest import run_sweep
 from mjsweep.plot import Curve, band, read_curve
@@ -39,18 +40,6 @@ def test_band_is_the_mean_over_seeds(tmp_path):
     short = band([Curve(np.array([0.0, 100.0]), np.array([0.0, 1.0])), Curve(np.array([0.0, 40.0]),
                                                                                np.array([0.0, 1.0]))], points=5)
     assert short.timesteps[-1] == 40.0  # only where every seed has data
-
-
-def not_blank(path) -> None:
-    import matplotlib.image
-
-    pixels = matplotlib.image.imread(str(path))[..., :3]
-    colors = np.unique((pixels * 255).astype(np.uint8).reshape(-1, 3), axis=0)
-    non_white = np.mean(np.any(pixels < 0.95, axis=-1))
-    assert pixels.shape[0] > 200 and pixels.shape[1] > 400
-    assert len(colors) > 20 and non_white > 0.02, (len(colors), non_white)
-    tab_blue = np.array([31, 119, 180]) / 255  # the first group's line colour
-    assert np.any(np.all(np.abs(pixels - tab_blue) < 0.02, axis=-1))
 
 
 def test_cli_plot_writes_two_pngs(tmp_path):

@@ -21,6 +21,13 @@ from mjsweep.rundir import RunState
 
 RETURNS_A = [10.0, 20.0, 30.0, 100.0]  # mean 40, IQM 25 (drops 10 and 100)
 RETURNS_B = [1.0, 2.0, 3.0]
+# 95% bootstrap intervals by hand. B: a resample of three 1s has chance 1/27 = 3.7% > 2.5%, so the 2.5%
+# percentile is 1 (and the 97.5% is 3). A: the resample means below 15 (10 four times: 1/256; three 10s and
+# a 20: 4/256) have chance 1.95% < 2.5%, and with the means equal to 15 (two 10s and two 20s: 6/256; three
+# 10s and a 30: 4/256) 5.9% > 2.5%: the 2.5% percentile is 15. At the top, 100 four times (1/256) and three
+# 100s with a 30 (82.5: 4/256) make 1.95%, three 100s with a 20 (80: 4/256) reach 3.5%: the 97.5% one is 80.
+CI_A = (15.0, 80.0)
+CI_B = (1.0, 3.0)
 
 
 def test_iqm_drops_a_quarter_at_each_end():
@@ -33,7 +40,8 @@ def test_summary_matches_hand_computation():
     s = stats.summarize(RETURNS_A)
     assert (s.n, s.mean, s.iqm) == (4, 40.0, 25.0)
     assert s.std == pytest.approx(math.sqrt((30**2 + 20**2 + 10**2 + 60**2) / 3))
-    assert 10.0 <= s.ci_low < 40.0 < s.ci_high <= 100.0
+    assert (s.ci_low, s.ci_high) == CI_A
+    assert (stats.summarize(RETURNS_B).ci_low, stats.summarize(RETURNS_B).ci_high) == CI_B
 
 
 def test_bootstrap_is_seeded_and_degenerate_for_one_value():
@@ -74,7 +82,9 @@ def test_aggregate_over_seeds(tmp_path):
     a, b, c = groups
     assert (a.runs, a.succeeded, a.failed, a.mean_return, a.iqm_return) == (4, 4, 0, 40.0, 25.0)
     assert a.mean_fps == pytest.approx(1150.0)
+    assert (a.ci_low, a.ci_high) == CI_A
     assert (b.runs, b.succeeded, b.failed, b.mean_return, b.std_return) == (4, 3, 1, 2.0, 1.0)
+    assert (b.iqm_return, b.ci_low, b.ci_high) == (2.0, *CI_B)
     assert b.grid == {"ppo.gamma": 0.9}
     assert (c.succeeded, c.failed, c.mean_return, c.ci_low) == (0, 1, None, None)
 
@@ -94,14 +104,16 @@ def test_cli_report_formats_and_files(tmp_path):
     rows = list(csv.DictReader((tmp_path / "report.csv").open()))
     assert [r["variant"] for r in rows] == ["a", "b", "c"]
     assert float(rows[0]["std_return"]) == pytest.approx(40.82483, rel=1e-5)
-    assert float(rows[0]["ci95_low"]) >= 10 and float(rows[0]["ci95_high"]) <= 100
+    assert (float(rows[0]["ci95_low"]), float(rows[0]["ci95_high"])) == CI_A
+    assert float(rows[0]["mean_fps"]) == (1000 + 1100 + 1200 + 1300) / 4
     assert rows[1]["grid"] == "ppo.gamma=0.9" and rows[1]["failed"] == "1"
     md = (tmp_path / "report.md").read_text()
     assert md.count("\n| ") == 4 and "| a | - | 4 | 4 | 0 | 40 | 40.8248 | 25 |" in md
 
     assert runner.invoke(app, ["report", str(tmp_path), "-f", "csv"]).stdout == (tmp_path / "report.csv").read_text()
     table = runner.invoke(app, ["report", str(tmp_path)]).stdout
-    assert "25.00" in table and "40.00" in table
+    a_row = next(ln for ln in table.splitlines() if "│ a " in ln)
+    assert [c.strip() for c in a_row.split("│")[3:9]] == ["4/4", "0", "40.00", "40.82", "25.00", "[15.00, 80.00]"]
 
 
 def test_report_warns_about_contention(tmp_path):

@@ -99,9 +99,15 @@ def test_contention_warnings(tmp_path):
         make_run(tmp_path, run_spec("v", 3), RunState.RUNNING, pid=os.getpid(),
                  progress=[(100, 1000.0, None), (200, 1000.0, None), (300, 1000.0, None), (400, 900.0, None),
                            (500, 400.0, None)])
+        # Ended, but averaged under half its early pace: starved for much of its run.
+        make_run(tmp_path, run_spec("v", 4), RunState.SUCCEEDED, result=result(1.0, fps=700.0),
+                 progress=[(100, 2000.0, None), (200, 2000.0, None), (300, 2000.0, None), (400, 400.0, None),
+                           (500, 400.0, None)])
         view = read_sweep(tmp_path, load5=5.0, cores=2)
     kinds = {(w.subject, w.kind) for w in view.warnings}
-    assert kinds == {("v_s1", "threads"), ("v_s3", "fps-drop"), ("v_s2", "fps-median"), ("machine", "load")}
+    assert kinds == {("v_s1", "threads"), ("v_s3", "fps-drop"), ("v_s2", "fps-median"), ("machine", "load"),
+                     ("v_s4", "fps-drop")}
+    assert "v_s4: averaged 700 fps, under half its early 2000" in map(str, view.warnings)
     assert "torch used 4 threads" in str(next(w for w in view.warnings if w.kind == "threads"))
 
 
@@ -145,6 +151,29 @@ def test_cli_status_json_and_table(tmp_path):
     text = runner.invoke(app, ["status", str(tmp_path)]).stdout
     for state in ("pending", STALE, "succeeded", "failed", "interrupted", "unknown"):
         assert state in text
+
+
+def test_watch_refreshes_until_ctrl_c(tmp_path):
+    """Off a terminal --watch prints the whole view again every interval, with what changed since."""
+    make_run(tmp_path, run_spec("v", 0))
+    proc = subprocess.Popen([sweep_exe(), "status", str(tmp_path), "--watch", "--interval", "0.5"],
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"})
+    try:
+        seen = []
+        for line in proc.stdout:
+            seen.append(line)
+            if line.split()[:2] == ["v_s0", "pending"]:
+                make_run(tmp_path, run_spec("v", 0), RunState.SUCCEEDED, result=result(3.0))
+            if line.split()[:2] == ["v_s0", "succeeded"]:
+                break
+        assert seen and seen[-1].split()[:2] == ["v_s0", "succeeded"], seen
+        assert sum(1 for ln in seen if ln.startswith(f"sweep {tmp_path.name} ")) >= 2
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=WAIT) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def test_cli_status_of_a_folder_without_runs(tmp_path):

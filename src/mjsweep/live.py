@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import socket
 import threading
 import time
@@ -20,6 +21,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from .render import PLAIN_ROWS, plain_table
 from .rundir import SweepDir
 from .scheduler import EventKind
 from .status import (STALE, STATE_ORDER, Contention, RunView, SweepView, contention_warnings, load_warnings,
@@ -32,7 +34,10 @@ if TYPE_CHECKING:
 REFRESH_S = 1.0
 SUMMARY_EVERY_S = 30.0
 """Default period of the plain summary line; MJSWEEP_SUMMARY_EVERY (seconds) overrides it."""
+RUN_COLUMNS = ("run", "state", "timesteps", "fps", "ETA", "return", "eval", "attempts")
 MAX_LISTED = 20  # ended runs listed by name in the compact table; the rest are counted
+BAR_WIDTH = 40
+MIN_RUN_WIDTH = 20
 EVENT_STATES = {EventKind.STARTED: "running", EventKind.SUCCEEDED: "succeeded", EventKind.FAILED: "failed",
                 EventKind.RETRYING: "pending", EventKind.INTERRUPTED: "interrupted"}
 LOUD_EVENTS = {EventKind.FAILED, EventKind.RETRYING, EventKind.WARNING, EventKind.WAITING_MEMORY,
@@ -181,7 +186,7 @@ class LiveProgress:
 
     def _render(self):
         runs = self.tracker.refresh()
-        return sweep_renderable(runs, self.tracker.warnings(runs), compact=True)
+        return sweep_renderable(runs, self.tracker.warnings(runs), compact=True, width=self.out.width)
 
 
 def make_progress(out: Console, sweep_dir: SweepDir, quiet: bool = False) -> PlainProgress | LiveProgress:
@@ -227,11 +232,16 @@ def watch(out: Console, make, interval: float) -> None:
             time.sleep(interval)
 
 
-def sweep_renderable(runs: list[RunView], warnings: Iterable[Contention], compact: bool):
-    """Overall bar, the run table (compact: active and unsuccessful runs by name, others counted), warnings."""
-    parts = [progress_bar(runs)]
-    table = runs_table(runs, compact)
-    if table.row_count:
+def sweep_renderable(runs: list[RunView], warnings: Iterable[Contention], compact: bool,
+                     width: int | None = None):
+    """Overall bar, the run table (compact: active and unsuccessful runs by name, others counted), warnings.
+
+    With a terminal `width`, the bar and long run ids shrink so that each run stays on one line.
+    """
+    parts = [progress_bar(runs, width)]
+    if not compact and len(runs) > PLAIN_ROWS:  # thousands of runs: plain rows, drawn in milliseconds
+        parts.append(Text(plain_table(RUN_COLUMNS, [run_cells(r, None) for r in runs]), no_wrap=True))
+    elif (table := runs_table(runs, compact, width)).row_count:
         parts.append(table)
     if compact:
         parts.append(Text(ended_counts(runs)))
@@ -239,28 +249,50 @@ def sweep_renderable(runs: list[RunView], warnings: Iterable[Contention], compac
     return Group(*parts)
 
 
-def progress_bar(runs: list[RunView]):
+def progress_bar(runs: list[RunView], width: int | None = None):
     t = totals(runs)
-    grid = Table.grid(padding=(0, 1))
     pct = 100.0 * t.done / t.total if t.total else 0.0
-    grid.add_row(ProgressBar(total=max(t.total, 1), completed=t.done, width=40),
-                 f"{pct:5.1f}%  {steps(t.done)}/{steps(t.total)} steps  {t.fps:.0f} fps  "
-                 f"ETA {duration(t.eta_s)}  | {counts_text(runs)}")
+    text = (f"{pct:5.1f}%  {steps(t.done)}/{steps(t.total)} steps  {t.fps:.0f} fps  "
+            f"ETA {duration(t.eta_s)}  | {counts_text(runs)}")
+    bar = BAR_WIDTH if width is None else min(BAR_WIDTH, width - len(text) - 1)
+    if bar < 10:  # a narrow terminal: the bar on its own line, the numbers under it
+        return Group(ProgressBar(total=max(t.total, 1), completed=t.done, width=min(BAR_WIDTH, width)),
+                     Text(text))
+    grid = Table.grid(padding=(0, 1))
+    grid.add_row(ProgressBar(total=max(t.total, 1), completed=t.done, width=bar), text)
     return grid
 
 
-def runs_table(runs: list[RunView], compact: bool) -> Table:
+def runs_table(runs: list[RunView], compact: bool, width: int | None = None) -> Table:
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("run", "state", "timesteps", "fps", "ETA", "ep return", "eval return", "attempts"):
+    for col in RUN_COLUMNS:
         table.add_column(col, no_wrap=col != "run", overflow="fold")
     shown = [r for r in runs if r.state not in ("pending", "succeeded")] if compact else runs
     if compact and len(shown) > MAX_LISTED:
         shown = [r for r in shown if r.active] + [r for r in shown if not r.active][-MAX_LISTED:]
-    for r in shown:
-        table.add_row(r.run_id, r.state, f"{steps(r.done_timesteps)}/{steps(r.total_timesteps)}",
-                      _num(r.fps, 0), duration(r.eta_s), _num(r.ep_rew_mean), _num(r.final_return),
-                      str(r.attempts))
+    rows = [run_cells(r, None) for r in shown]
+    if width is not None and rows:  # the run column gets what the other columns leave of the terminal
+        others = sum(max(len(col), *(len(row[i]) for row in rows)) + 2 for i, col in enumerate(RUN_COLUMNS) if i)
+        rows = [(fit(row[0], max(MIN_RUN_WIDTH, width - others)), *row[1:]) for row in rows]
+    for row in rows:
+        table.add_row(*row)
     return table
+
+
+def run_cells(r: RunView, run_width: int | None) -> tuple[str, ...]:
+    return (fit(r.run_id, run_width), r.state, f"{steps(r.done_timesteps)}/{steps(r.total_timesteps)}",
+            _num(r.fps, 0), duration(r.eta_s), _num(r.ep_rew_mean), _num(r.final_return), str(r.attempts))
+
+
+def fit(text: str, width: int | None) -> str:
+    """Shorten a run id to `width`: first drop its hash, then cut the middle, keeping more of the end (seed)."""
+    if width is None or len(text) <= width:
+        return text
+    text = re.sub(r"_[0-9a-f]{8}$", "", text)  # the variant, grid point and seed tell runs apart on screen
+    if len(text) <= width:
+        return text
+    tail = (width - 1) * 2 // 3
+    return text[:width - 1 - tail] + "…" + text[-tail:]
 
 
 def counts_text(runs: list[RunView]) -> str:

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from .report import GroupRow
     from .results import ResultRow
     from .scheduler import SweepOutcome
+    from .spec import SweepSpec
     from .sweep import PlannedRun, SweepPlan
 
 
@@ -26,18 +27,43 @@ def error(message: str) -> None:
     print(f"error: {message}", file=sys.stderr, flush=True)
 
 
+def warn_missing_tensorboard(spec: SweepSpec) -> None:
+    """tensorboard: true is a wish, not a need: without the package the runs train and log as usual."""
+    import importlib.util
+
+    if spec.tensorboard and importlib.util.find_spec("tensorboard") is None:
+        print("warning: the spec sets tensorboard: true, but the tensorboard package is not installed here "
+              "(pip install tensorboard); runs train without TensorBoard logs", file=sys.stderr, flush=True)
+
+
 def _grid_text(grid: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in grid.items()) or "-"
 
 
+PLAIN_ROWS = 500
+"""Above this many rows a table is printed as plain aligned text: rich lays out about 1,000 rows a second."""
+
+
+def plain_table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    """Columns padded to their widest cell, two spaces apart: fast for any number of rows."""
+    widths = [max([len(col), *(len(row[i]) for row in rows)]) for i, col in enumerate(columns)]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [columns, *rows])
+
+
 def plan_table(out: Console, plan: SweepPlan, planned: list[PlannedRun]) -> None:
-    table = Table(title=f"sweep {plan.spec.name}: {len(planned)} runs -> {plan.sweep_dir.path}")
-    for col in ("run id", "variant", "grid", "seed", "action"):
-        table.add_column(col, overflow="fold")
-    for item in planned:
-        action = item.action.value + (f" ({item.note})" if item.note else "")
-        table.add_row(item.run.run_id, item.run.variant, _grid_text(item.run.grid), str(item.run.seed), action)
-    out.print(table)
+    title = f"sweep {plan.spec.name}: {len(planned)} runs -> {plan.sweep_dir.path}"
+    columns = ("run id", "variant", "grid", "seed", "action")
+    rows = [(item.run.run_id, item.run.variant, _grid_text(item.run.grid), str(item.run.seed),
+             item.action.value + (f" ({item.note})" if item.note else "")) for item in planned]
+    if len(rows) > PLAIN_ROWS:
+        out.print(f"{title}\n{plain_table(columns, rows)}", markup=False, highlight=False, soft_wrap=True)
+    else:
+        table = Table(title=title)
+        for col in columns:
+            table.add_column(col, overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        out.print(table)
     counts = {a: sum(1 for p in planned if p.action.value == a) for a in ("start", "resume", "skip")}
     out.print(f"dry run: {counts['start']} to start, {counts['resume']} to resume, "
               f"{counts['skip']} to skip; nothing started")

@@ -255,9 +255,10 @@ def contention_warnings(runs: list[RunView]) -> list[Contention]:
     """Signs that runs fight over cores: extra torch threads, a run slowed to a fraction of its pace."""
     out = [Contention(r.run_id, "threads", f"torch used {r.torch_threads} threads (expected 1)")
            for r in runs if r.torch_threads is not None and r.torch_threads > 1]
-    for r in runs:
-        if r.active and r.fps and r.early_fps and r.fps < FPS_DROP * r.early_fps:
-            out.append(Contention(r.run_id, "fps-drop", f"{r.fps:.0f} fps, under half its early {r.early_fps:.0f}"))
+    for r in runs:  # a running run's fps is its last iteration's; an ended run's, its average over the run
+        if r.fps and r.early_fps and r.fps < FPS_DROP * r.early_fps:
+            what = f"{r.fps:.0f} fps" if r.active else f"averaged {r.fps:.0f} fps"
+            out.append(Contention(r.run_id, "fps-drop", f"{what}, under half its early {r.early_fps:.0f}"))
     measured = [r for r in runs if r.fps and r.state in (RunState.RUNNING.value, RunState.SUCCEEDED.value)]
     if len(measured) >= 2:
         median = statistics.median(r.fps for r in measured)
