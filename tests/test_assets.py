@@ -71,6 +71,18 @@ def test_model_files_lists_the_includes_and_meshes(robot):
     assert model_files(robot) == [robot, folder / "parts" / "actuators.xml", folder / "meshes" / "hull.obj"]
 
 
+def test_a_nested_include_next_to_the_file_that_includes_it(robot):
+    """MuJoCo looks for an include in the main XML's folder, then next to the including file."""
+    parts = robot.parent / "parts"
+    (parts / "actuators.xml").write_text("<mujoco><include file='motor.xml'/></mujoco>")
+    (parts / "motor.xml").write_text(ACTUATORS)
+    assert model_files(robot)[1:3] == [parts / "actuators.xml", parts / "motor.xml"]
+    assert mujoco.MjModel.from_xml_path(str(robot)).nu == 1
+    before = model_sha256(robot)
+    (parts / "motor.xml").write_text(ACTUATORS.replace('gear="5"', 'gear="6"'))
+    assert model_sha256(robot) != before
+
+
 def test_a_single_file_model_hashes_as_its_bytes():
     xml = XML_DIR / "planar_walker.xml"
     assert model_sha256(xml) == hashlib.sha256(xml.read_bytes()).hexdigest()
@@ -93,16 +105,22 @@ def test_editing_an_included_file_or_a_mesh_gives_new_run_ids(robot, tmp_path):
 
 
 def test_validate_and_run_from_another_working_directory(robot, tmp_path):
-    path = write_spec(tmp_path / "specs", spec_for({"name": "bot", "xml": "../robot dir/main.xml"}))
+    """The model as is and an edited variant of it, both reading the include and the mesh."""
+    spec = spec_for({"name": "bot", "xml": "../robot dir/main.xml"})
+    spec["variants"].append({"name": "edited", "base": "../robot dir/main.xml",
+                             "edits": [{"scale_body": {"body": "leg", "factor": 1.2}}]})
+    path = write_spec(tmp_path / "specs", spec)
     elsewhere = tmp_path / "somewhere else"
     elsewhere.mkdir()
     checked = run_sweep("validate", str(path), cwd=elsewhere)
     assert checked.returncode == 0, checked.stderr
-    assert "ok" in checked.stdout
-    done = run_sweep("run", str(path), "-w", "1", cwd=elsewhere)
+    assert checked.stdout.count(" ok ") == 2
+    done = run_sweep("run", str(path), "-w", "2", cwd=elsewhere)
     assert done.returncode == 0, done.stdout + done.stderr
-    [result] = (tmp_path / "specs" / "runs" / "assets").glob("*/result.json")
-    assert "eval_mean_return" in json.loads(result.read_text())
+    results = sorted((tmp_path / "specs" / "runs" / "assets").glob("*/result.json"))
+    assert len(results) == 2 and all("eval_mean_return" in json.loads(r.read_text()) for r in results)
+    [variant_xml] = (tmp_path / "specs" / "runs" / "assets").glob("edited_*/variant.xml")
+    assert mujoco.MjModel.from_xml_path(str(variant_xml)).nmesh == 1
 
 
 def test_a_generated_variant_keeps_includes_and_meshes_working(robot, tmp_path):

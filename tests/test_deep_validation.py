@@ -84,10 +84,16 @@ def test_run_refuses_broken_variants_and_writes_nothing(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
-def test_validate_passes_good_variants(tmp_path):
-    done = run_sweep("validate", str(write_spec(tmp_path, spec_with(tmp_path))))
+def test_validate_and_dry_run_pass_good_variants(tmp_path):
+    path = write_spec(tmp_path, spec_with(tmp_path))
+    done = run_sweep("validate", str(path))
     assert done.returncode == 0, done.stderr
     assert "ok" in done.stdout and "BROKEN" not in done.stdout
+    dry = run_sweep("run", str(path), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    [row] = [line for line in dry.stdout.splitlines() if "planar_walker.xml" in line]
+    assert "│ 13 " in row and " ok " in row  # the variant table: obs size and verdict
+    assert "dry run: 1 to start" in dry.stdout and not (tmp_path / "runs").exists()
 
 
 class NaNAfterSteps(gymnasium.Env):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import gymnasium
 import mujoco
 import numpy as np
 import pytest
@@ -163,6 +165,38 @@ def test_missing_body_error_points_at_the_edit_line(tmp_path):
         prepare(path, check_envs=False)
     message = str(info.value).replace(str(tmp_path) + "/", "")
     assert message.startswith("spec.yaml:8: variants[0].edits[0]: variant 'w_legs=0.8_motors=1.0': scale_body:")
+
+
+def test_validate_exits_2_on_a_missing_body_and_writes_nothing(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text(GRID_SPEC.replace("left_thigh, right_thigh", "left_thigh, right_leg"))
+    done = run_sweep("validate", str(path), cwd=tmp_path)
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"error: {path}:8: variants[0].edits[0]:")
+    assert "no body named 'right_leg' (the XML has: left_shin, left_thigh, right_shin, right_thigh, torso)" in line
+    assert not (tmp_path / "runs").exists()
+
+
+def test_edits_on_a_robot_from_gymnasium():
+    """Gymnasium's own Ant: capsules given by fromto, limits in degrees, motors without names."""
+    xml = Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / "ant.xml"
+    base = mujoco.MjModel.from_xml_path(str(xml))
+    model = edited(xml, {"scale_body": {"body": "front_left_leg", "factor": 1.5}},
+                   {"gear": {"joint": ["hip_1", "ankle_1"], "factor": 2}},
+                   {"ctrlrange": {"joint": "hip_2", "value": [-0.5, 0.5]}},
+                   {"joint_range": {"joint": "hip_1", "value": [-40, 40]}})
+    for geom in ("aux_1_geom", "left_leg_geom", "left_ankle_geom"):  # radius and half-length of each capsule
+        assert np.allclose(model.geom_size[base.geom(geom).id], 1.5 * base.geom_size[base.geom(geom).id])
+    aux = base.body("aux_1").id
+    assert np.allclose(model.body_pos[aux], 1.5 * base.body_pos[aux])
+    gear = {model.joint(model.actuator_trnid[a, 0]).name: model.actuator_gear[a, 0] for a in range(model.nu)}
+    assert gear["hip_1"] == gear["ankle_1"] == 300 and gear["hip_3"] == 150
+    hip_2 = next(a for a in range(model.nu) if model.actuator_trnid[a, 0] == base.joint("hip_2").id)
+    assert np.allclose(model.actuator_ctrlrange[hip_2], [-0.5, 0.5])
+    assert np.allclose(model.jnt_range[model.joint("hip_1").id], np.radians([-40, 40]), atol=1e-5)
+    with pytest.raises(EditError, match="no actuator drives joint 'root' \\(actuated: ankle_1, ankle_2"):
+        generate(xml, [EditSpec.model_validate({"gear": {"joint": "root", "value": 1}})], {})
 
 
 def test_resolved_spec_with_edits_loads_again(tmp_path):

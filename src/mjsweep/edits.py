@@ -74,7 +74,7 @@ def generate(base: Path, edits: list[EditSpec], point: dict[str, Any]) -> Genera
 
 def _one_per_name(args) -> list[Any]:
     """An edit naming a list of elements, as one edit per element."""
-    key = next(k for k in ("body", "joint", "actuator") if hasattr(args, k))
+    key = next(k for k in ("body", "joint", "actuator") if getattr(args, k, None) is not None)
     names = getattr(args, key)
     return [args.model_copy(update={key: n}) for n in names] if isinstance(names, list) else [args]
 
@@ -95,6 +95,22 @@ def _find(spec, kind: str, name: str):
         names = sorted(e.name for e in pool if e.name and e.name != "world")
         raise EditError(f"no {kind} named {name!r} (the XML has: {', '.join(names) or 'none with a name'})")
     return element
+
+
+def _actuators(spec, args) -> list:
+    """The named actuator, or every actuator whose transmission is the named joint."""
+    import mujoco
+
+    if args.actuator is not None:
+        return [_find(spec, "actuator", args.actuator)]
+    _find(spec, "joint", args.joint)
+    on_joints = [a for a in spec.actuators
+                 if a.trntype in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_JOINTINPARENT)]
+    found = [a for a in on_joints if a.target == args.joint]
+    if not found:
+        driven = sorted({a.target for a in on_joints})
+        raise EditError(f"no actuator drives joint {args.joint!r} (actuated: {', '.join(driven) or 'none'})")
+    return found
 
 
 def _fill(value: Any, point: dict[str, Any]) -> Any:
@@ -217,24 +233,24 @@ def _body_pos(spec, args, point) -> None:
 
 
 def _gear(spec, args, point) -> None:
-    actuator = _find(spec, "actuator", args.actuator)
     value = _fill(args.value, point)
-    if args.factor is not None:
-        actuator.gear = actuator.gear * _number(_fill(args.factor, point), "factor")
-    elif isinstance(value, list):
-        actuator.gear = _vector(value, 6, "value")
-    else:
-        gear = actuator.gear.copy()
-        gear[0] = _number(value, "value")
-        actuator.gear = gear
+    for actuator in _actuators(spec, args):
+        if args.factor is not None:
+            actuator.gear = actuator.gear * _number(_fill(args.factor, point), "factor")
+        elif isinstance(value, list):
+            actuator.gear = _vector(value, 6, "value")
+        else:
+            gear = actuator.gear.copy()
+            gear[0] = _number(value, "value")
+            actuator.gear = gear
 
 
 def _ctrlrange(spec, args, point) -> None:
     import mujoco
 
-    actuator = _find(spec, "actuator", args.actuator)
-    actuator.ctrlrange = _new_bounds(actuator.ctrlrange, args, point)
-    actuator.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
+    for actuator in _actuators(spec, args):
+        actuator.ctrlrange = _new_bounds(actuator.ctrlrange, args, point)
+        actuator.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
 
 
 def _joint_range(spec, args, point) -> None:

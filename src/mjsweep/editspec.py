@@ -48,7 +48,15 @@ class JointTarget(_Target):
 
 
 class ActuatorTarget(_Target):
-    actuator: str | list[str]
+    actuator: str | list[str] | None = None
+    joint: str | list[str] | None = None
+    """Instead of actuator: every actuator that drives this joint (for XMLs whose actuators have no names)."""
+
+    @model_validator(mode="after")
+    def _one_address(self) -> ActuatorTarget:
+        if (self.actuator is None) == (self.joint is None):
+            raise ValueError("give exactly one of 'actuator' and 'joint' (the joint the actuators drive)")
+        return self
 
 
 class EditSpec(_Strict):

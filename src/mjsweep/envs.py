@@ -27,7 +27,8 @@ def make_env(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps:
     """A gymnasium.Env for one run. `env` is a registered id or 'package.module:Class'."""
     import gymnasium as gym
 
-    kwargs = {"xml_file": str(xml), **env_kwargs}
+    # Absolute: Gymnasium reads a relative xml_file as a file in its own assets folder.
+    kwargs = {"xml_file": str(Path(xml).resolve()), **env_kwargs}
     if env.startswith("mjsweep/"):
         from .locomotion import register
 

@@ -1,8 +1,9 @@
 """Every file a MuJoCo model reads (the XML, its includes, meshes, textures, height fields, skins),
 the content hash over all of them, and the path rewrite that lets an edited model live elsewhere.
 
-MuJoCo resolves an `<include file=...>` against the folder of the main XML, and asset files against
-meshdir / texturedir, which are themselves relative to that folder.
+MuJoCo resolves an `<include file=...>` against the folder of the main XML (then against the folder
+of the including file), and asset files against meshdir / texturedir, which are themselves relative
+to that folder; MjSpec hands back absolute paths for assets an included file found next to itself.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ def model_files(xml: Path) -> list[Path]:
 
 
 def _includes(xml: Path, main_dir: Path, seen: set[Path]) -> list[Path]:
+    """Files included by `xml`, depth first. MuJoCo looks for an include in the main XML's folder
+    first, then in the folder of the file that includes it."""
     if xml in seen:
         return []
     seen.add(xml)
@@ -42,8 +45,9 @@ def _includes(xml: Path, main_dir: Path, seen: set[Path]) -> list[Path]:
         name = element.get("file")
         if not name:
             continue
-        path = (main_dir / name).resolve()
-        if path.is_file():
+        candidates = [(folder / name).resolve() for folder in (main_dir, xml.parent)]
+        path = next((p for p in candidates if p.is_file()), None)
+        if path is not None:
             found += [path, *_includes(path, main_dir, seen)]
     return found
 

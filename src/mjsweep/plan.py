@@ -48,9 +48,9 @@ class RunSpec(BaseModel):
     eval_deterministic: bool
     content_hash: str
     cpus: int = 1
+    """CPU slots the run takes from the scheduler's cap (processes or threads it uses)."""
     device: str = "cpu"
     """torch device of the run; "cuda" runs take a GPU slot."""
-    """CPU slots the run takes from the scheduler's cap (processes or threads it uses)."""
 
     @property
     def group(self) -> str:
