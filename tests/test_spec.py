@@ -135,12 +135,30 @@ def test_xml_with_syntax_error(tmp_path):
 @pytest.mark.parametrize("change, expected", [
     (("env: HalfCheetah-v5", "env: NoSuchEnv-v9"), "variant 'a': env 'NoSuchEnv-v9': NameNotFound"),
     (("env: HalfCheetah-v5", "env: nosuchpkg.envs:Robot"), "cannot import 'nosuchpkg.envs'"),
-    (("eval: {episodes: 1}", "eval: {episodes: 1}\nenv_kwargs: {wobble: 2}"), "unexpected keyword argument 'wobble'"),
+    (("env: HalfCheetah-v5", "env: tests.helpers.flaky_env:NoSuchRobot"), "has no attribute 'NoSuchRobot'"),
 ])
 def test_env_that_cannot_be_built(tmp_path, change, expected):
     message = error_of(tmp_path, GOOD.replace(*change), full=True)
     assert "spec.yaml:5: variants[0]:" in message.replace(str(tmp_path) + "/", "")
     assert expected in message
+
+
+@pytest.mark.parametrize("extra, expected", [
+    ("env_kwargs: {ctrl_cost_weigth: 2}\n",
+     "spec.yaml:10: env_kwargs.ctrl_cost_weigth: HalfCheetah-v5 takes no keyword argument 'ctrl_cost_weigth'; "
+     "did you mean ctrl_cost_weight?"),
+    ("grid:\n  env_kwargs.wobble: [1, 2]\n",
+     "spec.yaml:11: grid.env_kwargs.wobble: HalfCheetah-v5 takes no keyword argument 'wobble'; it takes: "),
+])
+def test_env_kwargs_the_env_does_not_take_name_their_key(tmp_path, extra, expected):
+    message = error_of(tmp_path, GOOD + extra, full=True).replace(str(tmp_path) + "/", "")
+    assert message.startswith(expected), message
+
+
+def test_variant_env_kwargs_the_env_does_not_take_name_their_key(tmp_path):
+    text = GOOD.replace("xml: " + str(TINY_XML) + "}", "xml: " + str(TINY_XML) + ", env_kwargs: {wobble: 1}}")
+    message = error_of(tmp_path, text, full=True).replace(str(tmp_path) + "/", "")
+    assert message.startswith("spec.yaml:5: variants[0].env_kwargs.wobble: HalfCheetah-v5 takes no"), message
 
 
 def test_env_kwargs_from_the_grid_are_checked(tmp_path):

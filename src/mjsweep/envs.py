@@ -42,6 +42,44 @@ def make_env(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps:
     return gym.make(env, max_episode_steps=max_episode_steps, **kwargs)
 
 
+def accepted_kwargs(env: str) -> set[str] | None:
+    """The keyword arguments the env's constructor accepts (besides xml_file), following **kwargs up
+    the class hierarchy; None when they end in a catch-all nobody checks, or the class is unknown."""
+    import inspect
+
+    try:
+        cls = _env_class(env)
+    except Exception:  # noqa: BLE001 - an unknown id or class: the env probe reports it in its own words
+        return None
+    if not isinstance(cls, type):
+        return None
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        if klass is object:
+            return None
+        params = inspect.signature(init).parameters.values()
+        names |= {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {"self"}
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            return names
+    return None
+
+
+def _env_class(env: str):
+    if ":" in env:
+        return _import_class(env)
+    import gymnasium as gym
+
+    if env.startswith("mjsweep/"):
+        from .locomotion import register
+
+        register()
+    entry = gym.spec(env).entry_point
+    return _import_class(entry) if isinstance(entry, str) else entry
+
+
 def _import_class(target: str):
     module_name, _, attr = target.partition(":")
     try:

@@ -6,6 +6,7 @@ run's spec.json are written, and the scheduler runs what is left to do.
 
 from __future__ import annotations
 
+import difflib
 import fcntl
 import os
 import tempfile
@@ -21,7 +22,7 @@ import yaml
 from . import plan as planlib
 from . import spec as speclib
 from . import variants as variantlib
-from .envs import EnvBuildError, EnvProbe, probe_env
+from .envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
 from .launchers.base import Launcher
 from .plan import RunSpec
 from .rundir import CorruptFileError, RunDir, RunState, SweepDir, write_json_atomic, write_text_atomic
@@ -78,6 +79,8 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
     compile or whose env fails the random-action probe (see _check_variant).
     """
     spec = speclib.load(spec_path)
+    if check_envs:
+        _check_env_kwargs(spec)
     variants = variantlib.resolve(spec)
     root = runs_dir.resolve() if runs_dir else spec.runs_dir
     sweep_dir = SweepDir(root / spec.name)
@@ -93,6 +96,24 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
         raise BrokenVariantsError(str(spec.locator.error(
             broken[0].variant.loc, f"{len(broken)} of {len(checks)} variants broken: {reasons}")), plan)
     return plan
+
+
+def _check_env_kwargs(spec: speclib.SweepSpec) -> None:
+    """An env_kwargs key the env's constructor does not take is a spec error at that key, before any
+    XML is compiled (an env whose constructor takes any **kwargs is left to the env probe)."""
+    accepted = accepted_kwargs(spec.env)
+    if accepted is None:
+        return
+    written = [(("env_kwargs", key), key) for key in spec.env_kwargs]
+    written += [(("variants", i, "env_kwargs", key), key)
+                for i, v in enumerate(spec.variants) for key in v.env_kwargs]
+    written += [(("grid", key), key.removeprefix("env_kwargs.").split(".")[0])
+                for key in spec.grid if key.startswith("env_kwargs.")]
+    for loc, key in written:
+        if key not in accepted:
+            close = difflib.get_close_matches(key, sorted(accepted), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else f"; it takes: {', '.join(sorted(accepted))}"
+            raise spec.locator.error(loc, f"{spec.env} takes no keyword argument {key!r}{hint}")
 
 
 def _point_at_variant_xml(runs: list[RunSpec], variants: list[variantlib.Variant],
