@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 
@@ -26,6 +27,10 @@ from .ray_task import LAUNCHER_OWNED, RunAttempt
 
 PLACEMENT_WAIT_S = 10.0
 """How long start() waits to learn the run's node (for status.json's host) before going on without."""
+CONNECT_TIMEOUT_S = 10.0
+"""For the reachability check before ray.init, which would retry a dead address for minutes."""
+KILL_WAIT_S = 5.0
+"""How long kill() lets the actor end the worker and remove its folder before the actor is killed too."""
 UNAVAILABLE_LIMIT_S = 120.0
 """An actor unreachable this long (its node partitioned away, not yet declared dead) counts as lost."""
 
@@ -40,7 +45,7 @@ class RayHandle:
             self.host = self._get(started_ref) or self.host
         self._pending = actor.sync.remote()
         self._code: int | None = None
-        self._killed = False
+        self._kill_deadline: float | None = None
         self._unavailable_since: float | None = None
 
     def poll(self) -> int | None:
@@ -51,7 +56,7 @@ class RayHandle:
                 self._unavailable(time.monotonic())
                 continue
             except RayError:  # the actor, its worker process or its node died
-                self._end(-signal.SIGKILL if self._killed else RETURNCODE_LOST)
+                self._end(-signal.SIGKILL if self._kill_deadline else RETURNCODE_LOST)
                 break
             self._unavailable_since = None
             apply(self.run_dir.path, shipment)
@@ -59,15 +64,19 @@ class RayHandle:
                 self._end(shipment.exit_code)
             else:
                 self._pending = self.actor.sync.remote()
+        if self._code is None and self._kill_deadline and time.monotonic() > self._kill_deadline:
+            self._end(-signal.SIGKILL)  # the actor did not answer: ending it ends the worker too
         return self._code
 
     def interrupt(self) -> None:
         self.actor.interrupt.remote()
 
     def kill(self) -> None:
-        self._killed = True
-        self.actor.kill.remote()
-        ray.kill(self.actor, no_restart=True)  # and if that call came too late, the kernel ends the worker
+        # The actor kills the worker's group; its next sync() reports the end and removes the node's
+        # copy of the run dir, which killing the actor at once would leave behind.
+        if self._kill_deadline is None:
+            self._kill_deadline = time.monotonic() + KILL_WAIT_S
+            self.actor.kill.remote()
 
     def peak_rss_mb(self) -> float | None:
         try:
@@ -98,14 +107,21 @@ class RayLauncher:
     """Connects to the cluster at `address` (or RAY_ADDRESS); with neither, starts a local Ray."""
 
     def __init__(self, address: str | None = None, runs_per_gpu: int = 1):
+        from . import LauncherConfigError
+
         address = address or os.environ.get("RAY_ADDRESS") or "local"
+        unreachable = _unreachable(address)
+        if unreachable:
+            raise LauncherConfigError(f"cannot reach Ray at {address}: {unreachable} "
+                                      "(is `ray start --head` running there?)")
         try:
             ray.init(address=address, include_dashboard=False, log_to_driver=False,
                      logging_level="ERROR", configure_logging=True)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            from . import LauncherConfigError
-
-            raise LauncherConfigError(f"cannot connect to Ray at {address}: {exc}") from None
+        except (ConnectionError, RuntimeError, ValueError, RayError) as exc:
+            # Something answers, but not as this client's Ray expects: most often token auth on one side only.
+            hint = "" if address == "local" else (" (same Ray version there? RAY_AUTH_MODE and the auth token "
+                                                   "as the cluster's? see docs/cluster.md)")
+            raise LauncherConfigError(f"cannot connect to Ray at {address}: {_one_line(exc)}{hint}") from None
         self.runs_per_gpu = runs_per_gpu
 
     def slots(self, requested: int | None) -> int:
@@ -125,3 +141,20 @@ class RayLauncher:
 
     def close(self) -> None:
         ray.shutdown()
+
+
+def _unreachable(address: str) -> str | None:
+    """Why nothing answers at a host:port (or ray://host:port) address; None when something does, or
+    for "local" and "auto", which ray.init resolves itself."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        return exc.strerror or str(exc) or type(exc).__name__
+    return None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__

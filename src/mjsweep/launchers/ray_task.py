@@ -33,6 +33,18 @@ def node_label() -> str:
     return f"{socket.gethostname()} {ray.util.get_node_ip_address()} node {node_id[:8]}"
 
 
+def _unblocked_dying_with(parent_pid: int):
+    """A preexec_fn. Ray runs actor methods with SIGINT blocked, and a child inherits its parent's signal
+    mask: unblock every signal, or the worker never sees the SIGINT that asks it to checkpoint and stop."""
+    die_with_parent = _die_with_parent(parent_pid)
+
+    def preexec() -> None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        die_with_parent()
+
+    return preexec
+
+
 @ray.remote(max_restarts=0, max_task_retries=0)
 class RunAttempt:
     """One attempt at one run. The scheduler on the launcher does the retrying, from the checkpoint
@@ -56,7 +68,7 @@ class RunAttempt:
             self.proc = subprocess.Popen(
                 worker_command(self.run_path), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 env=env, cwd=self.run_path, start_new_session=True, close_fds=True,
-                preexec_fn=_die_with_parent(os.getpid()))
+                preexec_fn=_unblocked_dying_with(os.getpid()))
         return node_label()
 
     def sync(self) -> Shipment:
@@ -79,6 +91,8 @@ class RunAttempt:
         self._signal(signal.SIGKILL)
 
     def _signal(self, sig: int) -> None:
+        if self.proc is None:
+            return  # start() failed: nothing to signal
         try:
             os.killpg(self.proc.pid, sig)
         except (ProcessLookupError, PermissionError):

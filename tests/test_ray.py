@@ -1,0 +1,260 @@
+"""The Ray backend against a real Ray cluster of two 1-CPU nodes on loopback: the smoke sweep spread over
+both nodes, Ctrl-C once and twice, a node killed mid-run; and the two ways `--backend ray` refuses to start."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from conftest import REPO, TINY_XML, run_sweep, sweep_exe, write_spec
+from mjsweep.cli import app
+
+WAIT = 300.0  # generous: a bound on hanging, never on speed
+RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+RUN_FILES = ("result.json", "model.zip", "monitor.csv", "progress.csv", "log.txt")
+
+
+def wait_for(predicate, timeout: float = WAIT, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two nodes, one CPU each, so two runs at once must land on different nodes."""
+    from ray.cluster_utils import Cluster
+
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in RAY_ENV.items():
+            mp.setenv(key, value)  # the `sweep` subprocesses inherit these too
+        ray_cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+        try:
+            ray_cluster.add_node(num_cpus=1)
+            ray_cluster.wait_for_nodes()
+            yield ray_cluster
+        finally:
+            ray_cluster.shutdown()
+
+
+def smoke_spec(folder: Path, name: str, **changes) -> Path:
+    """configs/smoke.yaml with absolute XML paths, its runs under `folder`, and `changes` applied."""
+    spec = yaml.safe_load((REPO / "configs" / "smoke.yaml").read_text())
+    for variant in spec["variants"]:
+        variant["xml"] = str((REPO / "configs" / variant["xml"]).resolve())
+    spec.update(name=name, runs_dir=str(folder / "runs"), **changes)
+    return write_spec(folder, spec)
+
+
+def one_variant_spec(folder: Path, name: str, total: int) -> Path:
+    """Two seeds of the tiny walker, long enough to be stopped mid-run, checkpointing often."""
+    return smoke_spec(folder, name, variants=[{"name": "walker", "xml": str(TINY_XML)}], total_timesteps=total,
+                      checkpoint_every=512)
+
+
+def start_sweep(spec: Path, address: str, *args: str) -> subprocess.Popen:
+    out = open(spec.parent / "launcher.out", "ab")
+    return subprocess.Popen([sweep_exe(), "run", str(spec), "--backend", "ray", "--address", address, *args],
+                            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True, env={**os.environ, "NO_COLOR": "1"})
+
+
+def run_dirs(sweep_dir: Path) -> list[Path]:
+    return sorted(p for p in sweep_dir.iterdir() if (p / "spec.json").exists()) if sweep_dir.exists() else []
+
+
+def read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):  # not there yet, or caught mid-write
+        return {}
+
+
+def workers_of(run_ids: list[str]) -> list[psutil.Process]:
+    """Training processes of these runs, on any node of the cluster (all on this machine)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or [])
+        if "mjsweep.worker" in cmd and any(run_id in cmd for run_id in run_ids):
+            found.append(proc)
+    return found
+
+
+def gone(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def finish(proc: subprocess.Popen, spec: Path) -> str:
+    """Wait for the launcher; its output. Kill it (and fail) if it hangs."""
+    try:
+        proc.wait(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise AssertionError(f"sweep did not end:\n{(spec.parent / 'launcher.out').read_text()}")
+    return (spec.parent / "launcher.out").read_text()
+
+
+@pytest.mark.slow
+def test_smoke_sweep_runs_on_both_nodes_and_files_come_back(cluster, tmp_path):
+    spec = smoke_spec(tmp_path, "ray-smoke")
+    done = run_sweep("run", str(spec), "--backend", "ray", "--address", cluster.address, timeout=WAIT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    sweep_dir = tmp_path / "runs" / "ray-smoke"
+    runs = run_dirs(sweep_dir)
+    assert len(runs) == 4
+    node_ids = {n.node_id for n in cluster.list_all_nodes()}
+    used = set()
+    for run in runs:
+        for name in RUN_FILES:
+            assert (run / name).is_file() and (run / name).stat().st_size > 0, f"{run.name}: {name}"
+        status, result = read_json(run / "status.json"), read_json(run / "result.json")
+        assert status["state"] == "succeeded" and status["attempts"] == 1
+        assert result["node"] in node_ids
+        assert result["node"][:8] in status["host"]  # status.json names the node the run went to
+        assert "eval_mean_return" in result
+        used.add(result["node"])
+    assert len(used) == 2, used
+    report = run_sweep("report", str(sweep_dir), "--format", "json")
+    assert report.returncode == 0, report.stderr
+    groups = json.loads(report.stdout)["groups"]
+    assert sum(g["succeeded"] for g in groups) == 4 and all(g["mean_return"] is not None for g in groups)
+    assert (sweep_dir / "report.csv").is_file()
+
+
+def wait_until_both_train(sweep_dir: Path) -> tuple[list[str], list[Path]]:
+    """Both runs training on their nodes: their ids and the nodes' copies of their run dirs."""
+    wait_for(lambda: len(run_dirs(sweep_dir)) == 2 and all(
+        read_json(r / "status.json").get("state") == "running" and (r / "progress.csv").exists()
+        for r in run_dirs(sweep_dir)), what="both runs training")
+    run_ids = [r.name for r in run_dirs(sweep_dir)]
+    workers = wait_for(lambda: [w for w in [workers_of(run_ids)] if len(w) == 2], what="2 workers")[0]
+    return run_ids, [Path(w.cmdline()[-1]) for w in workers]
+
+
+@pytest.mark.slow
+def test_ctrl_c_cancels_the_tasks_and_their_processes(cluster, tmp_path):
+    spec = one_variant_spec(tmp_path, "ray-ctrl-c", total=200_000)
+    sweep_dir = tmp_path / "runs" / "ray-ctrl-c"
+    proc = start_sweep(spec, cluster.address, "--grace", "120")
+    try:
+        run_ids, node_copies = wait_until_both_train(sweep_dir)
+        # Live progress of runs on other nodes: `sweep status` reads what came back.
+        wait_for(lambda: all(len((r / "progress.csv").read_text().splitlines()) > 1 for r in run_dirs(sweep_dir)),
+                 what="progress rows")
+        view = run_sweep("status", str(sweep_dir), "--json")
+        assert view.returncode == 0, view.stderr
+        runs = json.loads(view.stdout)["runs"]
+        assert [r["state"] for r in runs] == ["running"] * 2 and all(r["timesteps"] > 0 for r in runs)
+        proc.send_signal(signal.SIGINT)
+        out = finish(proc, spec)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, out
+    for run in run_dirs(sweep_dir):
+        status = read_json(run / "status.json")
+        assert status["state"] == "interrupted", out
+        assert status["returncode"] == 130, out  # the worker saw the SIGINT, saved and exited by itself
+        assert "stopped by a signal" in (run / "log.txt").read_text()  # its log came back to the end
+        assert (run / "checkpoints" / "checkpoint.json").exists()
+    wait_for(lambda: not [p for p in workers_of(run_ids) if not gone(p)], what="no worker left")
+    assert not [p for p in node_copies if p.exists()]  # each node removed its copy
+
+
+@pytest.mark.slow
+def test_second_ctrl_c_kills_at_once_and_leaves_nothing_on_the_nodes(cluster, tmp_path):
+    spec = one_variant_spec(tmp_path, "ray-ctrl-c-twice", total=200_000)
+    sweep_dir = tmp_path / "runs" / "ray-ctrl-c-twice"
+    proc = start_sweep(spec, cluster.address, "--grace", "120")
+    try:
+        run_ids, node_copies = wait_until_both_train(sweep_dir)
+        proc.send_signal(signal.SIGINT)
+        wait_for(lambda: "stopping" in (spec.parent / "launcher.out").read_text(), what="the first stop")
+        proc.send_signal(signal.SIGINT)
+        out = finish(proc, spec)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, out
+    assert [read_json(r / "status.json")["state"] for r in run_dirs(sweep_dir)] == ["interrupted"] * 2, out
+    wait_for(lambda: not [p for p in workers_of(run_ids) if not gone(p)], what="no worker left")
+    wait_for(lambda: not [p for p in node_copies if p.exists()], what="the nodes' copies removed")
+
+
+@pytest.mark.slow
+def test_node_killed_mid_run_is_retried_from_its_checkpoint(cluster, tmp_path):
+    spec = one_variant_spec(tmp_path, "ray-node-loss", total=8192)
+    sweep_dir = tmp_path / "runs" / "ray-node-loss"
+    # The head node cannot be removed: the victim is the run on the other node.
+    victim_node = next(n for n in cluster.list_all_nodes() if n is not cluster.head_node)
+    proc = start_sweep(spec, cluster.address)
+    try:
+        victim = wait_for(lambda: next((r for r in run_dirs(sweep_dir) if _running_with_checkpoint(
+            r, victim_node.node_id)), None), what="a checkpointed run on the worker node")
+        worker = wait_for(lambda: workers_of([victim.name]), what="the victim's worker process")[0]
+        node_copy = Path(worker.cmdline()[-1])  # the run dir the dead node trained in
+        cluster.remove_node(victim_node, allow_graceful=False)
+        wait_for(lambda: gone(worker), what="the dead node's worker to end")
+        # Ended by the node's death, not by finishing its training unwatched.
+        assert not (node_copy / "result.json").exists()
+        cluster.add_node(num_cpus=1)  # a fresh node for the retry, and for any later test
+        out = finish(proc, spec)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, out
+    status, result = read_json(victim / "status.json"), read_json(victim / "result.json")
+    assert status["state"] == "succeeded" and status["attempts"] >= 2, out
+    assert result["resumed_from"] and result["resumed_from"] > 0
+    assert result["node"] != victim_node.node_id
+    assert "resuming" in (victim / "log.txt").read_text()
+    for run in run_dirs(sweep_dir):
+        assert read_json(run / "status.json")["state"] == "succeeded"
+    run_ids = [r.name for r in run_dirs(sweep_dir)]
+    wait_for(lambda: not [p for p in workers_of(run_ids) if not gone(p)], what="no worker left")
+    shutil.rmtree(node_copy.parent, ignore_errors=True)  # nobody is left on that node to clean it up
+
+
+def _running_with_checkpoint(run: Path, node_id: str) -> bool:
+    status = read_json(run / "status.json")
+    return (status.get("state") == "running" and node_id[:8] in (status.get("host") or "")
+            and (run / "checkpoints" / "checkpoint.json").exists())
+
+
+def test_unreachable_address_is_one_error_line(tmp_path, tiny_spec):
+    spec = write_spec(tmp_path, {**tiny_spec, "runs_dir": str(tmp_path / "runs")})
+    done = run_sweep("run", str(spec), "--backend", "ray", "--address", "127.0.0.1:9", timeout=WAIT,
+                     env=RAY_ENV)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and "127.0.0.1:9" in lines[0], done.stderr
+    assert not (tmp_path / "runs").exists()  # nothing was written
+
+
+def test_without_ray_the_error_says_how_to_install_it(tmp_path, tiny_spec, monkeypatch):
+    spec = write_spec(tmp_path, {**tiny_spec, "runs_dir": str(tmp_path / "runs")})
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    for module in ("mjsweep.launchers.ray", "mjsweep.launchers.ray_task"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    done = CliRunner().invoke(app, ["run", str(spec), "--backend", "ray"])
+    assert done.exit_code == 2
+    assert "pip install 'mjsweep[ray]'" in done.output
