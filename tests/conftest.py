@@ -51,6 +51,12 @@ def write_spec(folder: Path, data: dict, name: str = "spec.yaml") -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    """A `sweep bench` recommendation in the user's cache must not change the workers tests run with."""
+    monkeypatch.setenv("MJSWEEP_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
 @pytest.fixture
 def tiny_spec() -> dict:
     """A fresh deep copy of TINY_SPEC to modify."""

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TINY_XML, run_sweep
-from mjsweep.bench import Batch, BenchConfig, BenchReport, ScaleFigures, batch_sizes
+from conftest import TINY_XML, run_sweep, write_spec
+from mjsweep.bench import Batch, BenchConfig, BenchReport, ScaleFigures, batch_sizes, recommend
 from mjsweep.bench.table import COLUMNS, render
 from mjsweep.launchers.local import THREAD_VARS
 
@@ -30,9 +30,10 @@ def _torch_default_threads() -> int:
 @pytest.mark.slow
 def test_tiny_bench_reports_every_figure_consistently(tmp_path: Path):
     # The caller's shell caps threads: the naive baseline must still get torch's defaults.
+    markdown = tmp_path / "table.md"
     done = run_sweep("bench", "--env", "HalfCheetah-v5", "--xml", str(TINY_XML), "--steps", str(STEPS),
                      "--n-steps", str(N_STEPS), "--max-workers", "2", "--scale-runs", "40", "--json",
-                     cwd=tmp_path, env={"OMP_NUM_THREADS": "1"})
+                     "--markdown", str(markdown), cwd=tmp_path, env={"OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     cores = len(os.sched_getaffinity(0))
@@ -45,11 +46,13 @@ def test_tiny_bench_reports_every_figure_consistently(tmp_path: Path):
         assert b["kind"] == "mjsweep" and b["failed"] == 0
         assert b["timesteps"] == b["n"] * STEPS  # every run trained, and only what it was asked to
         assert b["aggregate_fps"] == pytest.approx(b["timesteps"] / b["wall_s"], rel=0.01, abs=0.1)
-        assert b["efficiency"] == pytest.approx(b["aggregate_fps"] / (b["n"] * solo["aggregate_fps"]), abs=0.002)
+        per_core = b["aggregate_fps"] / (min(b["n"], cores) * solo["aggregate_fps"])
+        assert b["efficiency"] == pytest.approx(per_core, abs=0.002)
         assert b["torch_threads"] == 1
         assert 0 < b["startup_s"] < b["wall_s"]
         assert b["peak_rss_mb"] > 50 and b["run_fps"] > 0
         assert b["rollout_s"] > 0 and b["train_s"] > 0
+        assert b["spread_s"] >= 0 and (b["n"] > 1 or b["spread_s"] == 0)
         assert 0 <= b["launcher_cpu"] < 1
         assert b["workers_cpu_s"] > 0 and b["cores_busy"] == pytest.approx(
             b["workers_cpu_s"] / (b["wall_s"] * min(b["n"], cores)), abs=0.002)
@@ -65,9 +68,17 @@ def test_tiny_bench_reports_every_figure_consistently(tmp_path: Path):
     assert report["recommended_workers"] in [b["n"] for b in mj]
 
     scale = report["scale"]
-    assert scale["runs"] == 40 and scale["dry_run_s"] > 0 and scale["status_s"] > 0
-    assert scale["status_how"] == "sweep status"
+    assert scale["runs"] == 40
+    assert 0 < scale["dry_run_cpu_s"] and 0 < scale["status_cpu_s"] and scale["dry_run_s"] > 0 and scale["status_s"] > 0
     assert report["config"]["ppo"] == {"n_steps": N_STEPS} and report["config"]["cores"] == cores
+
+    # The same figures as a Markdown table, and the recommendation kept for `sweep run`.
+    table = markdown.read_text()
+    rows = [line for line in table.splitlines() if line.startswith("| mjsweep") or line.startswith("| naive")]
+    assert [row.split("|")[2].strip() for row in rows] == [str(b["n"]) for b in mj] + [str(cores)]
+    assert f"{solo['efficiency']:.2f}" in rows[0] and f"`sweep run --workers {report['recommended_workers']}`" in table
+    assert recommend.load(cores).workers == report["recommended_workers"]
+    assert f"defaults to --workers {report['recommended_workers']}" in done.stderr
 
 
 def test_bench_rejects_a_missing_xml(tmp_path: Path):
@@ -98,7 +109,7 @@ def _batch(kind: str, n: int, wall: float, **extra) -> Batch:
 def _report() -> BenchReport:
     mj = [_batch("mjsweep", 1, 10.0), _batch("mjsweep", 2, 10.5), _batch("mjsweep", 4, 20.5)]
     naive = _batch("naive", 2, 70.0, rollout_s=None, train_s=None, torch_threads=2, launcher_cpu=None)
-    return BenchReport(BenchConfig(cores=2, max_workers=4), mj, naive, ScaleFigures(10_000, 1.2, 0.8, "sweep status"),
+    return BenchReport(BenchConfig(cores=2, max_workers=4), mj, naive, ScaleFigures(10_000, 1.2, 1.1, 0.8, 0.7),
                        "host", "cpu", 0.1)
 
 
@@ -106,6 +117,7 @@ def test_report_figures_and_recommendation():
     report = _report()
     assert report.solo.aggregate == pytest.approx(819.2)
     assert report.efficiency(report.mjsweep[1]) == pytest.approx(10.0 / 10.5)
+    assert report.efficiency(report.mjsweep[2]) == pytest.approx(10.0 / 10.25)  # 4 runs, 2 cores: vs 2 x solo
     assert report.at_cores().n == 2
     assert report.speedup_over_naive == pytest.approx(70.0 / 10.5)
     # N=4 is 2.4% ahead of N=2: within 3%, so the smaller batch is recommended.
@@ -117,9 +129,67 @@ def test_table_has_a_row_per_batch_and_every_target():
     text = render(_report())
     lines = text.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("| batch"))
-    rows = [line for line in lines[header + 2:] if line.startswith("|")]
+    rows = [line for line in lines[header + 2:lines.index("", header)] if line.startswith("|")]
     assert len(rows) == 4 and all(row.count("|") == len(COLUMNS) + 1 for row in rows)
     assert rows[0].startswith("| mjsweep (solo) | 1 |") and rows[-1].startswith("| naive | 2 |")
-    assert "recommended: sweep run --workers 2" in text
-    assert "- met: >= 5x the naive pool" in text
-    assert sum(line.startswith("- ") for line in lines) == 7
+    assert "recommended: `sweep run --workers 2`" in text
+    targets = [line for line in lines[lines.index("| target | measured | met |") + 2:] if line.startswith("|")]
+    assert len(targets) == 7 and all(row.count("|") == 4 for row in targets)
+    assert "| >= 5x the naive pool at N = 2 | 6.7x | yes |" in targets
+    assert "| scaling efficiency at N = 2 (usable cores) >= 0.95 | 0.95 | yes |" in targets
+    assert "| `sweep status` over 10000 runs < 1 s | 0.80 s | yes |" in targets
+
+
+def test_bench_rejects_a_markdown_file_in_a_missing_folder(tmp_path: Path):
+    done = run_sweep("bench", "--markdown", str(tmp_path / "no" / "table.md"), cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith("error: --markdown")
+
+
+def test_recommendation_is_kept_per_machine_kind(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("MJSWEEP_CACHE_DIR", str(tmp_path))
+    assert recommend.load(2) is None
+    assert recommend.default_workers(2).workers == 2  # nothing measured: one run per usable core
+    recommend.save(4, 2, "Ant-v5", 1356.0)
+    recommend.save(12, 8, "Ant-v5", 5000.0)
+    assert recommend.load(2).workers == 4 and recommend.load(8).workers == 12
+    assert recommend.load(3) is None  # measured on another core count: not this machine's figure
+    chosen = recommend.default_workers(2)
+    assert chosen.workers == 4 and "sweep bench" in chosen.source
+    (tmp_path / recommend.FILE_NAME).write_text("{not json")
+    assert recommend.load(2) is None  # a broken cache never stops a sweep
+
+
+def test_sweep_run_uses_the_measured_workers_and_says_so(tmp_path: Path, tiny_spec):
+    cores = len(os.sched_getaffinity(0))
+    recommend.save(1, cores, "HalfCheetah-v5", 100.0)  # into this test's private cache (conftest)
+    tiny_spec.update(seeds=2, total_timesteps=256)
+    done = run_sweep("run", str(write_spec(tmp_path, tiny_spec)), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "workers: 1 (measured best by `sweep bench`" in done.stderr
+    spans = sorted((s["started_at"], s["ended_at"]) for s in
+                   (json.loads(p.read_text()) for p in (tmp_path / "runs" / "tiny").glob("*/status.json")))
+    assert len(spans) == 2 and spans[0][1] <= spans[1][0]  # one at a time: the second began after the first ended
+
+    explicit = run_sweep("run", str(write_spec(tmp_path, tiny_spec)), "--workers", "2", cwd=tmp_path)
+    assert explicit.returncode == 0 and "workers:" not in explicit.stderr  # --workers wins, nothing to say
+
+
+def test_launcher_lists_a_workers_process_tree_once_per_interval(monkeypatch):
+    # Listing children reads every process's stat file: at every poll it was most of the launcher's CPU.
+    import psutil
+
+    from mjsweep.launchers.local import LocalHandle
+
+    listed = []
+    real_children = psutil.Process.children
+    monkeypatch.setattr(psutil.Process, "children", lambda self, **kw: listed.append(1) or real_children(self, **kw))
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    handle = LocalHandle(proc)
+    try:
+        for _ in range(5):
+            assert handle.poll() is None
+        assert len(listed) == 1  # once, then only the known processes' RSS
+        assert handle.peak_rss_mb() > 1  # and the RSS is still sampled
+    finally:
+        handle.kill()
+        proc.wait(timeout=30)

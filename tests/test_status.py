@@ -114,6 +114,8 @@ def test_contention_warnings(tmp_path):
 def test_load_warning_only_above_the_cores():
     assert load_warnings(2.0, 2) == []
     assert [w.kind for w in load_warnings(2.5, 2)] == ["load"]
+    assert load_warnings(3.9, 2, running=4) == []  # the sweep's own 4 runs on 2 cores, as measured best
+    assert [w.kind for w in load_warnings(5.5, 2, running=4)] == ["load"]
 
 
 def test_progress_ignores_a_row_still_being_written(tmp_path):

@@ -75,7 +75,9 @@ def run(
         plan = prepare(spec_file, runs_dir)
     except SpecError as exc:
         raise _invalid(str(exc)) from None
+    render.warn_missing_tensorboard(plan.spec)
     if dry_run:
+        render.variant_table(out, plan)  # what deep validation found, model by model
         render.plan_table(out, plan, decide(plan))
         if backend == "slurm":
             render.sbatch_preview(out, plan, decide(plan), workers)
@@ -84,12 +86,15 @@ def run(
         launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers)
     except LauncherConfigError as exc:
         raise _invalid(str(exc)) from None
+    default = _default_workers(backend)
     # Memory is only this machine's to guard when the runs execute here.
-    options = SchedulerOptions(max_workers=scheduler_slots(launcher, workers, usable_cores()), retries=retries,
+    options = SchedulerOptions(max_workers=scheduler_slots(launcher, workers, default.workers), retries=retries,
                                timeout_s=timeout_s, grace_s=grace, memory_guard=backend == "local")
     progress = live.make_progress(out, plan.sweep_dir, quiet=quiet)
+    note = None if workers or quiet or not default.source else f"workers: {default.workers} ({default.source})"
     try:
-        outcome = execute(plan, launcher, options, on_event=progress.event, on_planned=progress.planned)
+        outcome = execute(plan, launcher, options, on_event=progress.event,
+                          on_planned=_announce_then(note, progress.planned))
     except (SweepLockedError, LauncherConfigError) as exc:
         raise _invalid(str(exc)) from None
     finally:
@@ -97,6 +102,26 @@ def run(
         launcher.close()
     render.outcome_summary(out, plan, outcome)
     raise typer.Exit(outcome.exit_code)
+
+
+def _default_workers(backend: str):
+    """Runs at once without --workers: here, what `sweep bench` measured best on this machine, else the
+    usable cores, with where that came from."""
+    from .bench.recommend import DefaultWorkers, default_workers
+
+    if backend != "local":
+        return DefaultWorkers(usable_cores(), "")  # a cluster launcher sizes itself
+    return default_workers(usable_cores())
+
+
+def _announce_then(note: str | None, planned):
+    """on_planned that first says on stderr where the worker count came from: only once the sweep's lock
+    is held, so a refused second launcher prints its one error line and nothing else."""
+    def on_planned(items) -> None:
+        if note:
+            print(note, file=sys.stderr, flush=True)
+        planned(items)
+    return on_planned
 
 
 @app.command()
@@ -115,6 +140,7 @@ def validate(
         raise _invalid(str(exc)) from None
     except SpecError as exc:
         raise _invalid(str(exc)) from None
+    render.warn_missing_tensorboard(plan.spec)
     render.variant_table(render.make_console(), plan)
 
 
@@ -205,7 +231,7 @@ def plot(
 def bench(
     env: str = typer.Option("Ant-v5", "--env", help="The Gymnasium env id (or module:Class) to train."),
     xml: Optional[Path] = typer.Option(None, "--xml", help="The model to train on (default: the env's own)."),
-    steps: int = typer.Option(8192, "--steps", min=1, help="Environment steps per run."),
+    steps: int = typer.Option(32_768, "--steps", min=1, help="Environment steps per run."),
     max_workers: Optional[int] = typer.Option(None, "--max-workers", min=1,
                                               help="Largest concurrent batch (default: 2 x usable cores)."),
     n_steps: Optional[int] = typer.Option(None, "--n-steps", min=2, help="PPO n_steps (default: SB3's 2048)."),
@@ -213,6 +239,10 @@ def bench(
                                    help="Runs in the generated plan and folder for the dry-run and status "
                                    "figures (0: skip them)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout, for scripts."),
+    markdown: Optional[Path] = typer.Option(None, "--markdown", help="Also write the Markdown table to this "
+                                            "file (as pasted into BENCHMARKS.md)."),
+    save: bool = typer.Option(True, "--save/--no-save", help="Keep the recommended --workers for this machine "
+                              "as `sweep run`'s default."),
 ) -> None:
     """Measure throughput through mjsweep (N = 1, 2, 4, ...) against a naive Pool; recommend --workers."""
     import json
@@ -222,6 +252,8 @@ def bench(
 
     if xml is not None and not xml.is_file():
         raise _invalid(f"--xml {xml}: no such file")
+    if markdown is not None and not markdown.parent.is_dir():
+        raise _invalid(f"--markdown {markdown}: no such folder {markdown.parent}")
     cores = usable_cores()
     config = BenchConfig(env=env, xml=xml.resolve() if xml else None, steps=steps,
                          max_workers=max_workers or 2 * cores, ppo={"n_steps": n_steps} if n_steps else {},
@@ -230,7 +262,25 @@ def bench(
         report = run_bench(config, on_step=lambda line: print(f"bench: {line}", file=sys.stderr, flush=True))
     except ValueError as exc:
         raise _invalid(str(exc)) from None
-    sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n" if as_json else render_bench(report))
+    table = render_bench(report)
+    sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n" if as_json else table)
+    if markdown:
+        markdown.write_text(table, encoding="utf-8")
+    if save and not report.failed:
+        _keep_recommendation(report, cores, env)
+
+
+def _keep_recommendation(report, cores: int, env: str) -> None:
+    """The bench's best N becomes `sweep run`'s default here; said on stderr, like the bench's progress."""
+    from .bench import recommend
+
+    best = report.recommended()
+    try:
+        path = recommend.save(best.n, cores, env, best.aggregate)
+    except OSError as exc:  # the figures are printed already; only the default is not kept
+        print(f"bench: warning: could not keep the recommendation for `sweep run`: {exc}", file=sys.stderr)
+        return
+    print(f"bench: `sweep run` on this machine now defaults to --workers {best.n} ({path})", file=sys.stderr)
 
 
 def main() -> None:

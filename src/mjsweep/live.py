@@ -99,7 +99,8 @@ class Tracker:
             return list(self.views.values())
 
     def warnings(self, runs: list[RunView]) -> list[Contention]:
-        return contention_warnings(runs) + (load_warnings(*self._load) if self._load else [])
+        running = sum(r.state == "running" for r in runs)
+        return contention_warnings(runs) + (load_warnings(*self._load, running) if self._load else [])
 
     def elapsed(self) -> float:
         return self.clock() - self.started

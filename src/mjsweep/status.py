@@ -126,7 +126,7 @@ def read_sweep(path: Path, load5: float | None = None, cores: int | None = None)
         load5, cores = machine_load()
     warnings = contention_warnings(runs)
     if launcher_pid is not None:  # the machine's load matters only while something runs on it
-        warnings += load_warnings(load5, cores)
+        warnings += load_warnings(load5, cores, sum(r.state == RunState.RUNNING.value for r in runs))
     return SweepView(Path(path), launcher_pid, runs, warnings)
 
 
@@ -267,8 +267,10 @@ def contention_warnings(runs: list[RunView]) -> list[Contention]:
     return out
 
 
-def load_warnings(load5: float, cores: int) -> list[Contention]:
-    if load5 <= cores:
+def load_warnings(load5: float, cores: int, running: int = 0) -> list[Contention]:
+    """A load above the cores, or above this sweep's own running runs when it runs more than one per core
+    (as `sweep bench` may recommend): only then do other processes compete."""
+    if load5 <= max(cores, running):
         return []
     return [Contention("machine", "load", f"load {load5:.1f} (5-minute average) is above its {cores} usable "
                        "cores: other processes compete with the runs")]

@@ -8,13 +8,13 @@ torch's default threads, and the launcher's own costs at scale. The bench proces
 from __future__ import annotations
 
 import os
-import platform
 import socket
 import tempfile
 from pathlib import Path
 from typing import Callable
 
 from .figures import Batch, BenchConfig, BenchReport, ScaleFigures
+from .recommend import cpu_model
 
 __all__ = ["Batch", "BenchConfig", "BenchReport", "ScaleFigures", "batch_sizes", "run_bench"]
 
@@ -47,7 +47,7 @@ def run_bench(config: BenchConfig, on_step: Callable[[str], None] = lambda line:
         if config.scale_runs:
             on_step(f"scale: dry run and status over {config.scale_runs} generated runs")
             scale = measure_scale(config, xml, root / "scale")
-    return BenchReport(config, batches, naive, scale, socket.gethostname(), _cpu_model(), round(load_before, 2))
+    return BenchReport(config, batches, naive, scale, socket.gethostname(), cpu_model(), round(load_before, 2))
 
 
 def env_default_xml(env: str) -> Path:
@@ -68,12 +68,3 @@ def env_default_xml(env: str) -> Path:
         raise ValueError(f"{env} is not a MuJoCo env with an XML: give one with --xml")
     return Path(path)
 
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"

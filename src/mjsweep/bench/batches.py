@@ -12,11 +12,13 @@ from statistics import mean
 from typing import Any, Iterator
 
 import yaml
+from rich.console import Console
 
+from .. import live
 from ..launchers.local import THREAD_VARS, LocalLauncher
 from ..rundir import CorruptFileError, RunDir
-from ..scheduler import SchedulerOptions
-from ..sweep import execute, prepare
+from ..scheduler import SchedulerOptions, SweepOutcome
+from ..sweep import SweepPlan, execute, prepare
 from .figures import BenchConfig, Batch
 from .naive import NaiveJob, train_default_threads
 
@@ -44,15 +46,7 @@ def mjsweep_batch(config: BenchConfig, xml: Path, n: int, folder: Path) -> Batch
     """N runs at once through `sweep run`'s own path: spec.json run dirs, Scheduler, LocalLauncher, worker."""
     spec_path = write_spec(folder, bench_spec(config, xml, f"bench-{n}", n, folder / "runs"))
     plan = prepare(spec_path)
-    options = SchedulerOptions(max_workers=n, retries=0)
-    launcher = LocalLauncher()
-    cpu_before, children_before, started = _own_cpu_s(), _children_cpu_s(), time.monotonic()
-    try:
-        outcome = execute(plan, launcher, options)
-    finally:
-        launcher.close()
-    wall = time.monotonic() - started
-    cpu, workers_cpu = _own_cpu_s() - cpu_before, _children_cpu_s() - children_before
+    outcome, wall, cpu, workers_cpu = _timed_execute(plan, n)
     results = [_result(plan.sweep_dir.run(run.run_id)) for run in plan.runs]
     done = [r for r in results if r is not None]
     return Batch(
@@ -60,10 +54,27 @@ def mjsweep_batch(config: BenchConfig, xml: Path, n: int, folder: Path) -> Batch
         run_fps=round(mean(float(r["fps"]) for r in done), 1) if done else 0.0,
         rollout_s=_mean(done, "rollout_s"), train_s=_mean(done, "train_s"),
         startup_s=_max(done, "startup_s"), peak_rss_mb=_max(done, "peak_rss_mb"),
-        torch_threads=int(_max(done, "torch_threads") or 0) or None,
+        torch_threads=int(_max(done, "torch_threads") or 0) or None, spread_s=_spread(done, "attempt_wall_s"),
         workers_cpu_s=round(workers_cpu, 2), launcher_cpu=round(cpu / wall, 4) if wall > 0 else None,
         failed=len(outcome.failed) + len(outcome.interrupted),
     )
+
+
+def _timed_execute(plan: SweepPlan, n: int) -> tuple[SweepOutcome, float, float, float]:
+    """Run the plan N at a time as `sweep run` does on a terminal (scheduling and the live table, drawn to
+    a terminal nobody sees); its wall time, the launcher's CPU and the workers' CPU seconds."""
+    launcher = LocalLauncher()
+    cpu_before, children_before, started = _own_cpu_s(), children_cpu_s(), time.monotonic()
+    with open(os.devnull, "w", encoding="utf-8") as screen:
+        progress = live.make_progress(Console(file=screen, force_terminal=True, width=160), plan.sweep_dir)
+        try:
+            outcome = execute(plan, launcher, SchedulerOptions(max_workers=n, retries=0),
+                              on_event=progress.event, on_planned=progress.planned)
+        finally:
+            progress.close()
+            launcher.close()
+    wall = time.monotonic() - started
+    return outcome, wall, _own_cpu_s() - cpu_before, children_cpu_s() - children_before
 
 
 def naive_batch(config: BenchConfig, xml: Path, n: int) -> Batch:
@@ -72,13 +83,13 @@ def naive_batch(config: BenchConfig, xml: Path, n: int) -> Batch:
                      dict(config.ppo), config.steps, seed) for seed in range(n)]
     # 'spawn': fresh interpreters, so nothing the bench process set up leaks into the baseline.
     context = multiprocessing.get_context("spawn")
-    children_before, started = _children_cpu_s(), time.monotonic()
+    children_before, started = children_cpu_s(), time.monotonic()
     with _without_thread_caps(), context.Pool(n) as pool:
         results = pool.map(train_default_threads, jobs, chunksize=1)
         pool.close()
         pool.join()  # reaped, so their CPU time shows in RUSAGE_CHILDREN
     wall = time.monotonic() - started
-    workers_cpu = _children_cpu_s() - children_before
+    workers_cpu = children_cpu_s() - children_before
     return Batch(
         kind="naive", n=n, wall_s=round(wall, 3), timesteps=sum(r.timesteps for r in results),
         run_fps=round(mean(r.timesteps / r.train_s for r in results), 1),
@@ -104,7 +115,7 @@ def _own_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _children_cpu_s() -> float:
+def children_cpu_s() -> float:
     """CPU seconds of this process's children that have ended and been reaped."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -125,3 +136,8 @@ def _mean(results: list[dict[str, Any]], key: str) -> float | None:
 def _max(results: list[dict[str, Any]], key: str) -> float | None:
     values = [float(r[key]) for r in results if r.get(key) is not None]
     return round(max(values), 3) if values else None
+
+
+def _spread(results: list[dict[str, Any]], key: str) -> float | None:
+    values = [float(r[key]) for r in results if r.get(key) is not None]
+    return round(max(values) - min(values), 3) if values else None

@@ -13,7 +13,7 @@ class BenchConfig:
     """A Gymnasium id that takes xml_file, or 'package.module:Class' (as in a sweep spec)."""
     xml: Path | None = None
     """The model every run trains on; None: the env's own XML."""
-    steps: int = 8192
+    steps: int = 32_768
     """Environment steps per run."""
     max_workers: int = 4
     """Largest concurrent batch: 1, 2, 4, ... up to this."""
@@ -48,6 +48,9 @@ class Batch:
     """Largest peak RSS of one worker process."""
     torch_threads: int | None
     """Intra-op threads torch used in the runs (the largest seen)."""
+    spread_s: float | None = None
+    """Slowest run's time from set-up to result.json minus the fastest's (imports left out): with
+    N <= cores, the cores the early finishers free sit idle about this long at the batch's end."""
     workers_cpu_s: float | None = None
     """CPU seconds all the batch's worker processes used, start-up and evaluation included."""
     launcher_cpu: float | None = None
@@ -70,11 +73,12 @@ class Batch:
 class ScaleFigures:
     runs: int
     dry_run_s: float
-    """`sweep run --dry-run` of a plan of `runs` runs, as a subprocess."""
+    """Wall seconds of `sweep run --dry-run` of a plan of `runs` runs, as a fresh process."""
+    dry_run_cpu_s: float
+    """Its CPU seconds: near dry_run_s on a quiet machine; far below it when other work took the cores."""
     status_s: float
-    """Reading a sweep folder of `runs` finished runs."""
-    status_how: str
-    """What status_s timed: the `sweep status` command, or results.collect when there is none."""
+    """Wall seconds of `sweep status` over a sweep folder of `runs` finished runs, as a fresh process."""
+    status_cpu_s: float
 
 
 @dataclass(frozen=True)
@@ -94,8 +98,10 @@ class BenchReport:
         return next(b for b in self.mjsweep if b.n == 1)
 
     def efficiency(self, batch: Batch) -> float:
-        """Aggregate over N x the solo run's: 1.0 is perfect scaling."""
-        return batch.aggregate / (batch.n * self.solo.aggregate) if self.solo.aggregate else 0.0
+        """Aggregate over min(N, cores) x the solo run's: 1.0 is every core as fast as one run alone.
+        More runs than cores cannot add cores, so N = 4 on 2 cores is judged against 2 x solo."""
+        cores = min(batch.n, self.config.cores)
+        return batch.aggregate / (cores * self.solo.aggregate) if self.solo.aggregate else 0.0
 
     def at_cores(self) -> Batch:
         """The mjsweep batch with N = usable cores (or the largest measured below it)."""
@@ -106,11 +112,19 @@ class BenchReport:
     def speedup_over_naive(self) -> float:
         return self.at_cores().aggregate / self.naive.aggregate if self.naive.aggregate else 0.0
 
-    def recommended_workers(self, tolerance: float = 0.03) -> int:
+    @property
+    def failed(self) -> int:
+        """Runs that did not finish, over every batch: their figures are not to be trusted."""
+        return sum(b.failed for b in [*self.mjsweep, self.naive])
+
+    def recommended(self, tolerance: float = 0.03) -> Batch:
         """The smallest N within `tolerance` of the best aggregate: fewer runs in flight finish sooner
         each and hold less memory for the same throughput."""
         best = max(b.aggregate for b in self.mjsweep)
-        return min(b.n for b in self.mjsweep if b.aggregate >= (1 - tolerance) * best)
+        return min((b for b in self.mjsweep if b.aggregate >= (1 - tolerance) * best), key=lambda b: b.n)
+
+    def recommended_workers(self, tolerance: float = 0.03) -> int:
+        return self.recommended(tolerance).n
 
     def to_dict(self) -> dict[str, Any]:
         def batch(b: Batch) -> dict[str, Any]:

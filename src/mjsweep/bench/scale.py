@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from ..sweep import prepare
-from .batches import bench_spec, write_spec
+from .batches import bench_spec, children_cpu_s, write_spec
 from .figures import BenchConfig, ScaleFigures
 
 
@@ -19,17 +19,14 @@ def measure_scale(config: BenchConfig, xml: Path, folder: Path) -> ScaleFigures:
     spec_path = write_spec(folder, bench_spec(config, xml, "scale", config.scale_runs, runs_dir))
     plan = prepare(spec_path, check_envs=False)
     _fill_sweep_dir(plan.sweep_dir.path, [run.model_dump(mode="json") for run in plan.runs])
-    dry_run_s = _time_command(["run", "--dry-run", str(spec_path)])
-    if _has_status_command():
-        status_s, how = _time_command(["status", str(plan.sweep_dir.path)]), "sweep status"
-    else:
-        status_s, how = _time_collect(plan.sweep_dir.path), "results.collect (no `sweep status` command)"
-    return ScaleFigures(config.scale_runs, round(dry_run_s, 3), round(status_s, 3), how)
+    dry_run = _time_command(["run", "--dry-run", str(spec_path)])
+    status = _time_command(["status", str(plan.sweep_dir.path)])
+    return ScaleFigures(config.scale_runs, *dry_run, *status)
 
 
 def _fill_sweep_dir(path: Path, specs: list[dict]) -> None:
-    """What a finished sweep leaves: spec.json, status.json and result.json per run (plain writes:
-    this is a fixture, not a sweep, so it skips the per-file fsync)."""
+    """What a finished sweep leaves that `sweep status` reads: spec.json, status.json, result.json and
+    progress.csv per run (plain writes: this is a fixture, not a sweep, so it skips the per-file fsync)."""
     status = json.dumps({"state": "succeeded", "attempts": 1, "returncode": 0, "pid": 1, "host": "bench",
                          "started_at": "2026-01-01T00:00:00+00:00", "ended_at": "2026-01-01T00:10:00+00:00",
                          "peak_rss_mb": 300.0})
@@ -41,28 +38,25 @@ def _fill_sweep_dir(path: Path, specs: list[dict]) -> None:
         result = {"run_id": spec["run_id"], "eval_mean_return": float(spec["seed"] % 7), "eval_std_return": 0.0,
                   "timesteps": spec["total_timesteps"], "fps": 700.0, "torch_threads": 1}
         (run / "result.json").write_text(json.dumps(result), encoding="utf-8")
+        (run / "progress.csv").write_text(_progress_csv(spec["total_timesteps"]), encoding="utf-8")
 
 
-def _time_command(args: list[str]) -> float:
-    """Wall time of `sweep ARGS` as a fresh process (interpreter start-up included, as a user sees it)."""
-    started = time.monotonic()
+def _progress_csv(timesteps: int, iterations: int = 4) -> str:
+    # training.PROGRESS_FIELDS, written out: that module imports torch, which the bench never does.
+    rows = ["iteration,timesteps,wall_s,fps,ep_rew_mean,ep_len_mean,rollout_s,train_s"]
+    for i in range(1, iterations + 1):
+        rows.append(f"{i},{timesteps * i // iterations},{3.0 * i},700.0,{-1.5 + i},1000.0,2.2,0.8")
+    return "\n".join(rows) + "\n"
+
+
+def _time_command(args: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of `sweep ARGS` as a fresh process (interpreter start-up included, as a user
+    sees it). The CPU time tells how much of the wall time other work on the machine took."""
+    cpu_before, started = children_cpu_s(), time.monotonic()
     done = subprocess.run([sys.executable, "-m", "mjsweep.cli", *args], stdin=subprocess.DEVNULL,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600)
-    elapsed = time.monotonic() - started
+    elapsed, cpu = time.monotonic() - started, children_cpu_s() - cpu_before
     if done.returncode != 0:
         raise RuntimeError(f"sweep {' '.join(args)} failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
-    return elapsed
+    return round(elapsed, 3), round(cpu, 3)
 
-
-def _time_collect(path: Path) -> float:
-    from ..results import collect
-
-    started = time.monotonic()
-    collect(path)
-    return time.monotonic() - started
-
-
-def _has_status_command() -> bool:
-    from ..cli import app
-
-    return any((c.name or getattr(c.callback, "__name__", "")) == "status" for c in app.registered_commands)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from .figures import Batch, BenchReport
 
-COLUMNS = ("batch", "N", "wall s", "env-steps/s", "efficiency", "cores busy", "run fps", "rollout s", "train s",
-           "start-up s", "peak RSS MiB", "torch threads", "launcher CPU")
+COLUMNS = ("batch", "N", "wall s", "env-steps/s", "efficiency", "cores busy", "CPU s/run", "run fps", "rollout s",
+           "train s", "spread s", "start-up s", "peak RSS MiB", "torch threads", "launcher CPU")
 
 
 def render(report: BenchReport) -> str:
@@ -29,10 +29,11 @@ def _row(cells) -> str:
 def _cells(report: BenchReport, b: Batch) -> list[str]:
     name = b.kind + (" (solo)" if b.kind == "mjsweep" and b.n == 1 else "")
     name += f" ({b.failed} failed)" if b.failed else ""
+    cpu_per_run = b.workers_cpu_s / b.n if b.workers_cpu_s is not None else None
     return [name, str(b.n), f"{b.wall_s:.1f}", f"{b.aggregate:.0f}", f"{report.efficiency(b):.2f}",
-            _f(b.busy(report.config.cores), 2),
-            f"{b.run_fps:.0f}", _f(b.rollout_s, 1), _f(b.train_s, 1), _f(b.startup_s, 2), _f(b.peak_rss_mb, 0),
-            _f(b.torch_threads, 0), "-" if b.launcher_cpu is None else f"{100 * b.launcher_cpu:.2f}%"]
+            _f(b.busy(report.config.cores), 2), _f(cpu_per_run, 1), f"{b.run_fps:.0f}", _f(b.rollout_s, 1),
+            _f(b.train_s, 1), _f(b.spread_s, 1), _f(b.startup_s, 2), _f(b.peak_rss_mb, 0), _f(b.torch_threads, 0),
+            "-" if b.launcher_cpu is None else f"{100 * b.launcher_cpu:.2f}%"]
 
 
 def _f(value: float | None, digits: int) -> str:
@@ -40,33 +41,41 @@ def _f(value: float | None, digits: int) -> str:
 
 
 def _summary(report: BenchReport) -> list[str]:
-    at = report.at_cores()
+    at, rec = report.at_cores(), report.recommended()
     lines = [
-        f"solo (one run, 1 torch thread): {report.solo.aggregate:.0f} env-steps/s",
-        f"mjsweep at N={at.n}: {at.aggregate:.0f} env-steps/s, {report.speedup_over_naive:.1f}x the naive "
+        f"- solo (one run, 1 torch thread): {report.solo.aggregate:.0f} env-steps/s",
+        f"- mjsweep at N={at.n}: {at.aggregate:.0f} env-steps/s, {report.speedup_over_naive:.1f}x the naive "
         f"pool's {report.naive.aggregate:.0f} (N={report.naive.n}, {report.naive.torch_threads} torch threads each)",
     ]
     if report.scale:
         s = report.scale
-        lines.append(f"{s.runs} runs: `sweep run --dry-run` {s.dry_run_s:.2f} s; {s.status_how} {s.status_s:.2f} s")
-    lines.append(f"recommended: sweep run --workers {report.recommended_workers()} (the smallest N within 3% "
-                 "of the best aggregate measured)")
+        lines.append(f"- {s.runs} runs: `sweep run --dry-run` {s.dry_run_s:.2f} s ({s.dry_run_cpu_s:.2f} s CPU); "
+                     f"`sweep status` {s.status_s:.2f} s ({s.status_cpu_s:.2f} s CPU)")
+    lines.append(f"- recommended: `sweep run --workers {rec.n}` ({rec.aggregate:.0f} env-steps/s; the smallest N "
+                 "within 3% of the best aggregate measured)")
+    if report.failed:
+        lines.append(f"- WARNING: {report.failed} run(s) failed: the figures above are incomplete")
     return lines
 
 
 def _targets(report: BenchReport) -> list[str]:
-    at = report.at_cores()
-    mj = report.mjsweep
+    at, mj = report.at_cores(), report.mjsweep
+    launcher = max(b.launcher_cpu or 0 for b in mj)
+    # Start-up is judged where each worker has a core: with more runs than cores they share them.
+    startup = max(b.startup_s or 0 for b in mj if b.n <= report.config.cores)
+    rss = max(b.peak_rss_mb or 0 for b in mj)
     checks = [
-        ("scaling efficiency at N = usable cores >= 0.95", report.efficiency(at), report.efficiency(at) >= 0.95),
-        (">= 5x the naive pool at N = usable cores", report.speedup_over_naive, report.speedup_over_naive >= 5),
-        ("launcher CPU <= 1% of one core", max(b.launcher_cpu or 0 for b in mj),
-         max(b.launcher_cpu or 0 for b in mj) <= 0.01),
-        ("worker start-up <= 2.5 s", max(b.startup_s or 0 for b in mj), max(b.startup_s or 0 for b in mj) <= 2.5),
-        ("worker peak RSS <= 400 MiB", max(b.peak_rss_mb or 0 for b in mj),
-         max(b.peak_rss_mb or 0 for b in mj) <= 400),
+        (f"scaling efficiency at N = {at.n} (usable cores) >= 0.95", f"{report.efficiency(at):.2f}",
+         report.efficiency(at) >= 0.95),
+        (f">= 5x the naive pool at N = {at.n}", f"{report.speedup_over_naive:.1f}x", report.speedup_over_naive >= 5),
+        ("launcher CPU <= 1% of one core", f"{100 * launcher:.2f}%", launcher <= 0.01),
+        (f"worker start-up to the first env step <= 2.5 s (N <= {report.config.cores})", f"{startup:.2f} s",
+         startup <= 2.5),
+        ("worker peak RSS <= 400 MiB", f"{rss:.0f} MiB", rss <= 400),
     ]
     if report.scale:
-        checks += [(f"dry run of {report.scale.runs} runs < 2 s", report.scale.dry_run_s, report.scale.dry_run_s < 2),
-                   (f"status of {report.scale.runs} runs < 1 s", report.scale.status_s, report.scale.status_s < 1)]
-    return ["targets:", *(f"- {'met' if ok else 'MISSED'}: {what} (measured {value:.3g})" for what, value, ok in checks)]
+        s = report.scale
+        checks += [(f"`sweep run --dry-run` of {s.runs} runs < 2 s", f"{s.dry_run_s:.2f} s", s.dry_run_s < 2),
+                   (f"`sweep status` over {s.runs} runs < 1 s", f"{s.status_s:.2f} s", s.status_s < 1)]
+    return ["| target | measured | met |", "| --- | --- | --- |",
+            *(f"| {what} | {value} | {'yes' if ok else 'NO'} |" for what, value, ok in checks)]

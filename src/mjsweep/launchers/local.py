@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -20,6 +21,10 @@ from ..rundir import RunDir
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS")
 _PR_SET_PDEATHSIG = 1
+TREE_EVERY_S = 10.0
+"""How often a worker's process tree is listed again. Listing children makes psutil read the stat file of
+every process on the machine (milliseconds, per run, per poll: most of the launcher's CPU); reading the
+RSS of the processes already known takes microseconds and is done at every poll."""
 
 
 def worker_command(run_dir: Path) -> list[str]:
@@ -52,6 +57,8 @@ class LocalHandle:
         self.pid = proc.pid
         self.host = socket.gethostname()
         self._peak_rss = 0.0
+        self._tree: list[psutil.Process] = []
+        self._tree_at = float("-inf")
         self._on_exit = on_exit
 
     def poll(self) -> int | None:
@@ -82,11 +89,19 @@ class LocalHandle:
             pass
 
     def _sample_rss(self) -> None:
-        try:
-            proc = psutil.Process(self.pid)
-            rss = proc.memory_info().rss + sum(c.memory_info().rss for c in proc.children(recursive=True))
-        except psutil.Error:
-            return
+        now = time.monotonic()
+        if now - self._tree_at >= TREE_EVERY_S:
+            try:
+                root = psutil.Process(self.pid)
+                self._tree, self._tree_at = [root, *root.children(recursive=True)], now
+            except psutil.Error:
+                return
+        rss = 0
+        for proc in self._tree:
+            try:
+                rss += proc.memory_info().rss
+            except psutil.Error:  # a child that has ended since the tree was listed
+                pass
         self._peak_rss = max(self._peak_rss, rss)
 
 
