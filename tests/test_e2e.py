@@ -71,6 +71,9 @@ def check_run_dir(run_dir: Path) -> None:
     progress = list(csv.DictReader((run_dir / "progress.csv").open()))
     assert [int(r["timesteps"]) for r in progress] == [256 * i for i in range(1, 9)]
     assert all(float(r["rollout_s"]) > 0 and float(r["train_s"]) > 0 and float(r["fps"]) > 0 for r in progress)
+    # result.json carries progress.csv's summary, which `sweep status` reads instead of the file
+    assert result["ep_rew_mean"] == float(progress[-1]["ep_rew_mean"])
+    assert result["early_fps"] == sorted(float(r["fps"]) for r in progress[:3])[1]
     model = PPO.load(str(run_dir / "model.zip"), device="cpu")
     assert model.num_timesteps == 2048
 

@@ -12,12 +12,14 @@ import hashlib
 import itertools
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
 from .spec import SweepSpec
-from .variants import Variant
+
+if TYPE_CHECKING:  # variants imports MuJoCo's edit machinery, which `sweep status` never needs
+    from .variants import Variant
 
 MAX_ID_LENGTH = 180  # well under the 255-byte file name limit, with room for temp-file suffixes
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .plan import RunSpec
-from .rundir import CorruptFileError, RunDir, RunState, RunStatus, SweepDir
+from .rundir import CorruptFileError, RunDir, RunState, RunStatus, SweepDir, read_bytes
 
 STALE = "stale"
 """Display state of a run whose status.json says running but whose launcher or process is gone."""
@@ -161,7 +161,7 @@ def lock_holder(sweep_dir: SweepDir) -> int | None:
 def read_run(run_dir: RunDir, launcher_alive: bool, host: str) -> RunView:
     """One run's view; a missing or corrupt file is a problem on the row, never an exception."""
     try:
-        spec = RunSpec.model_validate_json(run_dir.spec_json.read_text(encoding="utf-8"))
+        spec = RunSpec.model_validate_json(read_bytes(run_dir.spec_json))
     except (OSError, ValueError):
         return RunView(run_dir.run_id, "?", {}, -1, "unknown", problems=(f"{run_dir.spec_json}: unreadable",))
     problems: list[str] = []
@@ -170,7 +170,7 @@ def read_run(run_dir: RunDir, launcher_alive: bool, host: str) -> RunView:
     state = status.state.value if status else ("unknown" if problems else RunState.PENDING.value)
     if status and status.state is RunState.RUNNING and _is_stale(status, launcher_alive, host):
         state = STALE
-    progress = read_progress(run_dir.progress_csv) if state != RunState.PENDING.value else None
+    progress = _progress_of(run_dir, state, result)
     return RunView(
         run_id=spec.run_id, variant=spec.variant, grid=spec.grid, seed=spec.seed, state=state,
         attempts=status.attempts if status else 0,
@@ -182,6 +182,16 @@ def read_run(run_dir: RunDir, launcher_alive: bool, host: str) -> RunView:
         final_return=_float(result.get("eval_mean_return")),
         torch_threads=result.get("torch_threads"), pid=status.pid if status else None,
         host=status.host if status else None, problems=tuple(problems))
+
+
+def _progress_of(run_dir: RunDir, state: str, result: dict[str, Any]) -> Progress | None:
+    """A finished run's result.json carries its progress summary; only other runs need progress.csv."""
+    if state == RunState.PENDING.value:
+        return None
+    if "early_fps" in result:
+        return Progress(int(result.get("timesteps") or 0), _float(result.get("fps")),
+                        _float(result.get("ep_rew_mean")), _float(result.get("early_fps")))
+    return read_progress(run_dir.progress_csv)
 
 
 def _read(reader, problems: list[str]):

@@ -57,6 +57,7 @@ def _train(run_path: Path) -> int:
 
     from .plan import RunSpec
     from .rundir import RunDir, write_json_atomic
+    from .status import read_progress
     from .training import Checkpointer, IterationRecorder, build_model, evaluate, make_vec_env, versions
 
     started = time.monotonic()
@@ -83,6 +84,7 @@ def _train(run_path: Path) -> int:
     finally:
         venv.close()
     timing = recorder.totals()
+    progress = read_progress(run.progress_csv)
     write_json_atomic(run.result_json, {
         "run_id": spec.run_id,
         "eval_mean_return": mean,
@@ -93,6 +95,9 @@ def _train(run_path: Path) -> int:
         "fps": round(model.num_timesteps / max(timing.wall_s, 1e-9), 1),
         "rollout_s": round(timing.rollout_s, 3),
         "train_s": round(timing.train_s, 3),
+        # progress.csv's summary, so that `sweep status` need not open it for a finished run
+        "early_fps": progress.early_fps if progress else None,
+        "ep_rew_mean": progress.ep_rew_mean if progress else None,
         "attempt_wall_s": round(time.monotonic() - started, 3),
         "startup_s": round(recorder.startup_s, 3) if recorder.startup_s is not None else None,
         "resumed_from": resume.timesteps if resume else None,

@@ -36,7 +36,8 @@ def _fill_sweep_dir(path: Path, specs: list[dict]) -> None:
         (run / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         (run / "status.json").write_text(status, encoding="utf-8")
         result = {"run_id": spec["run_id"], "eval_mean_return": float(spec["seed"] % 7), "eval_std_return": 0.0,
-                  "timesteps": spec["total_timesteps"], "fps": 700.0, "torch_threads": 1}
+                  "timesteps": spec["total_timesteps"], "fps": 700.0, "torch_threads": 1,
+                  "early_fps": 700.0, "ep_rew_mean": 2.5}
         (run / "result.json").write_text(json.dumps(result), encoding="utf-8")
         (run / "progress.csv").write_text(_progress_csv(spec["total_timesteps"]), encoding="utf-8")
 
