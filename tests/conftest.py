@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,17 @@ def run_sweep(*args: str, cwd: Path | None = None, timeout: float = 600, env: di
     full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     return subprocess.run([sweep_exe(), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env=full_env, stdin=subprocess.DEVNULL)
+
+
+def wait_for(condition, what: str = "condition", timeout: float = 600.0, every: float = 0.2):
+    """Poll `condition` until it returns something truthy, and return that. The timeout is generous: a
+    bound on a hang, never on speed."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def write_spec(folder: Path, data: dict, name: str = "spec.yaml") -> Path:

@@ -9,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -17,22 +16,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from conftest import REPO, TINY_XML, run_sweep, sweep_exe, write_spec
+from conftest import REPO, TINY_XML, run_sweep, sweep_exe, wait_for, write_spec
 from mjsweep.cli import app
 
 WAIT = 300.0  # generous: a bound on hanging, never on speed
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 RUN_FILES = ("result.json", "model.zip", "monitor.csv", "progress.csv", "log.txt")
-
-
-def wait_for(predicate, timeout: float = WAIT, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")

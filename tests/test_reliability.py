@@ -7,27 +7,16 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 
-from conftest import run_sweep, sweep_exe, write_spec
+from conftest import run_sweep, sweep_exe, wait_for, write_spec
 
 pytestmark = pytest.mark.slow
 
 WAIT = 240.0  # generous: a bound on hanging, never on speed
-
-
-def wait_for(predicate, timeout: float = WAIT, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def long_spec(tmp_path: Path, tiny_spec: dict, seeds: int = 1, total: int = 4096) -> Path:

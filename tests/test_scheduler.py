@@ -6,7 +6,6 @@ import json
 import os
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 

@@ -9,13 +9,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import REPO, TINY_XML, TINY_LONG_XML, run_sweep, sweep_exe, write_spec
+from conftest import REPO, TINY_LONG_XML, TINY_XML, run_sweep, sweep_exe, wait_for, write_spec
 from mjsweep.launchers.base import RETURNCODE_LOST
 from mjsweep.launchers.slurm import build_submission, finished_code
 from mjsweep.rundir import RunDir, SweepDir
@@ -186,15 +185,6 @@ def queued(name: str) -> dict[str, tuple[str, str]]:
     out = subprocess.run(["squeue", "--noheader", "--array", f"--name=mjsweep-{name}", "--format=%i|%T|%r"],
                          capture_output=True, text=True, check=True)
     return {t: (s, r) for t, s, r in (line.split("|") for line in out.stdout.split())}
-
-
-def wait_for(condition, what: str, timeout: float = WAIT_S, every: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def read(path: Path) -> dict:
