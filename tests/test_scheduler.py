@@ -288,3 +288,37 @@ def test_second_stop_request_kills_at_once(tmp_path):
     assert handles[0].signals[:2] == ["INT", "KILL"]
     assert clock.now < 30.0  # did not wait out the grace period
     assert outcome.interrupted == ["r0"]
+
+
+class PlacedLaterLauncher(FakeLauncher):
+    """Like a cluster: a run's node is known only some polls after it started."""
+
+    def start(self, run, run_dir):
+        handle = super().start(run, run_dir)
+        handle.host = "waiting for a node"
+        placed_at = self.clock() + 1.0
+        poll = handle.poll
+
+        def poll_and_place():
+            if self.clock() >= placed_at:
+                handle.host = "node-7"
+            return poll()
+        handle.poll = poll_and_place
+        return handle
+
+
+def test_a_run_placed_after_it_started_shows_its_node(tmp_path):
+    clock = FakeClock()
+    launcher = PlacedLaterLauncher(clock, {"r0": Script([(3.0, 0)])})
+    sched, _ = scheduler(tmp_path, launcher, clock)
+    seen = []
+    record = sched._record
+
+    def spy(run_dir, status):
+        seen.append((status.state, status.host))
+        record(run_dir, status)
+    sched._record = spy
+    sched.run([make_run(0)])
+    assert seen[0] == (RunState.RUNNING, "waiting for a node")
+    assert (RunState.RUNNING, "node-7") in seen
+    assert SweepDir(tmp_path).run("r0").read_status().host == "node-7"  # kept in the final status

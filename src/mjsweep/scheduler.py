@@ -178,10 +178,17 @@ class Scheduler:
     def _poll(self, pending: deque, outcome: SweepOutcome) -> None:
         for run_id, active in list(self._active.items()):
             code = active.handle.poll()
+            self._note_host(active)
             if code is None:
                 continue
             del self._active[run_id]
             self._finish(active, code, pending, outcome)
+
+    def _note_host(self, active: _Active) -> None:
+        """A cluster run learns its node after it started; status.json shows it once known."""
+        if active.handle.host != active.status.host:
+            active.status = active.status.model_copy(update={"host": active.handle.host})
+            self._record(self.sweep_dir.run(active.run.run_id), active.status)
 
     def _enforce_timeouts(self) -> None:
         timeout, now = self.options.timeout_s, self.clock()

@@ -25,8 +25,6 @@ from .base import RETURNCODE_LOST
 from .filesync import Shipment, apply, pack_model, run_files
 from .ray_task import LAUNCHER_OWNED, RunAttempt
 
-PLACEMENT_WAIT_S = 10.0
-"""How long start() waits to learn the run's node (for status.json's host) before going on without."""
 CONNECT_TIMEOUT_S = 10.0
 """For the reachability check before ray.init, which would retry a dead address for minutes."""
 KILL_WAIT_S = 5.0
@@ -40,15 +38,16 @@ class RayHandle:
         self.actor, self.run_dir = actor, run_dir
         self.pid = None  # the worker's pid is on another machine
         self.host = "ray (waiting for a node)"
-        ready, _ = ray.wait([started_ref], timeout=PLACEMENT_WAIT_S)
-        if ready:
-            self.host = self._get(started_ref) or self.host
+        self._started: ray.ObjectRef | None = started_ref  # answers with the node's label once placed
         self._pending = actor.sync.remote()
         self._code: int | None = None
         self._kill_deadline: float | None = None
         self._unavailable_since: float | None = None
 
     def poll(self) -> int | None:
+        if self._started is not None and ray.wait([self._started], timeout=0)[0]:
+            self.host = self._get(self._started) or self.host
+            self._started = None
         while self._code is None and ray.wait([self._pending], timeout=0)[0]:
             try:
                 shipment: Shipment = ray.get(self._pending)
