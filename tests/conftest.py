@@ -45,6 +45,23 @@ def run_sweep(*args: str, cwd: Path | None = None, timeout: float = 600, env: di
                           env=full_env, stdin=subprocess.DEVNULL)
 
 
+def start_sweep(spec: Path, *args: str) -> subprocess.Popen:
+    """`sweep run SPEC ARGS` in the background, in its own session, its output in launcher.out beside the spec."""
+    out = open(spec.parent / "launcher.out", "ab")
+    return subprocess.Popen([sweep_exe(), "run", str(spec), *args], stdout=out, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True,
+                            env={**os.environ, "NO_COLOR": "1"})
+
+
+def launcher_output(spec: Path) -> str:
+    return (spec.parent / "launcher.out").read_text()
+
+
+def run_dirs(sweep_dir: Path) -> list[Path]:
+    """The sweep's run folders written so far (those with a spec.json), in name order."""
+    return sorted(p for p in sweep_dir.iterdir() if (p / "spec.json").exists()) if sweep_dir.exists() else []
+
+
 def wait_for(condition, what: str = "condition", timeout: float = 600.0, every: float = 0.2):
     """Poll `condition` until it returns something truthy, and return that. The timeout is generous: a
     bound on a hang, never on speed."""

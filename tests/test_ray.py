@@ -16,7 +16,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from conftest import REPO, TINY_XML, run_sweep, sweep_exe, wait_for, write_spec
+from conftest import REPO, TINY_XML, launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
 from mjsweep.cli import app
 
 WAIT = 300.0  # generous: a bound on hanging, never on speed
@@ -56,15 +56,8 @@ def one_variant_spec(folder: Path, name: str, total: int) -> Path:
                       checkpoint_every=512)
 
 
-def start_sweep(spec: Path, address: str, *args: str) -> subprocess.Popen:
-    out = open(spec.parent / "launcher.out", "ab")
-    return subprocess.Popen([sweep_exe(), "run", str(spec), "--backend", "ray", "--address", address, *args],
-                            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True, env={**os.environ, "NO_COLOR": "1"})
-
-
-def run_dirs(sweep_dir: Path) -> list[Path]:
-    return sorted(p for p in sweep_dir.iterdir() if (p / "spec.json").exists()) if sweep_dir.exists() else []
+def start_ray_sweep(spec: Path, address: str, *args: str) -> subprocess.Popen:
+    return start_sweep(spec, "--backend", "ray", "--address", address, *args)
 
 
 def read_json(path: Path) -> dict:
@@ -98,8 +91,8 @@ def finish(proc: subprocess.Popen, spec: Path) -> str:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        raise AssertionError(f"sweep did not end:\n{(spec.parent / 'launcher.out').read_text()}")
-    return (spec.parent / "launcher.out").read_text()
+        raise AssertionError(f"sweep did not end:\n{launcher_output(spec)}")
+    return launcher_output(spec)
 
 
 @pytest.mark.slow
@@ -143,7 +136,7 @@ def wait_until_both_train(sweep_dir: Path) -> tuple[list[str], list[Path]]:
 def test_ctrl_c_cancels_the_tasks_and_their_processes(cluster, tmp_path):
     spec = one_variant_spec(tmp_path, "ray-ctrl-c", total=200_000)
     sweep_dir = tmp_path / "runs" / "ray-ctrl-c"
-    proc = start_sweep(spec, cluster.address, "--grace", "120")
+    proc = start_ray_sweep(spec, cluster.address, "--grace", "120")
     try:
         run_ids, node_copies = wait_until_both_train(sweep_dir)
         # Live progress of runs on other nodes: `sweep status` reads what came back.
@@ -173,11 +166,11 @@ def test_ctrl_c_cancels_the_tasks_and_their_processes(cluster, tmp_path):
 def test_second_ctrl_c_kills_at_once_and_leaves_nothing_on_the_nodes(cluster, tmp_path):
     spec = one_variant_spec(tmp_path, "ray-ctrl-c-twice", total=200_000)
     sweep_dir = tmp_path / "runs" / "ray-ctrl-c-twice"
-    proc = start_sweep(spec, cluster.address, "--grace", "120")
+    proc = start_ray_sweep(spec, cluster.address, "--grace", "120")
     try:
         run_ids, node_copies = wait_until_both_train(sweep_dir)
         proc.send_signal(signal.SIGINT)
-        wait_for(lambda: "stopping" in (spec.parent / "launcher.out").read_text(), what="the first stop")
+        wait_for(lambda: "stopping" in launcher_output(spec), what="the first stop")
         proc.send_signal(signal.SIGINT)
         out = finish(proc, spec)
     finally:
@@ -191,11 +184,13 @@ def test_second_ctrl_c_kills_at_once_and_leaves_nothing_on_the_nodes(cluster, tm
 
 @pytest.mark.slow
 def test_node_killed_mid_run_is_retried_from_its_checkpoint(cluster, tmp_path):
-    spec = one_variant_spec(tmp_path, "ray-node-loss", total=8192)
+    # Long enough that the victim cannot finish in the moment between its first checkpoint coming back
+    # and the node's death (8192 steps took ~3 s on a quiet machine, and the test raced it).
+    spec = one_variant_spec(tmp_path, "ray-node-loss", total=40_960)
     sweep_dir = tmp_path / "runs" / "ray-node-loss"
     # The head node cannot be removed: the victim is the run on the other node.
     victim_node = next(n for n in cluster.list_all_nodes() if n is not cluster.head_node)
-    proc = start_sweep(spec, cluster.address)
+    proc = start_ray_sweep(spec, cluster.address)
     try:
         victim = wait_for(lambda: next((r for r in run_dirs(sweep_dir) if _running_with_checkpoint(
             r, victim_node.node_id)), None), what="a checkpointed run on the worker node")

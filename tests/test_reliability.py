@@ -6,13 +6,12 @@ import csv
 import json
 import os
 import signal
-import subprocess
 from pathlib import Path
 
 import psutil
 import pytest
 
-from conftest import run_sweep, sweep_exe, wait_for, write_spec
+from conftest import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
 
 pytestmark = pytest.mark.slow
 
@@ -23,21 +22,6 @@ def long_spec(tmp_path: Path, tiny_spec: dict, seeds: int = 1, total: int = 4096
     tiny_spec.update({"seeds": seeds, "total_timesteps": total, "checkpoint_every": 256,
                       "ppo": {"n_steps": 128, "batch_size": 64, "n_epochs": 2}})
     return write_spec(tmp_path, tiny_spec)
-
-
-def start_sweep(spec: Path, *args: str) -> subprocess.Popen:
-    out = open(spec.parent / "launcher.out", "ab")
-    return subprocess.Popen([sweep_exe(), "run", str(spec), *args], stdout=out, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True,
-                            env={**os.environ, "NO_COLOR": "1"})
-
-
-def launcher_output(spec: Path) -> str:
-    return (spec.parent / "launcher.out").read_text()
-
-
-def run_dirs(sweep_dir: Path) -> list[Path]:
-    return sorted(p for p in sweep_dir.iterdir() if (p / "spec.json").exists()) if sweep_dir.exists() else []
 
 
 def status_of(run_dir: Path) -> dict:

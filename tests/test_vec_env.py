@@ -9,10 +9,10 @@ import signal
 import psutil
 import pytest
 
-from conftest import write_spec
+from conftest import run_dirs, start_sweep, wait_for, write_spec
 from mjsweep import plan as planlib
 from mjsweep.spec import SpecLocator, parse
-from test_reliability import WAIT, run_dirs, start_sweep, status_of, wait_for
+from test_reliability import WAIT, status_of
 
 
 def group_members(pgid: int) -> list[psutil.Process]:
