@@ -15,8 +15,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .modelfiles import absolutize_asset_dirs, asset_files, combined_sha256
 from .editspec import PLACEHOLDER, EditSpec
+from .modelfiles import absolutize_asset_dirs, asset_files, combined_sha256
+from .plan import format_value
 
 
 class EditError(ValueError):
@@ -43,13 +44,7 @@ def grid_points(edit_grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
 
 def point_suffix(point: dict[str, Any]) -> str:
     """{'legs': 1.25, 'gear': 100} -> '_legs=1.25_gear=100'."""
-    return "".join(f"_{label}={_fmt(value)}" for label, value in point.items())
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, (list, tuple)):
-        return "x".join(_fmt(v) for v in value)
-    return repr(value) if isinstance(value, float) else str(value)
+    return "".join(f"_{label}={format_value(value)}" for label, value in point.items())
 
 
 def generate(base: Path, edits: list[EditSpec], point: dict[str, Any]) -> GeneratedXml:

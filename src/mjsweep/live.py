@@ -21,7 +21,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from .render import PLAIN_ROWS, plain_table
+from .render import PLAIN_ROWS, fixed, plain_table
 from .rundir import SweepDir
 from .scheduler import EventKind
 from .status import (STALE, STATE_ORDER, Contention, RunView, SweepView, contention_warnings, load_warnings,
@@ -282,7 +282,7 @@ def runs_table(runs: list[RunView], compact: bool, width: int | None = None) -> 
 
 def run_cells(r: RunView, run_width: int | None) -> tuple[str, ...]:
     return (fit(r.run_id, run_width), r.state, f"{steps(r.done_timesteps)}/{steps(r.total_timesteps)}",
-            _num(r.fps, 0), duration(r.eta_s), _num(r.ep_rew_mean), _num(r.final_return), str(r.attempts))
+            fixed(r.fps, 0), duration(r.eta_s), fixed(r.ep_rew_mean), fixed(r.final_return), str(r.attempts))
 
 
 def fit(text: str, width: int | None) -> str:
@@ -330,7 +330,3 @@ def duration(seconds: float | None) -> str:
     if s >= 3600:
         return f"{s // 3600}h{s % 3600 // 60:02d}m"
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
-
-
-def _num(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"

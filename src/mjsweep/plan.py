@@ -92,7 +92,7 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         "seed": seed, "total_timesteps": total, "n_envs": spec.n_envs, "vec_env": spec.vec_env, "device": spec.device,
     }
     digest = hashlib.sha256(json.dumps(content, sort_keys=True, default=repr).encode()).hexdigest()
-    readable = "_".join([variant.name, *(f"{short[k]}={_fmt(v)}" for k, v in point.items()), f"s{seed}"])
+    readable = "_".join([variant.name, *(f"{short[k]}={format_value(v)}" for k, v in point.items()), f"s{seed}"])
     readable = _sanitize(readable)[: MAX_ID_LENGTH - 9]
     return RunSpec(
         run_id=f"{readable}_{digest[:8]}", sweep=spec.name, variant=variant.name, grid=point, seed=seed,
@@ -110,7 +110,7 @@ def cpus_per_run(spec: SweepSpec) -> int:
 
 
 def _group_key(variant: str, grid: dict[str, Any]) -> str:
-    return " ".join([variant, *(f"{k}={_fmt(v)}" for k, v in grid.items())])
+    return " ".join([variant, *(f"{k}={format_value(v)}" for k, v in grid.items())])
 
 
 def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
@@ -129,13 +129,14 @@ def _short_names(keys: list[str]) -> dict[str, str]:
     return {k: (s if last.count(s) == 1 else k) for k, s in zip(keys, last)}
 
 
-def _fmt(value: Any) -> str:
+def format_value(value: Any) -> str:
+    """A grid or edit value as it reads in run ids and variant names: 0.0003, 64x64, a-1+b-2."""
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, (list, tuple)):
-        return "x".join(_fmt(v) for v in value)
+        return "x".join(format_value(v) for v in value)
     if isinstance(value, dict):
-        return "+".join(f"{k}-{_fmt(v)}" for k, v in value.items())
+        return "+".join(f"{k}-{format_value(v)}" for k, v in value.items())
     return str(value)
 
 

@@ -109,11 +109,11 @@ def report_table(out: Console, groups: list[GroupRow], rows: list[ResultRow], wa
                 "bodies/joints/act"):
         table.add_column(col, overflow="fold")
     for g in groups:
-        ci = f"[{_f(g.ci_low)}, {_f(g.ci_high)}]" if g.ci_low is not None else "-"
+        ci = f"[{fixed(g.ci_low)}, {fixed(g.ci_high)}]" if g.ci_low is not None else "-"
         m = g.model
         table.add_row(g.variant, _grid_text(g.grid), f"{g.succeeded}/{g.runs}", str(g.failed),
-                      _f(g.mean_return), _f(g.std_return), _f(g.iqm_return), ci, _f(g.mean_fps, 0),
-                      _f(m.total_mass if m else None), f"{m.bodies}/{m.joints}/{m.actuators}" if m else "-")
+                      fixed(g.mean_return), fixed(g.std_return), fixed(g.iqm_return), ci, fixed(g.mean_fps, 0),
+                      fixed(m.total_mass if m else None), f"{m.bodies}/{m.joints}/{m.actuators}" if m else "-")
     out.print(table)
     for row in rows:
         for problem in row.problems:
@@ -122,7 +122,8 @@ def report_table(out: Console, groups: list[GroupRow], rows: list[ResultRow], wa
         out.print(f"warning: {warning}", soft_wrap=True)
 
 
-def _f(value: float | None, digits: int = 2) -> str:
+def fixed(value: float | None, digits: int = 2) -> str:
+    """A table cell: the number with `digits` decimals, or "-" when there is none."""
     return "-" if value is None else f"{value:.{digits}f}"
 
 
