@@ -29,10 +29,7 @@ def make_env(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps:
 
     # Absolute: Gymnasium reads a relative xml_file as a file in its own assets folder.
     kwargs = {"xml_file": str(Path(xml).resolve()), **env_kwargs}
-    if env.startswith("mjsweep/"):
-        from .locomotion import register
-
-        register()
+    _register_own(env)
     if ":" in env:
         cls = _import_class(env)
         instance = cls(**kwargs)
@@ -72,12 +69,17 @@ def _env_class(env: str):
         return _import_class(env)
     import gymnasium as gym
 
+    _register_own(env)
+    entry = gym.spec(env).entry_point
+    return _import_class(entry) if isinstance(entry, str) else entry
+
+
+def _register_own(env: str) -> None:
+    """mjsweep's own ids (mjsweep/Locomotion-v0) join Gymnasium's registry only when one is asked for."""
     if env.startswith("mjsweep/"):
         from .locomotion import register
 
         register()
-    entry = gym.spec(env).entry_point
-    return _import_class(entry) if isinstance(entry, str) else entry
 
 
 def _import_class(target: str):
