@@ -78,9 +78,10 @@ def run(
     render.warn_missing_tensorboard(plan.spec)
     if dry_run:
         render.variant_table(out, plan)  # what deep validation found, model by model
-        render.plan_table(out, plan, decide(plan))
+        planned = decide(plan)  # reads every run dir: once
+        render.plan_table(out, plan, planned)
         if backend == "slurm":
-            render.sbatch_preview(out, plan, decide(plan), workers)
+            render.sbatch_preview(out, plan, planned, workers)
         return
     try:
         launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers)
