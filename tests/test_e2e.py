@@ -9,6 +9,8 @@ from pathlib import Path
 import yaml
 
 from conftest import REPO, TINY_XML, run_sweep, write_spec
+from mjsweep import runindex
+from mjsweep.status import read_sweep
 
 RESULT_KEYS = {"eval_mean_return", "eval_std_return", "timesteps", "wall_s", "fps", "rollout_s", "train_s",
                "torch_threads", "xml_sha256", "versions", "peak_rss_mb"}
@@ -31,6 +33,13 @@ def test_smoke_config_end_to_end(tmp_path):
     for run_dir in run_dirs:
         check_run_dir(run_dir)
     assert "4 succeeded, 0 failed" in proc.stdout
+    # index.jsonl holds a line per ended run that `sweep status` reads instead of the run files
+    index = sweep_dir / "index.jsonl"
+    assert sorted(runindex.ended_entries(index)) == [d.name for d in run_dirs]
+    from_index = read_sweep(sweep_dir, load5=0.0, cores=2).runs
+    index.unlink()
+    from_files = read_sweep(sweep_dir, load5=0.0, cores=2).runs
+    assert from_index == from_files and {r.state for r in from_files} == {"succeeded"}
 
     before = snapshot(sweep_dir)
     again = run_sweep("run", str(REPO / "configs" / "smoke.yaml"), "--runs-dir", str(runs_dir))
@@ -38,6 +47,8 @@ def test_smoke_config_end_to_end(tmp_path):
     after = snapshot(sweep_dir)
     run_files = [k for k in before if "/" in k]
     assert run_files and all(after[k] == before[k] for k in run_files)  # finished runs untouched
+    assert sorted(runindex.ended_entries(index)) == [d.name for d in run_dirs]  # rebuilt for the skipped runs
+    assert read_sweep(sweep_dir, load5=0.0, cores=2).runs == from_files
 
     report = run_sweep("report", str(sweep_dir))
     assert report.returncode == 0, report.stderr

@@ -21,11 +21,12 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from .render import PLAIN_ROWS, fixed, plain_table
+from . import runindex
+from .render import PLAIN_ROWS, PlainLines, fixed, plain_table
 from .rundir import SweepDir
 from .scheduler import EventKind
 from .status import (STALE, STATE_ORDER, Contention, RunView, SweepView, contention_warnings, load_warnings,
-                     machine_load, read_run, totals)
+                     machine_load, read_run, totals, view_of_entry)
 
 if TYPE_CHECKING:
     from .scheduler import Event
@@ -60,15 +61,19 @@ class Tracker:
         self._load: tuple[float, int] | None = None
 
     def planned(self, planned: list[PlannedRun]) -> None:
+        indexed = runindex.ended_entries(self.sweep_dir.index_jsonl)  # skipped runs' views, in one read
         with self.lock:
             for item in planned:
                 run = item.run
                 state = "succeeded" if item.action.value == "skip" else "pending"
-                self.views[run.run_id] = RunView(run.run_id, run.variant, run.grid, run.seed, state,
-                                                 total_timesteps=run.total_timesteps)
+                view = view_of_entry(indexed[run.run_id]) if state == "succeeded" and run.run_id in indexed else None
+                if view is None:
+                    view = RunView(run.run_id, run.variant, run.grid, run.seed, state,
+                                   total_timesteps=run.total_timesteps)
+                    if state == "succeeded":
+                        self.dirty.add(run.run_id)  # its fps and return are worth one read
+                self.views[run.run_id] = view
                 self.states[run.run_id] = state
-                if state == "succeeded":
-                    self.dirty.add(run.run_id)  # its fps and return are worth one read
 
     def event(self, event: Event) -> None:
         state = EVENT_STATES.get(event.kind)
@@ -241,7 +246,7 @@ def sweep_renderable(runs: list[RunView], warnings: Iterable[Contention], compac
     """
     parts = [progress_bar(runs, width)]
     if not compact and len(runs) > PLAIN_ROWS:  # thousands of runs: plain rows, drawn in milliseconds
-        parts.append(Text(plain_table(RUN_COLUMNS, [run_cells(r, None) for r in runs]), no_wrap=True))
+        parts.append(PlainLines(plain_table(RUN_COLUMNS, [run_cells(r, None) for r in runs])))
     elif (table := runs_table(runs, compact, width)).row_count:
         parts.append(table)
     if compact:

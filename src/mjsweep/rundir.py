@@ -165,6 +165,7 @@ class SweepDir:
 
     sweep_yaml = property(lambda self: self.path / "sweep.yaml")
     lock_file = property(lambda self: self.path / "sweep.lock")
+    index_jsonl = property(lambda self: self.path / "index.jsonl")
     report_csv = property(lambda self: self.path / "report.csv")
 
     def run(self, run_id: str) -> RunDir:
@@ -172,9 +173,13 @@ class SweepDir:
 
     def run_dirs(self) -> list[RunDir]:
         """Every run folder, in name order: those with a spec.json."""
-        if not self.path.is_dir():
-            return []
-        # Names as strings and os.path: a sweep may hold 10,000 runs, and pathlib costs a lot per call.
         base = str(self.path)
-        names = sorted(e.name for e in os.scandir(base) if e.is_dir())
-        return [RunDir(self.path / n) for n in names if os.path.exists(os.path.join(base, n, "spec.json"))]
+        return [self.run(n) for n in self.folder_names() if os.path.exists(os.path.join(base, n, "spec.json"))]
+
+    def folder_names(self) -> list[str]:
+        """The names of the sweep folder's subfolders, sorted; [] if there is no sweep folder."""
+        # Names as strings and os.scandir: a sweep may hold 10,000 runs, and pathlib costs a lot per call.
+        try:
+            return sorted(e.name for e in os.scandir(self.path) if e.is_dir())
+        except (FileNotFoundError, NotADirectoryError):
+            return []

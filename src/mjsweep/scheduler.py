@@ -7,6 +7,7 @@ status.json while a sweep runs; the worker writes everything else in the run dir
 from __future__ import annotations
 
 import signal
+import socket
 import threading
 import time
 from collections import deque
@@ -19,6 +20,8 @@ import psutil
 from .launchers.base import RETURNCODE_LOST, Launcher, RunHandle
 from .plan import RunSpec
 from .rundir import CorruptFileError, FailureClass, RunState, RunStatus, SweepDir, now_iso
+from .runindex import IndexWriter
+from .status import entry_of_view, read_run
 
 WORKER_INTERRUPTED = 130  # the worker's exit code after a requested stop and a saved checkpoint
 RETRYABLE = {FailureClass.KILLED, FailureClass.TIMEOUT, FailureClass.LOST}
@@ -92,6 +95,8 @@ class Scheduler:
         self._active: dict[str, _Active] = {}
         self._measured_rss_mb: list[float] = []
         self._waiting_for_memory = False
+        self._index = IndexWriter(sweep_dir.index_jsonl)
+        self._host = socket.gethostname()
 
     # -- public -------------------------------------------------------------------------------------
 
@@ -138,6 +143,7 @@ class Scheduler:
         run_dir = self.sweep_dir.run(run.run_id)
         previous = _read_status_or_none(run_dir)
         attempts = (previous.attempts if previous else 0) + 1
+        self._index.restarting(run.run_id)
         try:
             handle = self.launcher.start(run, run_dir)
         except OSError as exc:  # cannot fork, cannot open log.txt (disk full): this run fails, not the sweep
@@ -228,11 +234,15 @@ class Scheduler:
             self.on_event(Event(EventKind.FAILED, active.run.run_id, f"{failure.value}: {last}"))
 
     def _record(self, run_dir, status: RunStatus) -> None:
-        """Write status.json; a full or failing disk is reported, and the sweep goes on."""
+        """Write status.json (and, for an ended run, its index line); a full or failing disk is reported,
+        and the sweep goes on."""
         try:
             run_dir.write_status(status)
         except OSError as exc:
             self.on_event(Event(EventKind.WARNING, run_dir.run_id, f"cannot write status.json: {exc}"))
+            return
+        if status.state in (RunState.SUCCEEDED, RunState.FAILED, RunState.INTERRUPTED):
+            self._index.ended(entry_of_view(read_run(run_dir, True, self._host)))
 
     def _classify(self, active: _Active, code: int, run_dir) -> FailureClass | None:
         if self._stop_requests and active.interrupted_at is not None:

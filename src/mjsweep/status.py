@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import runindex
 from .plan import RunSpec
 from .rundir import CorruptFileError, RunDir, RunState, RunStatus, SweepDir, read_bytes
 
@@ -120,7 +121,16 @@ def read_sweep(path: Path, load5: float | None = None, cores: int | None = None)
     sweep_dir = SweepDir(path)
     launcher_pid = lock_holder(sweep_dir)
     host = socket.gethostname()
-    runs = [read_run(rd, launcher_pid is not None, host) for rd in sweep_dir.run_dirs()]
+    indexed = runindex.ended_entries(sweep_dir.index_jsonl)
+    runs = []
+    for name in sweep_dir.folder_names():
+        view = view_of_entry(indexed[name]) if name in indexed else None
+        if view is None:
+            run_dir = sweep_dir.run(name)
+            if not os.path.exists(run_dir.spec_json):
+                continue  # not a run folder
+            view = read_run(run_dir, launcher_pid is not None, host)
+        runs.append(view)
     runs.sort(key=lambda r: (STATE_ORDER.index(r.state) if r.state in STATE_ORDER else 99, r.run_id))
     if load5 is None or cores is None:
         load5, cores = machine_load()
@@ -138,6 +148,19 @@ def to_json(view: SweepView) -> str:
             "timesteps_done": t.done, "timesteps_total": t.total, "fps": t.fps, "eta_s": t.eta_s,
             "runs": runs, "warnings": [asdict(w) for w in view.warnings]}
     return json.dumps(data, indent=2) + "\n"
+
+
+def entry_of_view(view: RunView) -> dict[str, Any]:
+    """The run's line in index.jsonl, as JSON reads it back."""
+    return {**asdict(view), "problems": list(view.problems)}
+
+
+def view_of_entry(entry: dict[str, Any]) -> RunView | None:
+    """The view an index line holds; None if the line is not one (written by another version)."""
+    try:
+        return RunView(**{**entry, "grid": dict(entry["grid"]), "problems": tuple(entry.get("problems", ()))})
+    except (TypeError, KeyError, ValueError):
+        return None
 
 
 def lock_holder(sweep_dir: SweepDir) -> int | None:

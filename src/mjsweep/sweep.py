@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import fcntl
 import os
+import socket
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ import psutil
 import yaml
 
 from . import plan as planlib
+from . import runindex
 from . import spec as speclib
 from . import variants as variantlib
 from .envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
@@ -27,6 +29,7 @@ from .launchers.base import Launcher
 from .plan import RunSpec
 from .rundir import CorruptFileError, RunDir, RunState, SweepDir, write_json_atomic, write_text_atomic
 from .scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
+from .status import entry_of_view, read_run
 
 
 class SweepLockedError(Exception):
@@ -179,6 +182,7 @@ def execute(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
     plan.sweep_dir.path.mkdir(parents=True, exist_ok=True)
     with sweep_lock(plan.sweep_dir):
         planned = decide(plan)
+        _reindex(plan.sweep_dir, planned)
         on_planned(planned)
         for item in planned:
             if item.note.startswith("corrupt"):
@@ -194,6 +198,20 @@ def execute(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
         outcome = Scheduler(launcher, plan.sweep_dir, options, on_event).run(todo)
         outcome.succeeded[:0] = [p.run.run_id for p in planned if p.action is Action.SKIP]
         return outcome
+
+
+def _reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
+    """Start the index afresh: every ended run this launcher leaves alone keeps its line (a skipped run
+    without one gets it now); the runs it will start are read from their files until they end again."""
+    old = runindex.ended_entries(sweep_dir.index_jsonl)
+    host = socket.gethostname()
+    for item in planned:
+        run_id = item.run.run_id
+        if item.action is not Action.SKIP:
+            old.pop(run_id, None)
+        elif old.get(run_id, {}).get("state") != RunState.SUCCEEDED.value:
+            old[run_id] = entry_of_view(read_run(sweep_dir.run(run_id), True, host))
+    runindex.rewrite(sweep_dir.index_jsonl, list(old.values()))
 
 
 def _write_sweep_files(plan: SweepPlan, planned: list[PlannedRun]) -> None:

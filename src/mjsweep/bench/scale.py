@@ -8,6 +8,9 @@ import sys
 import time
 from pathlib import Path
 
+from .. import runindex
+from ..rundir import SweepDir
+from ..status import entry_of_view, read_run
 from ..sweep import prepare
 from .batches import bench_spec, children_cpu_s, write_spec
 from .figures import BenchConfig, ScaleFigures
@@ -26,7 +29,8 @@ def measure_scale(config: BenchConfig, xml: Path, folder: Path) -> ScaleFigures:
 
 def _fill_sweep_dir(path: Path, specs: list[dict]) -> None:
     """What a finished sweep leaves that `sweep status` reads: spec.json, status.json, result.json and
-    progress.csv per run (plain writes: this is a fixture, not a sweep, so it skips the per-file fsync)."""
+    progress.csv per run (plain writes: this is a fixture, not a sweep, so it skips the per-file fsync),
+    and index.jsonl, built from those files as the launcher builds it."""
     status = json.dumps({"state": "succeeded", "attempts": 1, "returncode": 0, "pid": 1, "host": "bench",
                          "started_at": "2026-01-01T00:00:00+00:00", "ended_at": "2026-01-01T00:10:00+00:00",
                          "peak_rss_mb": 300.0})
@@ -40,6 +44,9 @@ def _fill_sweep_dir(path: Path, specs: list[dict]) -> None:
                   "early_fps": 700.0, "ep_rew_mean": 2.5}
         (run / "result.json").write_text(json.dumps(result), encoding="utf-8")
         (run / "progress.csv").write_text(_progress_csv(spec["total_timesteps"]), encoding="utf-8")
+    sweep_dir = SweepDir(path)
+    runindex.rewrite(sweep_dir.index_jsonl, [entry_of_view(read_run(run_dir, True, "bench"))
+                                             for run_dir in sweep_dir.run_dirs()])
 
 
 def _progress_csv(timesteps: int, iterations: int = 4) -> str:

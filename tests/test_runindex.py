@@ -1,0 +1,116 @@
+"""index.jsonl: `sweep status` reads ended runs from it in one file, and the run folders stay the truth."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+
+from helpers.fake_sweep import make_run, result, run_spec
+from test_scheduler import FakeClock, FakeLauncher, Script, scheduler
+from test_scheduler import make_run as scheduled_run
+from test_status import every_state
+
+from mjsweep import runindex
+from mjsweep.rundir import RunState, SweepDir, write_json_atomic
+from mjsweep.status import entry_of_view, read_run, read_sweep
+from mjsweep.sweep import Action, PlannedRun, _reindex
+
+
+def index_as_launcher_would(sweep: SweepDir) -> None:
+    """One line per ended run, read from its files."""
+    views = [read_run(run_dir, True, "here") for run_dir in sweep.run_dirs()]
+    runindex.rewrite(sweep.index_jsonl, [entry_of_view(v) for v in views])
+
+
+def test_status_from_the_index_equals_status_from_the_files(tmp_path):
+    every_state(tmp_path)
+    sweep = SweepDir(tmp_path)
+    from_files = read_sweep(tmp_path, load5=0.0, cores=2)
+    index_as_launcher_would(sweep)
+    assert sorted(runindex.ended_entries(sweep.index_jsonl)) == ["v_s3", "v_s4", "v_s5"]  # the ended ones
+    assert read_sweep(tmp_path, load5=0.0, cores=2).runs == from_files.runs
+
+    # The index is what was read: an ended run shows from its line even with its status.json gone.
+    sweep.run("v_s3").status_json.unlink()
+    succeeded = next(r for r in read_sweep(tmp_path, load5=0.0, cores=2).runs if r.run_id == "v_s3")
+    assert (succeeded.state, succeeded.final_return) == ("succeeded", 5.0)
+
+
+def test_a_restarted_run_is_read_from_its_files(tmp_path):
+    make_run(tmp_path, run_spec("v", 0), RunState.SUCCEEDED, result=result(5.0))
+    sweep = SweepDir(tmp_path)
+    index_as_launcher_would(sweep)
+    runindex.IndexWriter(sweep.index_jsonl).restarting("v_s0")
+    sweep.run("v_s0").result_json.unlink()  # started again from scratch: no result yet
+    make_run(tmp_path, run_spec("v", 0), RunState.RUNNING, pid=os.getpid(), progress=[(100, 500.0, -1.0)])
+    assert runindex.ended_entries(sweep.index_jsonl) == {}
+    (view,) = read_sweep(tmp_path, load5=0.0, cores=2).runs
+    assert (view.state, view.timesteps) == ("stale", 100)  # no launcher holds the lock in this test
+
+
+def test_torn_blank_and_foreign_lines_are_skipped(tmp_path):
+    for seed in (0, 1):
+        make_run(tmp_path, run_spec("v", seed), RunState.SUCCEEDED, result=result(5.0))
+    sweep = SweepDir(tmp_path)
+    good = entry_of_view(read_run(sweep.run("v_s0"), True, "here"))
+    foreign = {**entry_of_view(read_run(sweep.run("v_s1"), True, "here")), "final_return": 99.0,
+               "from_a_later_version": 1}
+    sweep.index_jsonl.write_text("\n".join([json.dumps({**good, "final_return": 42.0}), "", "[1, 2]",
+                                            json.dumps(foreign), '{"run_id": "v_s1", "sta']) + "\n")
+    assert sorted(runindex.ended_entries(sweep.index_jsonl)) == ["v_s0", "v_s1"]
+    views = {r.run_id: r for r in read_sweep(tmp_path, load5=0.0, cores=2).runs}
+    assert views["v_s0"].final_return == 42.0  # from its line
+    assert views["v_s1"].final_return == 5.0   # a line this version cannot read: from the files
+
+
+def test_a_failed_append_removes_the_index(tmp_path, monkeypatch):
+    make_run(tmp_path, run_spec("v", 0), RunState.SUCCEEDED, result=result(5.0))
+    sweep = SweepDir(tmp_path)
+    index_as_launcher_would(sweep)
+    writer = runindex.IndexWriter(sweep.index_jsonl)
+
+    def disk_full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(runindex.os, "write", disk_full)
+        writer.restarting("v_s0")
+    assert writer.broken and not sweep.index_jsonl.exists()
+    writer.ended(entry_of_view(read_run(sweep.run("v_s0"), True, "here")))
+    assert not sweep.index_jsonl.exists()  # never written again by this launcher: absent, not wrong
+
+
+def test_the_scheduler_indexes_each_end_and_each_restart(tmp_path):
+    sweep = SweepDir(tmp_path)
+    runs = [scheduled_run(i) for i in range(3)]
+    for run in runs:
+        sweep.run(run.run_id).path.mkdir()
+        write_json_atomic(sweep.run(run.run_id).spec_json, run.model_dump(mode="json"))
+    clock = FakeClock()
+    launcher = FakeLauncher(clock, {"r1": Script([(0.5, -9), (0.5, 0)]), "r2": Script([(0.5, 1)])})
+    sched, _ = scheduler(tmp_path, launcher, clock, retries=1)
+    sched.run(runs)
+    lines = [json.loads(line) for line in sweep.index_jsonl.read_text().splitlines()]
+    r1 = [(e["state"], e.get("attempts")) for e in lines if e["run_id"] == "r1"]
+    assert r1 == [("running", None), ("failed", 1), ("running", None), ("succeeded", 2)]
+    entries = runindex.ended_entries(sweep.index_jsonl)
+    assert {k: e["state"] for k, e in entries.items()} == {"r0": "succeeded", "r1": "succeeded", "r2": "failed"}
+    assert [entries[k] for k in sorted(entries)] == [entry_of_view(read_run(sweep.run(k), True, "x"))
+                                                      for k in sorted(entries)]
+
+
+def test_a_launcher_keeps_the_lines_of_runs_it_leaves_alone(tmp_path):
+    sweep = SweepDir(tmp_path)
+    kept, rerun, unplanned, unindexed = (run_spec("v", seed) for seed in range(4))
+    for spec in (kept, rerun, unplanned, unindexed):
+        make_run(tmp_path, spec, RunState.SUCCEEDED, result=result(float(spec.seed)))
+    index_as_launcher_would(sweep)
+    entries = runindex.ended_entries(sweep.index_jsonl)
+    runindex.rewrite(sweep.index_jsonl, [entries[k] for k in ("v_s0", "v_s1", "v_s2")])
+
+    _reindex(sweep, [PlannedRun(kept, Action.SKIP), PlannedRun(rerun, Action.START),
+                     PlannedRun(unindexed, Action.SKIP)])
+    after = runindex.ended_entries(sweep.index_jsonl)
+    assert sorted(after) == ["v_s0", "v_s2", "v_s3"]  # the run to start again is read from its files
+    assert after["v_s3"] == entry_of_view(read_run(sweep.run("v_s3"), True, "x"))
