@@ -71,7 +71,7 @@ def plan_table(out: Console, plan: SweepPlan, planned: list[PlannedRun]) -> None
     rows = [(item.run.run_id, item.run.variant, _grid_text(item.run.grid), str(item.run.seed),
              item.action.value + (f" ({item.note})" if item.note else "")) for item in planned]
     if len(rows) > PLAIN_ROWS:
-        out.print(f"{title}\n{plain_table(columns, rows)}", markup=False, highlight=False, soft_wrap=True)
+        out.print(PlainLines(f"{title}\n{plain_table(columns, rows)}"))
     else:
         table = Table(title=title)
         for col in columns:
