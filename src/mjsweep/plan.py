@@ -98,8 +98,9 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         run_id=f"{readable}_{digest[:8]}", sweep=spec.name, variant=variant.name, grid=point, seed=seed,
         env=spec.env, xml=str(variant.xml), xml_sha256=variant.sha256, env_kwargs=env_kwargs,
         max_episode_steps=spec.max_episode_steps, policy=policy, ppo=ppo, total_timesteps=total,
-        n_envs=spec.n_envs, vec_env=spec.vec_env, checkpoint_every=spec.checkpoint_every, eval_episodes=spec.eval.episodes,
-        eval_deterministic=spec.eval.deterministic, content_hash=digest, cpus=cpus_per_run(spec), device=spec.device,
+        n_envs=spec.n_envs, vec_env=spec.vec_env, checkpoint_every=spec.checkpoint_every,
+        eval_episodes=spec.eval.episodes, eval_deterministic=spec.eval.deterministic, content_hash=digest,
+        cpus=cpus_per_run(spec), device=spec.device,
     )
 
 

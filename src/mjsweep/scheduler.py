@@ -7,7 +7,6 @@ status.json while a sweep runs; the worker writes everything else in the run dir
 from __future__ import annotations
 
 import signal
-import socket
 import threading
 import time
 from collections import deque
@@ -20,8 +19,8 @@ import psutil
 from .launchers.base import RETURNCODE_LOST, Launcher, RunHandle
 from .plan import RunSpec
 from .rundir import CorruptFileError, FailureClass, RunState, RunStatus, SweepDir, now_iso
-from .runindex import IndexWriter
-from .status import entry_of_view, read_run
+from .runindex import ENDED_STATES, IndexWriter
+from .status import index_entry
 
 WORKER_INTERRUPTED = 130  # the worker's exit code after a requested stop and a saved checkpoint
 RETRYABLE = {FailureClass.KILLED, FailureClass.TIMEOUT, FailureClass.LOST}
@@ -96,7 +95,6 @@ class Scheduler:
         self._measured_rss_mb: list[float] = []
         self._waiting_for_memory = False
         self._index = IndexWriter(sweep_dir.index_jsonl)
-        self._host = socket.gethostname()
 
     # -- public -------------------------------------------------------------------------------------
 
@@ -241,8 +239,8 @@ class Scheduler:
         except OSError as exc:
             self.on_event(Event(EventKind.WARNING, run_dir.run_id, f"cannot write status.json: {exc}"))
             return
-        if status.state in (RunState.SUCCEEDED, RunState.FAILED, RunState.INTERRUPTED):
-            self._index.ended(entry_of_view(read_run(run_dir, True, self._host)))
+        if status.state.value in ENDED_STATES:
+            self._index.ended(index_entry(run_dir))
 
     def _classify(self, active: _Active, code: int, run_dir) -> FailureClass | None:
         if self._stop_requests and active.interrupted_at is not None:
@@ -289,7 +287,8 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class _SignalScope:
-    """SIGINT, SIGTERM and SIGHUP (terminal closed) request a stop while the scheduler runs; the old handlers come back after."""
+    """SIGINT, SIGTERM and SIGHUP (terminal closed) request a stop while the scheduler runs; the old
+    handlers come back after."""
 
     def __init__(self, scheduler: Scheduler):
         self.scheduler = scheduler

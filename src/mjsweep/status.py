@@ -150,8 +150,10 @@ def to_json(view: SweepView) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
-def entry_of_view(view: RunView) -> dict[str, Any]:
-    """The run's line in index.jsonl, as JSON reads it back."""
+def index_entry(run_dir: RunDir) -> dict[str, Any]:
+    """The run's line in index.jsonl, read from its files, as JSON reads it back. Written once the run has
+    ended, when whether its launcher lives (which tells running from stale) no longer matters."""
+    view = read_run(run_dir, True, socket.gethostname())
     return {**asdict(view), "problems": list(view.problems)}
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 import fcntl
 import os
-import socket
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from .launchers.base import Launcher
 from .plan import RunSpec
 from .rundir import CorruptFileError, RunDir, RunState, SweepDir, write_json_atomic, write_text_atomic
 from .scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
-from .status import entry_of_view, read_run
+from .status import index_entry
 
 
 class SweepLockedError(Exception):
@@ -204,13 +203,12 @@ def _reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
     """Start the index afresh: every ended run this launcher leaves alone keeps its line (a skipped run
     without one gets it now); the runs it will start are read from their files until they end again."""
     old = runindex.ended_entries(sweep_dir.index_jsonl)
-    host = socket.gethostname()
     for item in planned:
         run_id = item.run.run_id
         if item.action is not Action.SKIP:
             old.pop(run_id, None)
         elif old.get(run_id, {}).get("state") != RunState.SUCCEEDED.value:
-            old[run_id] = entry_of_view(read_run(sweep_dir.run(run_id), True, host))
+            old[run_id] = index_entry(sweep_dir.run(run_id))
     runindex.rewrite(sweep_dir.index_jsonl, list(old.values()))
 
 

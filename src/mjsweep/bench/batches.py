@@ -129,15 +129,20 @@ def _result(run_dir: RunDir) -> dict[str, Any] | None:
 
 
 def _mean(results: list[dict[str, Any]], key: str) -> float | None:
-    values = [float(r[key]) for r in results if r.get(key) is not None]
+    values = _values(results, key)
     return round(mean(values), 3) if values else None
 
 
 def _max(results: list[dict[str, Any]], key: str) -> float | None:
-    values = [float(r[key]) for r in results if r.get(key) is not None]
+    values = _values(results, key)
     return round(max(values), 3) if values else None
 
 
 def _spread(results: list[dict[str, Any]], key: str) -> float | None:
-    values = [float(r[key]) for r in results if r.get(key) is not None]
+    values = _values(results, key)
     return round(max(values) - min(values), 3) if values else None
+
+
+def _values(results: list[dict[str, Any]], key: str) -> list[float]:
+    """The key's value in each run's result.json that has one."""
+    return [float(r[key]) for r in results if r.get(key) is not None]

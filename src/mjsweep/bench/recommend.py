@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..rundir import write_text_atomic
+
 FILE_NAME = "bench.json"
 
 
@@ -70,9 +72,8 @@ def save(workers: int, cores: int, env: str, aggregate_fps: float) -> Path:
     entries[key] = asdict(Recommendation(workers, key, datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                          env, round(aggregate_fps, 1)))
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{FILE_NAME}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(entries, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)  # a concurrent `sweep run` reads the old file or the new one, never half
+    # Atomic: a concurrent `sweep run` reads the old file or the new one, never half.
+    write_text_atomic(path, json.dumps(entries, indent=2) + "\n")
     return path
 
 

@@ -32,8 +32,9 @@ def _cells(report: BenchReport, b: Batch) -> list[str]:
     name += f" ({b.failed} failed)" if b.failed else ""
     cpu_per_run = b.workers_cpu_s / b.n if b.workers_cpu_s is not None else None
     return [name, str(b.n), f"{b.wall_s:.1f}", f"{b.aggregate:.0f}", f"{report.efficiency(b):.2f}",
-            fixed(b.busy(report.config.cores), 2), fixed(cpu_per_run, 1), f"{b.run_fps:.0f}", fixed(b.rollout_s, 1),
-            fixed(b.train_s, 1), fixed(b.spread_s, 1), fixed(b.startup_s, 2), fixed(b.peak_rss_mb, 0), fixed(b.torch_threads, 0),
+            fixed(b.busy(report.config.cores), 2), fixed(cpu_per_run, 1), f"{b.run_fps:.0f}",
+            fixed(b.rollout_s, 1), fixed(b.train_s, 1), fixed(b.spread_s, 1), fixed(b.startup_s, 2),
+            fixed(b.peak_rss_mb, 0), fixed(b.torch_threads, 0),
             "-" if b.launcher_cpu is None else f"{100 * b.launcher_cpu:.2f}%"]
 
 
