@@ -268,3 +268,31 @@ def test_renderer_choice():
     assert isinstance(live.make_progress(tty, sweep), live.LiveProgress)
     quiet = live.make_progress(tty, sweep, quiet=True)
     assert isinstance(quiet, live.PlainProgress) and quiet.quiet
+
+
+def test_thousands_of_runs_print_one_plain_line_each():
+    """Past PLAIN_ROWS the status and plan tables are plain aligned lines: every run on its own line,
+    no box drawing, nothing wrapped."""
+    from types import SimpleNamespace
+
+    from mjsweep import render
+    from mjsweep.status import RunView
+
+    runs = [RunView(f"v_s{i}", "v", {}, i, "succeeded", attempts=1, timesteps=1000, total_timesteps=1000,
+                    fps=700.0, final_return=float(i)) for i in range(render.PLAIN_ROWS + 1)]
+    out = Console(file=io.StringIO(), width=200)
+    out.print(live.sweep_renderable(runs, [], compact=False))
+    lines = out.file.getvalue().splitlines()
+    table = render.plain_table(live.RUN_COLUMNS, [live.run_cells(r, None) for r in runs]).splitlines()
+    assert lines[1:] == table and len(table) == len(runs) + 1
+    assert lines[-1].split() == ["v_s500", "succeeded", "1.0k/1.0k", "700", "-", "-", "500.00", "1"]
+
+    plan = SimpleNamespace(spec=SimpleNamespace(name="big"), sweep_dir=SimpleNamespace(path=Path("/runs/big")))
+    specs = [run_spec("v", i) for i in range(render.PLAIN_ROWS + 1)]
+    out = Console(file=io.StringIO(), width=200)
+    render.plan_table(out, plan, planned(specs))
+    lines = out.file.getvalue().splitlines()
+    assert lines[0] == f"sweep big: {len(specs)} runs -> /runs/big"
+    assert lines[1].split() == ["run", "id", "variant", "grid", "seed", "action"]
+    assert [ln.split()[0] for ln in lines[2:-1]] == [s.run_id for s in specs]
+    assert lines[-1] == f"dry run: {len(specs)} to start, 0 to resume, 0 to skip; nothing started"

@@ -113,3 +113,18 @@ def test_a_launcher_keeps_the_lines_of_runs_it_leaves_alone(tmp_path):
     after = runindex.ended_entries(sweep.index_jsonl)
     assert sorted(after) == ["v_s0", "v_s2", "v_s3"]  # the run to start again is read from its files
     assert after["v_s3"] == index_entry(sweep.run("v_s3"))
+
+
+def test_the_live_view_takes_skipped_runs_from_the_index(tmp_path):
+    from mjsweep import live
+
+    spec = run_spec("v", 0)
+    make_run(tmp_path, spec, RunState.SUCCEEDED, result=result(5.0))
+    sweep = SweepDir(tmp_path)
+    index_as_launcher_would(sweep)
+    sweep.run("v_s0").result_json.unlink()  # so a view with the return can only have come from the index
+    tracker = live.Tracker(sweep)
+    tracker.planned([PlannedRun(spec, Action.SKIP)])
+    assert not tracker.dirty  # nothing left to read from the run's files
+    (view,) = tracker.refresh(force=True)
+    assert (view.state, view.final_return, view.fps) == ("succeeded", 5.0, 1000.0)
