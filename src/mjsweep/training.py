@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Callable
 
 import torch
 import yaml
@@ -95,9 +96,12 @@ def _size(path: Path) -> int:
 class IterationRecorder(BaseCallback):
     """Writes one progress.csv row per PPO iteration (rollout + update) and checkpoints when due."""
 
-    def __init__(self, checkpointer: Checkpointer, resume: Checkpoint | None):
+    def __init__(self, checkpointer: Checkpointer, resume: Checkpoint | None,
+                 stop_if_requested: Callable[[], None]):
         super().__init__()
         self.checkpointer = checkpointer
+        self.stop_if_requested = stop_if_requested
+        """Called at every env step: raises KeyboardInterrupt when the worker was asked to stop."""
         self.base = resume.timing if resume else Timing()
         self.iteration = resume.iteration if resume else 0
         self.last_checkpoint_at = resume.timesteps if resume else 0
@@ -141,6 +145,7 @@ class IterationRecorder(BaseCallback):
         self._pending = True
 
     def _on_step(self) -> bool:
+        self.stop_if_requested()
         return True
 
     def _on_training_end(self) -> None:
@@ -255,14 +260,16 @@ def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer, resume:
                policy_kwargs=policy_kwargs or None, tensorboard_log=tensorboard_log, **kwargs)
 
 
-def evaluate(spec: RunSpec, model: PPO) -> tuple[float, float]:
-    """Mean and std of the return over eval_episodes fresh episodes of a separately seeded env."""
+def evaluate(spec: RunSpec, model: PPO, stop_if_requested: Callable[[], None]) -> tuple[float, float]:
+    """Mean and std of the return over eval_episodes fresh episodes of a separately seeded env;
+    stop_if_requested is called at every step."""
     env = DummyVecEnv([lambda: Monitor(make_env(spec.env, Path(spec.xml), spec.env_kwargs,
                                                 spec.max_episode_steps))])
     env.seed(spec.seed + 1_000_003)
     try:
         mean, std = evaluate_policy(model, env, n_eval_episodes=spec.eval_episodes,
-                                    deterministic=spec.eval_deterministic)
+                                    deterministic=spec.eval_deterministic,
+                                    callback=lambda _locals, _globals: stop_if_requested())
     finally:
         env.close()
     return float(mean), float(std)

@@ -4,6 +4,11 @@ The only module that imports torch and stable-baselines3. It reads RUN_DIR/spec.
 thread pool at one thread before torch does any work, trains PPO (continuing from the last
 checkpoint if there is one), evaluates, and writes result.json. Exit codes: 0 done, 1 the training
 raised (a deterministic error), 130 stopped by SIGINT/SIGTERM after saving a checkpoint.
+
+SIGINT and SIGTERM only note a stop request; the worker acts on it at points of its own: between set-up
+steps, and at every env step of training and evaluation. Raising from the signal handler would surface
+in whatever library code runs at that instant, and some of it turns exceptions into others: inside
+gymnasium's `try: import mujoco / except ImportError`, a stop became a "MuJoCo is not installed" error.
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) != 1:
         print("usage: python -m mjsweep.worker RUN_DIR", file=sys.stderr)
         return 2
-    signal.signal(signal.SIGTERM, _raise_interrupt)
-    signal.signal(signal.SIGINT, _raise_interrupt)
+    signal.signal(signal.SIGTERM, _note_stop_request)
+    signal.signal(signal.SIGINT, _note_stop_request)
     try:
         return _train(Path(argv[0]))
     except KeyboardInterrupt:
@@ -42,11 +47,18 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
 
 
-def _raise_interrupt(signum, frame):  # noqa: ARG001
-    # Ignore repeats while the checkpoint is being written.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise KeyboardInterrupt
+_stop_requested = False
+
+
+def _note_stop_request(signum, frame):  # noqa: ARG001
+    global _stop_requested
+    _stop_requested = True
+
+
+def stop_if_requested() -> None:
+    """Raise KeyboardInterrupt here, at a point of the worker's own choosing, if a stop was requested."""
+    if _stop_requested:
+        raise KeyboardInterrupt
 
 
 def _train(run_path: Path) -> int:
@@ -60,6 +72,7 @@ def _train(run_path: Path) -> int:
     from .status import read_progress
     from .training import Checkpointer, IterationRecorder, build_model, evaluate, make_vec_env, versions
 
+    stop_if_requested()
     started = time.monotonic()
     run = RunDir(run_path)
     spec = RunSpec.model_validate_json(run.spec_json.read_text(encoding="utf-8"))
@@ -70,8 +83,9 @@ def _train(run_path: Path) -> int:
         resume.truncate_logs(run)
     venv = make_vec_env(spec, run, resume)
     try:
+        stop_if_requested()
         model = build_model(spec, venv, checkpointer, resume)
-        recorder = IterationRecorder(checkpointer, resume)
+        recorder = IterationRecorder(checkpointer, resume, stop_if_requested)
         try:
             model.learn(total_timesteps=spec.total_timesteps - model.num_timesteps,
                         reset_num_timesteps=resume is None, callback=recorder)
@@ -80,7 +94,7 @@ def _train(run_path: Path) -> int:
             raise
         model.save(str(run.path / ".model.zip.tmp"))
         os.replace(run.path / ".model.zip.tmp", run.model_zip)
-        mean, std = evaluate(spec, model)
+        mean, std = evaluate(spec, model, stop_if_requested)
     finally:
         venv.close()
     timing = recorder.totals()
