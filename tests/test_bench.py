@@ -183,7 +183,9 @@ def test_launcher_lists_a_workers_process_tree_once_per_interval(monkeypatch):
     listed = []
     real_children = psutil.Process.children
     monkeypatch.setattr(psutil.Process, "children", lambda self, **kw: listed.append(1) or real_children(self, **kw))
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
+                            start_new_session=True, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "up\n"  # an interpreter, not a process image just exec'd with no RSS yet
     handle = LocalHandle(proc)
     try:
         for _ in range(5):
@@ -193,3 +195,4 @@ def test_launcher_lists_a_workers_process_tree_once_per_interval(monkeypatch):
     finally:
         handle.kill()
         proc.wait(timeout=30)
+        proc.stdout.close()
