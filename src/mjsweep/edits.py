@@ -17,7 +17,7 @@ import numpy as np
 
 from .editspec import PLACEHOLDER, EditSpec
 from .modelfiles import absolutize_asset_dirs, asset_files, combined_sha256
-from .plan import format_value
+from .naming import format_value
 
 
 class EditError(ValueError):

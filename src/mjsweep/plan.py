@@ -11,11 +11,11 @@ import copy
 import hashlib
 import itertools
 import json
-import re
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from .naming import format_value, sanitize
 from .spec import SweepSpec
 
 if TYPE_CHECKING:  # variants imports MuJoCo's edit machinery, which `sweep status` never needs
@@ -93,7 +93,7 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
     }
     digest = hashlib.sha256(json.dumps(content, sort_keys=True, default=repr).encode()).hexdigest()
     readable = "_".join([variant.name, *(f"{short[k]}={format_value(v)}" for k, v in point.items()), f"s{seed}"])
-    readable = _sanitize(readable)[: MAX_ID_LENGTH - 9]
+    readable = sanitize(readable)[: MAX_ID_LENGTH - 9]
     return RunSpec(
         run_id=f"{readable}_{digest[:8]}", sweep=spec.name, variant=variant.name, grid=point, seed=seed,
         env=spec.env, xml=str(variant.xml), xml_sha256=variant.sha256, env_kwargs=env_kwargs,
@@ -128,18 +128,3 @@ def _short_names(keys: list[str]) -> dict[str, str]:
     """Last dotted segment of each grid key, or the whole key where two would clash."""
     last = [k.rsplit(".", 1)[-1] for k in keys]
     return {k: (s if last.count(s) == 1 else k) for k, s in zip(keys, last)}
-
-
-def format_value(value: Any) -> str:
-    """A grid or edit value as it reads in run ids and variant names: 0.0003, 64x64, a-1+b-2."""
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "x".join(format_value(v) for v in value)
-    if isinstance(value, dict):
-        return "+".join(f"{k}-{format_value(v)}" for k, v in value.items())
-    return str(value)
-
-
-def _sanitize(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._=+-]", "-", text)
