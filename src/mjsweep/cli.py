@@ -22,6 +22,20 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 EXIT_INVALID = 2
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        print(f"mjsweep {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                          help="Print mjsweep's version and exit.")) -> None:
+    """Launch sweeps of single-threaded PPO trainings over MuJoCo robot variants."""
+
+
 def usable_cores() -> int:
     return len(os.sched_getaffinity(0))
 
