@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from mjsweep.errors import LaunchError
 from mjsweep.launchers.local import LocalLauncher
 from mjsweep.plan import RunSpec
 from mjsweep.rundir import FailureClass, RunState, SweepDir, write_json_atomic
@@ -322,3 +323,22 @@ def test_a_run_placed_after_it_started_shows_its_node(tmp_path):
     assert seen[0] == (RunState.RUNNING, "waiting for a node")
     assert (RunState.RUNNING, "node-7") in seen
     assert SweepDir(tmp_path).run("r0").read_status().host == "node-7"  # kept in the final status
+
+
+def test_a_launch_error_fails_that_run_and_the_others_go_on(tmp_path):
+    clock = FakeClock()
+    launcher = FakeLauncher(clock)
+    original = launcher.start
+
+    def start(run, run_dir):
+        if run.run_id == "r0":
+            raise LaunchError("sbatch refused the array (a.sh): slurmctld down")
+        return original(run, run_dir)
+
+    launcher.start = start
+    SweepDir(tmp_path).run("r0").path.mkdir()
+    sched, events = scheduler(tmp_path, launcher, clock)
+    outcome = sched.run([make_run(i) for i in range(3)])
+    assert outcome.failed == ["r0"] and sorted(outcome.succeeded) == ["r1", "r2"] and outcome.exit_code == 1
+    status = SweepDir(tmp_path).run("r0").read_status()
+    assert status.failure is FailureClass.ERROR and "slurmctld down" in status.error_tail

@@ -15,8 +15,9 @@ import pytest
 import yaml
 
 from conftest import REPO, TINY_LONG_XML, TINY_XML, run_sweep, sweep_exe, wait_for, write_spec
+from mjsweep.errors import LaunchError, LauncherConfigError
 from mjsweep.launchers.base import RETURNCODE_LOST
-from mjsweep.launchers.slurm import build_submission, finished_code
+from mjsweep.launchers.slurm import SlurmLauncher, build_submission, finished_code
 from mjsweep.rundir import RunDir, SweepDir
 from mjsweep.spec import SlurmSpec
 from mjsweep.sweep import prepare
@@ -298,3 +299,24 @@ def test_tasks_left_by_a_dead_launcher_are_cancelled_before_the_sweep_runs_again
     log = run_dir.log.read_text()
     # The orphan stopped (and saved) before the new task began: never two workers in one run dir.
     assert log.index("stopped by a signal") < log.index("resuming")
+
+
+def refusing_sbatch(tmp_path: Path, monkeypatch) -> None:
+    """SLURM's commands on PATH, with an sbatch that refuses every array."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir(exist_ok=True)
+    for name, body in (("sbatch", "echo 'invalid partition specified' >&2; exit 1"), ("squeue", "exit 0"),
+                       ("scontrol", "exit 0"), ("scancel", "exit 0")):
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_a_refused_array_is_bad_input_but_a_refused_retry_fails_only_its_run(tmp_path, tiny_spec, monkeypatch):
+    runs, sweep_dir = planned_runs(tmp_path, tiny_spec)
+    refusing_sbatch(tmp_path, monkeypatch)
+    launcher = SlurmLauncher(SlurmSpec())
+    with pytest.raises(LauncherConfigError, match="sbatch refused the array .*invalid partition"):
+        launcher.submit(runs, sweep_dir)  # before any run: the sweep stops with exit 2
+    with pytest.raises(LaunchError, match="sbatch refused the array .*invalid partition"):
+        launcher.start(runs[0], sweep_dir.run(runs[0].run_id))  # a retry, while others run

@@ -1,7 +1,7 @@
 """The `sweep` command line. Each command parses, calls one library function and renders its result.
 
-Exit codes: 0 success, 1 some run failed, 2 invalid input (nothing started, nothing written),
-130 interrupted.
+Exit codes: 0 success, 1 some run failed, 2 invalid input (errors.InputError: nothing started, nothing
+written), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -64,16 +64,16 @@ def run(
 ) -> None:
     """Train every variant x grid point x seed, each as its own single-threaded process."""
     from . import live
-    from .launchers import LauncherConfigError, build_launcher, scheduler_slots
+    from .errors import InputError
+    from .launchers import build_launcher, scheduler_slots
     from .scheduler import SchedulerOptions
-    from .spec import SpecError
-    from .sweep import SweepLockedError, decide, execute, prepare
+    from .sweep import decide, execute, prepare
 
     timeout_s = parse_duration(timeout) if timeout else None
     out = render.make_console()
     try:
         plan = prepare(spec_file, runs_dir)
-    except SpecError as exc:
+    except InputError as exc:
         raise _invalid(str(exc)) from None
     render.warn_missing_tensorboard(plan.spec)
     if dry_run:
@@ -85,7 +85,7 @@ def run(
         return
     try:
         launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers)
-    except LauncherConfigError as exc:
+    except InputError as exc:
         raise _invalid(str(exc)) from None
     default = _default_workers(backend)
     # Memory is only this machine's to guard when the runs execute here.
@@ -96,7 +96,7 @@ def run(
     try:
         outcome = execute(plan, launcher, options, on_event=progress.event,
                           on_planned=_announce_then(note, progress.planned))
-    except (SweepLockedError, LauncherConfigError) as exc:
+    except InputError as exc:
         raise _invalid(str(exc)) from None
     finally:
         progress.close()

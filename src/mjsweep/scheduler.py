@@ -16,6 +16,7 @@ from typing import Callable
 
 import psutil
 
+from .errors import LaunchError
 from .launchers.base import RETURNCODE_LOST, Launcher, RunHandle
 from .plan import RunSpec
 from .rundir import CorruptFileError, FailureClass, RunState, RunStatus, SweepDir, now_iso
@@ -144,7 +145,7 @@ class Scheduler:
         self._index.restarting(run.run_id)
         try:
             handle = self.launcher.start(run, run_dir)
-        except OSError as exc:  # cannot fork, cannot open log.txt (disk full): this run fails, not the sweep
+        except (OSError, LaunchError) as exc:  # cannot fork, disk full, sbatch refused: this run fails alone
             self._record(run_dir, RunStatus(state=RunState.FAILED, attempts=attempts, failure=FailureClass.ERROR,
                                             error_tail=f"could not start the worker: {exc}", ended_at=now_iso()))
             outcome.failed.append(run.run_id)

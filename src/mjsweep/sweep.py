@@ -24,15 +24,12 @@ from . import runindex
 from . import spec as speclib
 from . import variants as variantlib
 from .envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
+from .errors import SweepLockedError
 from .launchers.base import Launcher
 from .plan import RunSpec
 from .rundir import CorruptFileError, RunDir, RunState, SweepDir, write_json_atomic, write_text_atomic
 from .scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
 from .status import index_entry
-
-
-class SweepLockedError(Exception):
-    """Another launcher holds this sweep's lock."""
 
 
 class BrokenVariantsError(speclib.SpecError):

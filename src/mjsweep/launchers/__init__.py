@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
+from ..errors import LauncherConfigError
 from ..spec import SweepSpec
 
 BACKENDS = ("local", "ray", "slurm")
-
-
-class LauncherConfigError(Exception):
-    """The chosen backend cannot run this spec here (no GPU for device: cuda, no cluster, ...)."""
 
 
 def build_launcher(backend: str, spec: SweepSpec, gpus: str | None = None, address: str | None = None,

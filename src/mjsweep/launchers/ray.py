@@ -19,6 +19,7 @@ from pathlib import Path
 import ray
 from ray.exceptions import ActorUnavailableError, RayError
 
+from ..errors import LaunchError, LauncherConfigError
 from ..plan import RunSpec
 from ..rundir import CorruptFileError, RunDir
 from .base import RETURNCODE_LOST
@@ -106,8 +107,6 @@ class RayLauncher:
     """Connects to the cluster at `address` (or RAY_ADDRESS); with neither, starts a local Ray."""
 
     def __init__(self, address: str | None = None, runs_per_gpu: int = 1):
-        from . import LauncherConfigError
-
         address = address or os.environ.get("RAY_ADDRESS") or "local"
         unreachable = _unreachable(address)
         if unreachable:
@@ -134,9 +133,12 @@ class RayLauncher:
         spec = json.loads(run_dir.spec_json.read_text(encoding="utf-8"))
         files = {rel: path.read_bytes() for rel, path in run_files(run_dir.path, LAUNCHER_OWNED)}
         cuda = run.device == "cuda"
-        actor = RunAttempt.options(num_cpus=run.cpus, num_gpus=(1 / self.runs_per_gpu) if cuda else 0).remote(
-            spec, files, pack_model(Path(run.xml)), cuda)
-        return RayHandle(actor, run_dir, actor.start.remote())
+        try:
+            actor = RunAttempt.options(num_cpus=run.cpus, num_gpus=(1 / self.runs_per_gpu) if cuda else 0).remote(
+                spec, files, pack_model(Path(run.xml)), cuda)
+            return RayHandle(actor, run_dir, actor.start.remote())
+        except RayError as exc:  # the cluster refused the actor: this run fails, the sweep goes on
+            raise LaunchError(f"Ray could not start the run: {_one_line(exc)}") from None
 
     def close(self) -> None:
         ray.shutdown()

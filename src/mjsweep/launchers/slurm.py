@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from ..errors import LaunchError, LauncherConfigError
 from ..plan import RunSpec
 from ..rundir import CorruptFileError, RunDir, SweepDir, write_text_atomic
 from ..spec import SlurmSpec
@@ -186,8 +187,6 @@ def _cancel_orphans(sweep_dir: SweepDir) -> None:
         time.sleep(QUEUE_REFRESH_S)
         orphans = _orphans(sweep_dir)
     if orphans:
-        from . import LauncherConfigError
-
         raise LauncherConfigError(f"tasks {', '.join(orphans)} of an earlier `sweep run` of this sweep are "
                                   "still in the queue after scancel; wait for them to end, then run again")
 
@@ -198,8 +197,6 @@ class SlurmLauncher:
     def __init__(self, slurm: SlurmSpec, throttle: int | None = None):
         missing = [cmd for cmd in COMMANDS if not shutil.which(cmd)]
         if missing:
-            from . import LauncherConfigError
-
             raise LauncherConfigError(f"--backend slurm needs {', '.join(missing)} on PATH "
                                       "(run the sweep on a SLURM login node)")
         self.slurm, self.throttle = slurm, throttle
@@ -210,9 +207,13 @@ class SlurmLauncher:
         return UNLIMITED_SLOTS
 
     def submit(self, runs: list[RunSpec], sweep_dir: SweepDir) -> None:
-        """Queue all runs as one array; the scheduler then start()s each, which only hands out its task."""
+        """Queue all runs as one array; the scheduler then start()s each, which only hands out its task.
+        A refused array stops the sweep before any run (exit 2): it is most often the spec's slurm block."""
         _cancel_orphans(sweep_dir)
-        self._unclaimed.update(self._sbatch(runs, sweep_dir))
+        try:
+            self._unclaimed.update(self._sbatch(runs, sweep_dir))
+        except LaunchError as exc:
+            raise LauncherConfigError(str(exc)) from None
 
     def can_start(self, run: RunSpec) -> bool:
         return True
@@ -234,10 +235,8 @@ class SlurmLauncher:
         write_text_atomic(sub.script_path, sub.script)
         out = subprocess.run(sub.command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if out.returncode != 0:
-            from . import LauncherConfigError
-
             message = " ".join(out.stderr.split()) or f"exit {out.returncode}"
-            raise LauncherConfigError(f"sbatch refused the array ({sub.script_path}): {message}")
+            raise LaunchError(f"sbatch refused the array ({sub.script_path}): {message}")
         job = out.stdout.strip().split(";")[0]
         self._queue.forget()
         return {run.run_id: f"{job}_{i}" for i, run in enumerate(runs)}
