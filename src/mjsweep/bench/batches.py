@@ -15,7 +15,8 @@ import yaml
 from rich.console import Console
 
 from .. import live
-from ..launchers.local import THREAD_VARS, LocalLauncher
+from ..launchers.local import LocalLauncher
+from ..launchers.spawn import THREAD_VARS
 from ..rundir import CorruptFileError, RunDir
 from ..scheduler import SchedulerOptions, SweepOutcome
 from ..sweep import SweepPlan, execute, prepare

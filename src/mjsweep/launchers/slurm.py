@@ -26,7 +26,7 @@ from ..plan import RunSpec
 from ..rundir import CorruptFileError, RunDir, SweepDir, write_text_atomic
 from ..spec import SlurmSpec
 from .base import RETURNCODE_LOST
-from .local import THREAD_VARS
+from .spawn import THREAD_VARS
 
 SLURM_DIR = "slurm"
 """Under the sweep dir: each array's script and run list, and SLURM's own output per task."""
