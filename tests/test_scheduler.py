@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from mjsweep.errors import LaunchError
+from mjsweep.launchers.base import Launcher
 from mjsweep.launchers.local import LocalLauncher
 from mjsweep.plan import RunSpec
 from mjsweep.rundir import FailureClass, RunState, SweepDir, write_json_atomic
@@ -70,16 +71,13 @@ class FakeHandle:
         return 100.0
 
 
-class FakeLauncher:
+class FakeLauncher(Launcher):
     def __init__(self, clock: FakeClock, scripts: dict[str, Script] | None = None):
         self.clock, self.scripts = clock, scripts or {}
         self.started: list[str] = []
         self.running: list[FakeHandle] = []
         self.max_cpus_in_use = 0
         self.together: list[set[str]] = []  # the runs running right after each start
-
-    def can_start(self, run):
-        return True
 
     def start(self, run, run_dir):
         run_dir.path.mkdir(parents=True, exist_ok=True)
@@ -92,9 +90,6 @@ class FakeLauncher:
         self.together.append({h.run_id for h in self.running})
         self.max_cpus_in_use = max(self.max_cpus_in_use, sum(h.cpus for h in self.running))
         return handle
-
-    def close(self):
-        pass
 
 
 def scheduler(tmp_path, launcher, clock, **options):

@@ -65,7 +65,7 @@ def run(
     """Train every variant x grid point x seed, each as its own single-threaded process."""
     from . import live
     from .errors import InputError
-    from .launchers import build_launcher, scheduler_slots
+    from .launchers import build_launcher
     from .scheduler import SchedulerOptions
     from .sweep import decide, execute, prepare
 
@@ -87,20 +87,20 @@ def run(
         launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers)
     except InputError as exc:
         raise _invalid(str(exc)) from None
-    default = _default_workers(backend)
-    # Memory is only this machine's to guard when the runs execute here.
-    options = SchedulerOptions(max_workers=scheduler_slots(launcher, workers, default.workers), retries=retries,
-                               timeout_s=timeout_s, grace_s=grace, memory_guard=backend == "local")
-    progress = live.make_progress(out, plan.sweep_dir, quiet=quiet)
-    note = None if workers or quiet or not default.source else f"workers: {default.workers} ({default.source})"
-    try:
-        outcome = execute(plan, launcher, options, on_event=progress.event,
-                          on_planned=_announce_then(note, progress.planned))
-    except InputError as exc:
-        raise _invalid(str(exc)) from None
-    finally:
-        progress.close()
-        launcher.close()
+    with launcher:
+        default = _default_workers(backend)
+        # Memory is only this machine's to guard when the runs execute here.
+        options = SchedulerOptions(max_workers=launcher.slots(workers, default.workers), retries=retries,
+                                   timeout_s=timeout_s, grace_s=grace, memory_guard=backend == "local")
+        progress = live.make_progress(out, plan.sweep_dir, quiet=quiet)
+        note = None if workers or quiet or not default.source else f"workers: {default.workers} ({default.source})"
+        try:
+            outcome = execute(plan, launcher, options, on_event=progress.event,
+                              on_planned=_announce_then(note, progress.planned))
+        except InputError as exc:
+            raise _invalid(str(exc)) from None
+        finally:
+            progress.close()
     render.outcome_summary(out, plan, outcome)
     raise typer.Exit(outcome.exit_code)
 

@@ -188,9 +188,8 @@ def execute(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
             if item.note.startswith("left running"):
                 _kill_orphan(plan.sweep_dir.run(item.run.run_id))
         todo = [p.run for p in planned if p.action is not Action.SKIP]
-        submit = getattr(launcher, "submit", None)  # a batch system (SLURM) queues every run at once
-        if submit and todo:
-            submit(todo, plan.sweep_dir)
+        if todo:
+            launcher.submit(todo, plan.sweep_dir)
         outcome = Scheduler(launcher, plan.sweep_dir, options, on_event).run(todo)
         outcome.succeeded[:0] = [p.run.run_id for p in planned if p.action is Action.SKIP]
         return outcome

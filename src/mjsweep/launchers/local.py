@@ -15,6 +15,7 @@ import psutil
 from ..gpus import GpuSlots
 from ..plan import RunSpec
 from ..rundir import RunDir
+from .base import Launcher
 from .spawn import spawn_worker, worker_command, worker_env
 
 TREE_EVERY_S = 10.0
@@ -77,7 +78,7 @@ class LocalHandle:
         self._peak_rss = max(self._peak_rss, rss)
 
 
-class LocalLauncher:
+class LocalLauncher(Launcher):
     """Starts each run as `python -m mjsweep.worker RUN_DIR`, an argument list, never a shell string.
 
     Runs with device "cuda" get a GPU slot each (CUDA_VISIBLE_DEVICES); CPU runs see no GPU.
@@ -106,5 +107,3 @@ class LocalLauncher:
             raise
         return LocalHandle(proc, on_exit=(lambda: self.gpu_slots.give_back(gpu)) if gpu is not None else lambda: None)
 
-    def close(self) -> None:
-        pass

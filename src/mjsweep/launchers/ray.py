@@ -22,7 +22,7 @@ from ray.exceptions import ActorUnavailableError, RayError
 from ..errors import LaunchError, LauncherConfigError
 from ..plan import RunSpec
 from ..rundir import CorruptFileError, RunDir
-from .base import RETURNCODE_LOST
+from .base import RETURNCODE_LOST, Launcher
 from .filesync import Shipment, apply, pack_model, run_files
 from .ray_task import LAUNCHER_OWNED, RunAttempt
 
@@ -103,8 +103,9 @@ class RayHandle:
             return None  # poll() will see the actor's end and report it
 
 
-class RayLauncher:
-    """Connects to the cluster at `address` (or RAY_ADDRESS); with neither, starts a local Ray."""
+class RayLauncher(Launcher):
+    """Connects to the cluster at `address` (or RAY_ADDRESS); with neither, starts a local Ray. Ray
+    queues each run's actor until a node has its CPUs and GPU share, so can_start() is always true."""
 
     def __init__(self, address: str | None = None, runs_per_gpu: int = 1):
         address = address or os.environ.get("RAY_ADDRESS") or "local"
@@ -122,12 +123,9 @@ class RayLauncher:
             raise LauncherConfigError(f"cannot connect to Ray at {address}: {_one_line(exc)}{hint}") from None
         self.runs_per_gpu = runs_per_gpu
 
-    def slots(self, requested: int | None) -> int:
+    def slots(self, requested: int | None, default: int) -> int:
         """CPU slots for the scheduler: --workers, else every CPU of the cluster."""
         return requested or max(1, int(ray.cluster_resources().get("CPU", 1)))
-
-    def can_start(self, run: RunSpec) -> bool:
-        return True  # Ray queues an actor until a node has its CPUs and GPU share
 
     def start(self, run: RunSpec, run_dir: RunDir) -> RayHandle:
         spec = json.loads(run_dir.spec_json.read_text(encoding="utf-8"))

@@ -25,7 +25,7 @@ from ..errors import LaunchError, LauncherConfigError
 from ..plan import RunSpec
 from ..rundir import CorruptFileError, RunDir, SweepDir, write_text_atomic
 from ..spec import SlurmSpec
-from .base import RETURNCODE_LOST
+from .base import RETURNCODE_LOST, Launcher
 from .spawn import THREAD_VARS
 
 SLURM_DIR = "slurm"
@@ -191,7 +191,7 @@ def _cancel_orphans(sweep_dir: SweepDir) -> None:
                                   "still in the queue after scancel; wait for them to end, then run again")
 
 
-class SlurmLauncher:
+class SlurmLauncher(Launcher):
     """Submits every run of the sweep as one array (submit()); start() hands out its tasks."""
 
     def __init__(self, slurm: SlurmSpec, throttle: int | None = None):
@@ -203,8 +203,8 @@ class SlurmLauncher:
         self._queue = _Queue()
         self._unclaimed: dict[str, str] = {}  # run_id -> its array task, submitted, not yet started
 
-    def slots(self, requested: int | None) -> int:
-        return UNLIMITED_SLOTS
+    def slots(self, requested: int | None, default: int) -> int:
+        return UNLIMITED_SLOTS  # --workers is the array's throttle instead
 
     def submit(self, runs: list[RunSpec], sweep_dir: SweepDir) -> None:
         """Queue all runs as one array; the scheduler then start()s each, which only hands out its task.
@@ -214,9 +214,6 @@ class SlurmLauncher:
             self._unclaimed.update(self._sbatch(runs, sweep_dir))
         except LaunchError as exc:
             raise LauncherConfigError(str(exc)) from None
-
-    def can_start(self, run: RunSpec) -> bool:
-        return True
 
     def start(self, run: RunSpec, run_dir: RunDir) -> SlurmHandle:
         task = self._unclaimed.pop(run.run_id, None)
