@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from mjsweep.errors import LaunchError
-from mjsweep.launchers.base import Launcher
+from mjsweep.launchers.base import Launcher, RunExit
 from mjsweep.launchers.local import LocalLauncher
 from mjsweep.plan import RunSpec
 from mjsweep.rundir import FailureClass, RunState, SweepDir, write_json_atomic
@@ -57,7 +57,7 @@ class FakeHandle:
                 write_json_atomic(self.run_dir.result_json, {"eval_mean_return": 1.0})
             else:
                 self.run_dir.log.write_text("Traceback (most recent call last):\nValueError: boom\n")
-        return self.code
+        return RunExit.from_returncode(self.code)
 
     def interrupt(self):
         self.signals.append("INT")

@@ -17,14 +17,13 @@ from typing import Callable
 import psutil
 
 from .errors import LaunchError
-from .launchers.base import RETURNCODE_LOST, Launcher, RunHandle
+from .failures import classify, should_retry
+from .launchers.base import Launcher, RunExit, RunHandle
 from .plan import RunSpec
-from .rundir import CorruptFileError, FailureClass, RunState, RunStatus, SweepDir, now_iso
+from .rundir import CorruptFileError, FailureClass, RunDir, RunState, RunStatus, SweepDir, now_iso
 from .runindex import ENDED_STATES, IndexWriter
 from .status import index_entry
 
-WORKER_INTERRUPTED = 130  # the worker's exit code after a requested stop and a saved checkpoint
-RETRYABLE = {FailureClass.KILLED, FailureClass.TIMEOUT, FailureClass.LOST}
 DEFAULT_RUN_MEMORY_MB = 600.0  # before any run of the sweep has finished and been measured
 
 
@@ -182,12 +181,12 @@ class Scheduler:
 
     def _poll(self, pending: deque, outcome: SweepOutcome) -> None:
         for run_id, active in list(self._active.items()):
-            code = active.handle.poll()
+            end = active.handle.poll()
             self._note_host(active)
-            if code is None:
+            if end is None:
                 continue
             del self._active[run_id]
-            self._finish(active, code, pending, outcome)
+            self._finish(active, end, pending, outcome)
 
     def _note_host(self, active: _Active) -> None:
         """A cluster run learns its node after it started; status.json shows it once known."""
@@ -204,12 +203,15 @@ class Scheduler:
             elif active.timed_out_at is not None and now - active.timed_out_at > self.options.grace_s:
                 active.handle.kill()
 
-    def _finish(self, active: _Active, code: int, pending: deque, outcome: SweepOutcome) -> None:
+    def _finish(self, active: _Active, end: RunExit, pending: deque, outcome: SweepOutcome) -> None:
         run_dir = self.sweep_dir.run(active.run.run_id)
-        failure = self._classify(active, code, run_dir)
+        stopped = bool(self._stop_requests) and active.interrupted_at is not None
+        failure = classify(end, stopped=stopped, timed_out=active.timed_out_at is not None,
+                           succeeded=_has_result(run_dir))
         peak = active.handle.peak_rss_mb()
         if peak:
             self._measured_rss_mb.append(peak)
+        code = end.returncode
         ended = dict(returncode=code, ended_at=now_iso(), peak_rss_mb=peak, pid=active.status.pid)
         if failure is None:
             self._record(run_dir, active.status.model_copy(update={"state": RunState.SUCCEEDED, **ended}))
@@ -221,7 +223,7 @@ class Scheduler:
         status = active.status.model_copy(update={"state": state, "failure": failure, "error_tail": tail,
                                                   **ended})
         self._record(run_dir, status)
-        if failure in RETRYABLE and active.attempt < self.options.retries and not self._stop_requests:
+        if should_retry(failure, active.attempt, self.options.retries, stopping=bool(self._stop_requests)):
             pending.append((active.run, active.attempt + 1))
             self.on_event(Event(EventKind.RETRYING, active.run.run_id, f"{failure.value} (exit {code})"))
         elif state is RunState.INTERRUPTED:
@@ -242,19 +244,6 @@ class Scheduler:
             return
         if status.state.value in ENDED_STATES:
             self._index.ended(index_entry(run_dir))
-
-    def _classify(self, active: _Active, code: int, run_dir) -> FailureClass | None:
-        if self._stop_requests and active.interrupted_at is not None:
-            return None if code == 0 and _has_result(run_dir) else FailureClass.INTERRUPTED
-        if active.timed_out_at is not None:
-            return None if code == 0 and _has_result(run_dir) else FailureClass.TIMEOUT
-        if code == 0:
-            return None if _has_result(run_dir) else FailureClass.ERROR
-        if code == RETURNCODE_LOST:
-            return FailureClass.LOST
-        if code < 0 or code == WORKER_INTERRUPTED:
-            return FailureClass.KILLED  # a signal nobody in this sweep asked for
-        return FailureClass.ERROR
 
     # -- stopping -----------------------------------------------------------------------------------
 
@@ -318,7 +307,7 @@ def _read_status_or_none(run_dir) -> RunStatus | None:
         return None
 
 
-def _has_result(run_dir) -> bool:
+def _has_result(run_dir: RunDir) -> bool:
     try:
         result = run_dir.read_result()
     except CorruptFileError:

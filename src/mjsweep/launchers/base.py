@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from enum import Enum
 from types import TracebackType
 from typing import Protocol, Self
 
@@ -10,7 +13,55 @@ from ..plan import RunSpec
 from ..rundir import RunDir, SweepDir
 
 RETURNCODE_LOST = -255
-"""poll()'s answer when the run's node, job or task vanished (no signal has this number)."""
+"""status.json's returncode for a run whose node, job or task vanished (no signal has this number)."""
+
+
+class ExitKind(str, Enum):
+    EXITED = "exited"                # the worker exited with a code
+    KILLED = "killed"                # a signal ended it
+    LOST = "lost"                    # its node, actor or task vanished
+    OUT_OF_MEMORY = "out-of-memory"  # the batch system ended it for its memory
+    CANCELLED = "cancelled"          # the batch system cancelled it with a signal (someone's scancel)
+    TIME_LIMIT = "time-limit"        # the batch system's own time limit ended it
+
+
+@dataclass(frozen=True)
+class RunExit:
+    """How a run ended, as its launcher saw it. Build one with the class methods."""
+
+    kind: ExitKind
+    returncode: int
+    """As status.json records it, in subprocess's convention: the exit code, minus the signal that
+    ended it, or RETURNCODE_LOST."""
+
+    @classmethod
+    def exited(cls, code: int) -> RunExit:
+        return cls(ExitKind.EXITED, code)
+
+    @classmethod
+    def killed(cls, sig: int) -> RunExit:
+        return cls(ExitKind.KILLED, -sig)
+
+    @classmethod
+    def from_returncode(cls, returncode: int) -> RunExit:
+        """A Popen returncode: negative when a signal ended the process."""
+        return cls.killed(-returncode) if returncode < 0 else cls.exited(returncode)
+
+    @classmethod
+    def lost(cls) -> RunExit:
+        return cls(ExitKind.LOST, RETURNCODE_LOST)
+
+    @classmethod
+    def out_of_memory(cls) -> RunExit:
+        return cls(ExitKind.OUT_OF_MEMORY, -signal.SIGKILL)
+
+    @classmethod
+    def cancelled(cls, sig: int) -> RunExit:
+        return cls(ExitKind.CANCELLED, -sig)
+
+    @classmethod
+    def time_limit(cls) -> RunExit:
+        return cls(ExitKind.TIME_LIMIT, -signal.SIGTERM)
 
 
 class RunHandle(Protocol):
@@ -18,10 +69,10 @@ class RunHandle(Protocol):
 
     pid: int | None
     host: str
+    """Where it runs; a cluster run may learn its node some polls after it started."""
 
-    def poll(self) -> int | None:
-        """The worker's exit code once it has ended (negative: killed by that signal;
-        RETURNCODE_LOST: its node or job was lost), else None."""
+    def poll(self) -> RunExit | None:
+        """How the run ended, once it has; else None. Cheap: the scheduler calls it every poll."""
 
     def interrupt(self) -> None:
         """Ask the run to stop: it saves a checkpoint and exits (SIGINT to its process group)."""

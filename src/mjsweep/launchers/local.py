@@ -15,7 +15,7 @@ import psutil
 from ..gpus import GpuSlots
 from ..plan import RunSpec
 from ..rundir import RunDir
-from .base import Launcher
+from .base import Launcher, RunExit
 from .spawn import spawn_worker, worker_command, worker_env
 
 TREE_EVERY_S = 10.0
@@ -34,14 +34,15 @@ class LocalHandle:
         self._tree_at = float("-inf")
         self._on_exit = on_exit
 
-    def poll(self) -> int | None:
+    def poll(self) -> RunExit | None:
         self._sample_rss()
         code = self.proc.poll()
-        if code is not None:
-            self._signal_group(signal.SIGKILL)  # whatever the worker started dies with it
-            self._on_exit()
-            self._on_exit = lambda: None
-        return code
+        if code is None:
+            return None
+        self._signal_group(signal.SIGKILL)  # whatever the worker started dies with it
+        self._on_exit()
+        self._on_exit = lambda: None
+        return RunExit.from_returncode(code)
 
     def interrupt(self) -> None:
         self._signal_group(signal.SIGINT)

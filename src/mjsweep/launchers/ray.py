@@ -3,7 +3,7 @@ CPU slots, and its GPU share for device: cuda, on whichever node Ray picks.
 
 The launcher's run dir stays the source of truth: the node's copy is shipped back every second or so
 (logs, progress, checkpoints; model.zip and result.json at the end), so `sweep status`, live progress
-and resume work as with local runs. A lost node is RETURNCODE_LOST; the scheduler retries the run,
+and resume work as with local runs. A lost node is RunExit.lost(); the scheduler retries the run,
 which starts again from the last checkpoint that came back.
 """
 
@@ -22,7 +22,7 @@ from ray.exceptions import ActorUnavailableError, RayError
 from ..errors import LaunchError, LauncherConfigError
 from ..plan import RunSpec
 from ..rundir import CorruptFileError, RunDir
-from .base import RETURNCODE_LOST, Launcher
+from .base import Launcher, RunExit
 from .filesync import Shipment, apply, pack_model, run_files
 from .ray_task import LAUNCHER_OWNED, RunAttempt
 
@@ -41,32 +41,32 @@ class RayHandle:
         self.host = "ray (waiting for a node)"
         self._started: ray.ObjectRef | None = started_ref  # answers with the node's label once placed
         self._pending = actor.sync.remote()
-        self._code: int | None = None
+        self._exit: RunExit | None = None
         self._kill_deadline: float | None = None
         self._unavailable_since: float | None = None
 
-    def poll(self) -> int | None:
+    def poll(self) -> RunExit | None:
         if self._started is not None and ray.wait([self._started], timeout=0)[0]:
             self.host = self._get(self._started) or self.host
             self._started = None
-        while self._code is None and ray.wait([self._pending], timeout=0)[0]:
+        while self._exit is None and ray.wait([self._pending], timeout=0)[0]:
             try:
                 shipment: Shipment = ray.get(self._pending)
             except ActorUnavailableError:
                 self._unavailable(time.monotonic())
                 continue
             except RayError:  # the actor, its worker process or its node died
-                self._end(-signal.SIGKILL if self._kill_deadline else RETURNCODE_LOST)
+                self._end(RunExit.killed(signal.SIGKILL) if self._kill_deadline else RunExit.lost())
                 break
             self._unavailable_since = None
             apply(self.run_dir.path, shipment)
             if shipment.exit_code is not None:
-                self._end(shipment.exit_code)
+                self._end(RunExit.from_returncode(shipment.exit_code))
             else:
                 self._pending = self.actor.sync.remote()
-        if self._code is None and self._kill_deadline and time.monotonic() > self._kill_deadline:
-            self._end(-signal.SIGKILL)  # the actor did not answer: ending it ends the worker too
-        return self._code
+        if self._exit is None and self._kill_deadline and time.monotonic() > self._kill_deadline:
+            self._end(RunExit.killed(signal.SIGKILL))  # the actor did not answer: ending it ends the worker too
+        return self._exit
 
     def interrupt(self) -> None:
         self.actor.interrupt.remote()
@@ -87,12 +87,12 @@ class RayHandle:
     def _unavailable(self, now: float) -> None:
         self._unavailable_since = self._unavailable_since or now
         if now - self._unavailable_since > UNAVAILABLE_LIMIT_S:
-            self._end(RETURNCODE_LOST)
+            self._end(RunExit.lost())
         else:
             self._pending = self.actor.sync.remote()
 
-    def _end(self, code: int) -> None:
-        self._code = code
+    def _end(self, end: RunExit) -> None:
+        self._exit = end
         ray.kill(self.actor, no_restart=True)  # frees the run's CPUs at once
 
     @staticmethod

@@ -13,7 +13,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -25,7 +24,7 @@ from ..errors import LaunchError, LauncherConfigError
 from ..plan import RunSpec
 from ..rundir import CorruptFileError, RunDir, SweepDir, write_text_atomic
 from ..spec import SlurmSpec
-from .base import RETURNCODE_LOST, Launcher
+from .base import Launcher, RunExit
 from .spawn import THREAD_VARS
 
 SLURM_DIR = "slurm"
@@ -111,7 +110,7 @@ class _Queue:
         self._at = time.monotonic()
 
 
-def finished_code(task: str, run_dir: RunDir) -> int | None:
+def finished_exit(task: str, run_dir: RunDir) -> RunExit | None:
     """How a task that left the queue ended: from `scontrol show job` while SLURM still knows it,
     else from whether the worker wrote its result. None: scontrol says it has not ended (squeue's
     answer was stale or failed)."""
@@ -120,17 +119,19 @@ def finished_code(task: str, run_dir: RunDir) -> int | None:
     state = re.search(r"\bJobState=(\S+)", out.stdout)
     code = re.search(r"\bExitCode=(\d+):(\d+)", out.stdout)
     if out.returncode != 0 or not state or not code:
-        return 0 if run_dir.result_json.exists() else RETURNCODE_LOST
+        return RunExit.exited(0) if run_dir.result_json.exists() else RunExit.lost()
     status, sig = int(code.group(1)), int(code.group(2))
     if state.group(1) not in ENDED_STATES:
         return None
     if state.group(1) in LOST_STATES:
-        return RETURNCODE_LOST
+        return RunExit.lost()
     if state.group(1) == "TIMEOUT":
-        return -signal.SIGTERM  # SLURM's time limit: a kill the sweep did not ask for, retried
+        return RunExit.time_limit()
     if state.group(1) == "OUT_OF_MEMORY":
-        return -signal.SIGKILL
-    return -sig if sig else status
+        return RunExit.out_of_memory()
+    if sig:
+        return RunExit.cancelled(sig) if state.group(1) == "CANCELLED" else RunExit.killed(sig)
+    return RunExit.exited(status)
 
 
 class SlurmHandle:
@@ -138,12 +139,12 @@ class SlurmHandle:
         self.task, self.run_dir, self.queue = task, run_dir, queue
         self.pid = None
         self.host = f"slurm task {task}"
-        self._code: int | None = None
+        self._exit: RunExit | None = None
 
-    def poll(self) -> int | None:
-        if self._code is None and self.queue.state(self.task) is None:
-            self._code = finished_code(self.task, self.run_dir)
-        return self._code
+    def poll(self) -> RunExit | None:
+        if self._exit is None and self.queue.state(self.task) is None:
+            self._exit = finished_exit(self.task, self.run_dir)
+        return self._exit
 
     def interrupt(self) -> None:
         state = self.queue.state(self.task)
