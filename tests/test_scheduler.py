@@ -15,6 +15,7 @@ from mjsweep.launchers.local import LocalLauncher
 from mjsweep.plan import RunSpec
 from mjsweep.rundir import FailureClass, RunState, SweepDir, write_json_atomic
 from mjsweep.scheduler import EventKind, Scheduler, SchedulerOptions
+from mjsweep.status import index_entry
 
 
 def make_run(i: int, cpus: int = 1) -> RunSpec:
@@ -95,8 +96,8 @@ class FakeLauncher(Launcher):
 def scheduler(tmp_path, launcher, clock, **options):
     opts = SchedulerOptions(**{"max_workers": 2, "memory_guard": False, "poll_s": 0.5, **options})
     events = []
-    sched = Scheduler(launcher, SweepDir(tmp_path), opts, on_event=events.append, clock=clock,
-                      sleep=clock.sleep)
+    sched = Scheduler(launcher, SweepDir(tmp_path), opts, index_entry=index_entry, on_event=events.append,
+                      clock=clock, sleep=clock.sleep)
     return sched, events
 
 
@@ -195,7 +196,8 @@ def test_real_processes_respect_the_cap_and_get_thread_caps(tmp_path):
     sweep = SweepDir(tmp_path / "sweep")
     for run in runs:
         sweep.run(run.run_id).path.mkdir(parents=True)
-    outcome = Scheduler(launcher, sweep, SchedulerOptions(max_workers=2, poll_s=0.05)).run(runs)
+    options = SchedulerOptions(max_workers=2, poll_s=0.05)
+    outcome = Scheduler(launcher, sweep, options, index_entry=index_entry).run(runs)
     assert outcome.exit_code == 0 and len(outcome.succeeded) == 6
     events = []
     for line in log.read_text().splitlines():
@@ -308,12 +310,12 @@ def test_a_run_placed_after_it_started_shows_its_node(tmp_path):
     launcher = PlacedLaterLauncher(clock, {"r0": Script([(3.0, 0)])})
     sched, _ = scheduler(tmp_path, launcher, clock)
     seen = []
-    record = sched._record
+    record = sched.recorder.record
 
     def spy(run_dir, status):
         seen.append((status.state, status.host))
         record(run_dir, status)
-    sched._record = spy
+    sched.recorder.record = spy
     sched.run([make_run(0)])
     assert seen[0] == (RunState.RUNNING, "waiting for a node")
     assert (RunState.RUNNING, "node-7") in seen

@@ -1,7 +1,7 @@
 """Fills free slots with runs, watches them, retries what deserves it, stops everything on request.
 
-Works with any Launcher (local processes, Ray, SLURM, or a fake in tests). It is the only writer of
-status.json while a sweep runs; the worker writes everything else in the run dir.
+Works with any Launcher (local processes, Ray, SLURM, or a fake in tests). Through its StatusRecorder it
+is the only writer of status.json while a sweep runs; the worker writes everything else in the run dir.
 """
 
 from __future__ import annotations
@@ -12,19 +12,17 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable
+from typing import Any, Callable
 
 import psutil
 
 from .errors import LaunchError
 from .failures import classify, should_retry
 from .launchers.base import Launcher, RunExit, RunHandle
+from .memory import memory_admits, run_memory_mb
 from .plan import RunSpec
+from .recorder import StatusRecorder
 from .rundir import CorruptFileError, FailureClass, RunDir, RunState, RunStatus, SweepDir, now_iso
-from .runindex import ENDED_STATES, IndexWriter
-from .status import index_entry
-
-DEFAULT_RUN_MEMORY_MB = 600.0  # before any run of the sweep has finished and been measured
 
 
 @dataclass(frozen=True)
@@ -83,18 +81,23 @@ class SweepOutcome:
 
 
 class Scheduler:
-    def __init__(self, launcher: Launcher, sweep_dir: SweepDir, options: SchedulerOptions,
+    """The loop: fill free slots, poll, act on each end, stop on request. Decisions are failures.py's and
+    memory.py's; status.json and index.jsonl are written by the StatusRecorder alone."""
+
+    def __init__(self, launcher: Launcher, sweep_dir: SweepDir, options: SchedulerOptions, *,
+                 index_entry: Callable[[RunDir], dict[str, Any]],
                  on_event: Callable[[Event], None] = lambda e: None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
                  available_mb: Callable[[], float] = lambda: psutil.virtual_memory().available / 2**20):
         self.launcher, self.sweep_dir, self.options = launcher, sweep_dir, options
         self.on_event, self.clock, self.sleep = on_event, clock, sleep
         self.available_mb = available_mb
+        self.recorder = StatusRecorder(
+            sweep_dir, index_entry, warn=lambda run_id, message: on_event(Event(EventKind.WARNING, run_id, message)))
         self._stop_requests = 0
         self._active: dict[str, _Active] = {}
         self._measured_rss_mb: list[float] = []
         self._waiting_for_memory = False
-        self._index = IndexWriter(sweep_dir.index_jsonl)
 
     # -- public -------------------------------------------------------------------------------------
 
@@ -102,7 +105,7 @@ class Scheduler:
         """Run each given run to an end state. Ctrl-C/SIGTERM stop gracefully; a second one at once."""
         outcome = SweepOutcome()
         pending = deque((run, 0) for run in runs)
-        self._learn_memory_per_run()
+        self._measured_rss_mb = self.recorder.measured_peaks_mb()  # from earlier invocations too
         with self._signals_handled():
             try:
                 while (pending or self._active) and not self._stop_requests:
@@ -139,29 +142,29 @@ class Scheduler:
 
     def _start(self, run: RunSpec, attempt: int, outcome: SweepOutcome) -> None:
         run_dir = self.sweep_dir.run(run.run_id)
-        previous = _read_status_or_none(run_dir)
+        previous = self.recorder.previous(run_dir)
         attempts = (previous.attempts if previous else 0) + 1
-        self._index.restarting(run.run_id)
+        self.recorder.restarting(run.run_id)
         try:
             handle = self.launcher.start(run, run_dir)
         except (OSError, LaunchError) as exc:  # cannot fork, disk full, sbatch refused: this run fails alone
-            self._record(run_dir, RunStatus(state=RunState.FAILED, attempts=attempts, failure=FailureClass.ERROR,
-                                            error_tail=f"could not start the worker: {exc}", ended_at=now_iso()))
+            self.recorder.record(run_dir, RunStatus(state=RunState.FAILED, attempts=attempts,
+                                                    failure=FailureClass.ERROR, ended_at=now_iso(),
+                                                    error_tail=f"could not start the worker: {exc}"))
             outcome.failed.append(run.run_id)
             self.on_event(Event(EventKind.FAILED, run.run_id, f"could not start the worker: {exc}"))
             return
         status = RunStatus(state=RunState.RUNNING, attempts=attempts, pid=handle.pid, host=handle.host,
                            started_at=now_iso())
-        self._record(run_dir, status)
+        self.recorder.record(run_dir, status)
         self._active[run.run_id] = _Active(run, handle, status, self.clock(), attempt)
         self.on_event(Event(EventKind.STARTED, run.run_id, f"attempt {status.attempts}"))
 
     def _memory_allows_another(self) -> bool:
-        if not self.options.memory_guard or not self._active:
-            return True  # with nothing running, waiting would never end
-        available_mb = self.available_mb()
-        needed_mb = max(self._measured_rss_mb, default=DEFAULT_RUN_MEMORY_MB) * 1.25
-        if available_mb >= needed_mb:
+        if not self.options.memory_guard:
+            return True
+        available_mb, needed_mb = self.available_mb(), run_memory_mb(self._measured_rss_mb)
+        if memory_admits(available_mb, needed_mb, running=len(self._active)):
             self._waiting_for_memory = False
             return True
         if not self._waiting_for_memory:  # say it once per wait, not every poll
@@ -169,13 +172,6 @@ class Scheduler:
                                 f"{available_mb:.0f} MiB available, a run needs ~{needed_mb:.0f}"))
         self._waiting_for_memory = True
         return False
-
-    def _learn_memory_per_run(self) -> None:
-        """Peak memory of runs that already ended, from earlier invocations too."""
-        for run_dir in self.sweep_dir.run_dirs():
-            status = _read_status_or_none(run_dir)
-            if status and status.peak_rss_mb:
-                self._measured_rss_mb.append(status.peak_rss_mb)
 
     # -- watching -----------------------------------------------------------------------------------
 
@@ -192,7 +188,7 @@ class Scheduler:
         """A cluster run learns its node after it started; status.json shows it once known."""
         if active.handle.host != active.status.host:
             active.status = active.status.model_copy(update={"host": active.handle.host})
-            self._record(self.sweep_dir.run(active.run.run_id), active.status)
+            self.recorder.record(self.sweep_dir.run(active.run.run_id), active.status)
 
     def _enforce_timeouts(self) -> None:
         timeout, now = self.options.timeout_s, self.clock()
@@ -214,7 +210,7 @@ class Scheduler:
         code = end.returncode
         ended = dict(returncode=code, ended_at=now_iso(), peak_rss_mb=peak, pid=active.status.pid)
         if failure is None:
-            self._record(run_dir, active.status.model_copy(update={"state": RunState.SUCCEEDED, **ended}))
+            self.recorder.record(run_dir, active.status.model_copy(update={"state": RunState.SUCCEEDED, **ended}))
             outcome.succeeded.append(active.run.run_id)
             self.on_event(Event(EventKind.SUCCEEDED, active.run.run_id))
             return
@@ -222,7 +218,7 @@ class Scheduler:
         state = RunState.INTERRUPTED if failure is FailureClass.INTERRUPTED else RunState.FAILED
         status = active.status.model_copy(update={"state": state, "failure": failure, "error_tail": tail,
                                                   **ended})
-        self._record(run_dir, status)
+        self.recorder.record(run_dir, status)
         if should_retry(failure, active.attempt, self.options.retries, stopping=bool(self._stop_requests)):
             pending.append((active.run, active.attempt + 1))
             self.on_event(Event(EventKind.RETRYING, active.run.run_id, f"{failure.value} (exit {code})"))
@@ -233,17 +229,6 @@ class Scheduler:
             outcome.failed.append(active.run.run_id)
             last = tail.strip().splitlines()[-1] if tail.strip() else f"exit {code}"
             self.on_event(Event(EventKind.FAILED, active.run.run_id, f"{failure.value}: {last}"))
-
-    def _record(self, run_dir, status: RunStatus) -> None:
-        """Write status.json (and, for an ended run, its index line); a full or failing disk is reported,
-        and the sweep goes on."""
-        try:
-            run_dir.write_status(status)
-        except OSError as exc:
-            self.on_event(Event(EventKind.WARNING, run_dir.run_id, f"cannot write status.json: {exc}"))
-            return
-        if status.state.value in ENDED_STATES:
-            self._index.ended(index_entry(run_dir))
 
     # -- stopping -----------------------------------------------------------------------------------
 
@@ -298,13 +283,6 @@ class _NoScope:
 
     def __exit__(self, *exc):
         pass
-
-
-def _read_status_or_none(run_dir) -> RunStatus | None:
-    try:
-        return run_dir.read_status()
-    except CorruptFileError:
-        return None
 
 
 def _has_result(run_dir: RunDir) -> bool:

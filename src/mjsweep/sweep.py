@@ -190,7 +190,7 @@ def execute(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
         todo = [p.run for p in planned if p.action is not Action.SKIP]
         if todo:
             launcher.submit(todo, plan.sweep_dir)
-        outcome = Scheduler(launcher, plan.sweep_dir, options, on_event).run(todo)
+        outcome = Scheduler(launcher, plan.sweep_dir, options, index_entry=index_entry, on_event=on_event).run(todo)
         outcome.succeeded[:0] = [p.run.run_id for p in planned if p.action is Action.SKIP]
         return outcome
 
