@@ -92,8 +92,7 @@ class Scheduler:
         self.launcher, self.sweep_dir, self.options = launcher, sweep_dir, options
         self.on_event, self.clock, self.sleep = on_event, clock, sleep
         self.available_mb = available_mb
-        self.recorder = StatusRecorder(
-            sweep_dir, index_entry, warn=lambda run_id, message: on_event(Event(EventKind.WARNING, run_id, message)))
+        self.recorder = StatusRecorder(sweep_dir, index_entry, warn=self._warn)
         self._stop_requests = 0
         self._active: dict[str, _Active] = {}
         self._measured_rss_mb: list[float] = []
@@ -229,6 +228,9 @@ class Scheduler:
             outcome.failed.append(active.run.run_id)
             last = tail.strip().splitlines()[-1] if tail.strip() else f"exit {code}"
             self.on_event(Event(EventKind.FAILED, active.run.run_id, f"{failure.value}: {last}"))
+
+    def _warn(self, run_id: str, message: str) -> None:
+        self.on_event(Event(EventKind.WARNING, run_id, message))
 
     # -- stopping -----------------------------------------------------------------------------------
 

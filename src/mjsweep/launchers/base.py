@@ -67,9 +67,13 @@ class RunExit:
 class RunHandle(Protocol):
     """A started run."""
 
-    pid: int | None
-    host: str
-    """Where it runs; a cluster run may learn its node some polls after it started."""
+    @property
+    def pid(self) -> int | None:
+        """The worker's pid; None when it runs on another machine."""
+
+    @property
+    def host(self) -> str:
+        """Where it runs; a cluster run may learn its node some polls after it started."""
 
     def poll(self) -> RunExit | None:
         """How the run ended, once it has; else None. Cheap: the scheduler calls it every poll."""
