@@ -163,7 +163,8 @@ def _restart_action(run_dir: RunDir) -> Action:
 def execute(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
             on_event: Callable[[Event], None] = lambda e: None,
             on_planned: Callable[[list[PlannedRun]], None] = lambda p: None) -> SweepOutcome:
-    """Run what is left of the sweep under its lock. Raises SweepLockedError if another launcher runs it."""
+    """Run what is left of the sweep under its lock. Raises an InputError before any run starts:
+    SweepLockedError if another launcher runs it, LauncherConfigError if the launcher cannot queue the runs."""
     plan.sweep_dir.path.mkdir(parents=True, exist_ok=True)
     with sweep_lock(plan.sweep_dir):
         planned = decide(plan)
