@@ -14,7 +14,7 @@ import pytest
 from conftest import TINY_XML, run_sweep, write_spec
 from mjsweep.bench import Batch, BenchConfig, BenchReport, ScaleFigures, batch_sizes, recommend
 from mjsweep.bench.table import COLUMNS, render
-from mjsweep.launchers.local import THREAD_VARS
+from mjsweep.launchers.spawn import THREAD_VARS
 
 STEPS, N_STEPS = 256, 128
 

@@ -12,6 +12,7 @@ from mjsweep.gpus import GpuSlots, detect_gpus
 from mjsweep.launchers.local import LocalLauncher
 from mjsweep.rundir import SweepDir
 from mjsweep.scheduler import Scheduler, SchedulerOptions
+from mjsweep.status import index_entry
 from test_scheduler import make_run
 
 RECORD = """
@@ -50,7 +51,8 @@ def test_cuda_runs_share_gpus_by_slot_and_cpu_runs_see_none(tmp_path):
     sweep = SweepDir(tmp_path / "sweep")
     for run in runs:
         sweep.run(run.run_id).path.mkdir(parents=True)
-    outcome = Scheduler(launcher, sweep, SchedulerOptions(max_workers=4, poll_s=0.05)).run(runs)
+    options = SchedulerOptions(max_workers=4, poll_s=0.05)
+    outcome = Scheduler(launcher, sweep, options, index_entry=index_entry).run(runs)
     assert outcome.exit_code == 0 and len(outcome.succeeded) == 6
     holding: dict[str, str] = {}
     seen_gpus = set()

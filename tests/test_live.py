@@ -25,9 +25,9 @@ from rich.console import Console
 
 from conftest import REPO, run_sweep, sweep_exe, write_spec
 from mjsweep import live
+from mjsweep.planned import Action, PlannedRun
 from mjsweep.rundir import RunState, SweepDir
 from mjsweep.scheduler import Event, EventKind
-from mjsweep.sweep import Action, PlannedRun
 
 SUMMARY = re.compile(r"^\[ *[\d.]+s\] summary +.*\| [\d.k]+/1\.0k steps \(\d+%\), \d+ fps, ETA \S+$")
 COLOUR = re.compile(r"\x1b\[[0-9;]*(3[0-9]|4[0-9]|9[0-7])m")  # SGR foreground/background colours

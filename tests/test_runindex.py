@@ -12,9 +12,10 @@ from test_scheduler import make_run as scheduled_run
 from test_status import every_state
 
 from mjsweep import runindex
+from mjsweep.planned import Action, PlannedRun
 from mjsweep.rundir import RunState, SweepDir, write_json_atomic
 from mjsweep.status import index_entry, read_sweep
-from mjsweep.sweep import Action, PlannedRun, _reindex
+from mjsweep.sweep import _reindex
 
 
 def index_as_launcher_would(sweep: SweepDir) -> None:

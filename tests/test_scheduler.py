@@ -9,10 +9,13 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from mjsweep.errors import LaunchError
+from mjsweep.launchers.base import Launcher, RunExit
 from mjsweep.launchers.local import LocalLauncher
 from mjsweep.plan import RunSpec
 from mjsweep.rundir import FailureClass, RunState, SweepDir, write_json_atomic
 from mjsweep.scheduler import EventKind, Scheduler, SchedulerOptions
+from mjsweep.status import index_entry
 
 
 def make_run(i: int, cpus: int = 1) -> RunSpec:
@@ -55,7 +58,7 @@ class FakeHandle:
                 write_json_atomic(self.run_dir.result_json, {"eval_mean_return": 1.0})
             else:
                 self.run_dir.log.write_text("Traceback (most recent call last):\nValueError: boom\n")
-        return self.code
+        return RunExit.from_returncode(self.code)
 
     def interrupt(self):
         self.signals.append("INT")
@@ -69,16 +72,13 @@ class FakeHandle:
         return 100.0
 
 
-class FakeLauncher:
+class FakeLauncher(Launcher):
     def __init__(self, clock: FakeClock, scripts: dict[str, Script] | None = None):
         self.clock, self.scripts = clock, scripts or {}
         self.started: list[str] = []
         self.running: list[FakeHandle] = []
         self.max_cpus_in_use = 0
         self.together: list[set[str]] = []  # the runs running right after each start
-
-    def can_start(self, run):
-        return True
 
     def start(self, run, run_dir):
         run_dir.path.mkdir(parents=True, exist_ok=True)
@@ -92,15 +92,12 @@ class FakeLauncher:
         self.max_cpus_in_use = max(self.max_cpus_in_use, sum(h.cpus for h in self.running))
         return handle
 
-    def close(self):
-        pass
-
 
 def scheduler(tmp_path, launcher, clock, **options):
     opts = SchedulerOptions(**{"max_workers": 2, "memory_guard": False, "poll_s": 0.5, **options})
     events = []
-    sched = Scheduler(launcher, SweepDir(tmp_path), opts, on_event=events.append, clock=clock,
-                      sleep=clock.sleep)
+    sched = Scheduler(launcher, SweepDir(tmp_path), opts, index_entry=index_entry, on_event=events.append,
+                      clock=clock, sleep=clock.sleep)
     return sched, events
 
 
@@ -199,7 +196,8 @@ def test_real_processes_respect_the_cap_and_get_thread_caps(tmp_path):
     sweep = SweepDir(tmp_path / "sweep")
     for run in runs:
         sweep.run(run.run_id).path.mkdir(parents=True)
-    outcome = Scheduler(launcher, sweep, SchedulerOptions(max_workers=2, poll_s=0.05)).run(runs)
+    options = SchedulerOptions(max_workers=2, poll_s=0.05)
+    outcome = Scheduler(launcher, sweep, options, index_entry=index_entry).run(runs)
     assert outcome.exit_code == 0 and len(outcome.succeeded) == 6
     events = []
     for line in log.read_text().splitlines():
@@ -312,13 +310,32 @@ def test_a_run_placed_after_it_started_shows_its_node(tmp_path):
     launcher = PlacedLaterLauncher(clock, {"r0": Script([(3.0, 0)])})
     sched, _ = scheduler(tmp_path, launcher, clock)
     seen = []
-    record = sched._record
+    record = sched.recorder.record
 
     def spy(run_dir, status):
         seen.append((status.state, status.host))
         record(run_dir, status)
-    sched._record = spy
+    sched.recorder.record = spy
     sched.run([make_run(0)])
     assert seen[0] == (RunState.RUNNING, "waiting for a node")
     assert (RunState.RUNNING, "node-7") in seen
     assert SweepDir(tmp_path).run("r0").read_status().host == "node-7"  # kept in the final status
+
+
+def test_a_launch_error_fails_that_run_and_the_others_go_on(tmp_path):
+    clock = FakeClock()
+    launcher = FakeLauncher(clock)
+    original = launcher.start
+
+    def start(run, run_dir):
+        if run.run_id == "r0":
+            raise LaunchError("sbatch refused the array (a.sh): slurmctld down")
+        return original(run, run_dir)
+
+    launcher.start = start
+    SweepDir(tmp_path).run("r0").path.mkdir()
+    sched, events = scheduler(tmp_path, launcher, clock)
+    outcome = sched.run([make_run(i) for i in range(3)])
+    assert outcome.failed == ["r0"] and sorted(outcome.succeeded) == ["r1", "r2"] and outcome.exit_code == 1
+    status = SweepDir(tmp_path).run("r0").read_status()
+    assert status.failure is FailureClass.ERROR and "slurmctld down" in status.error_tail

@@ -15,8 +15,9 @@ import pytest
 import yaml
 
 from conftest import REPO, TINY_LONG_XML, TINY_XML, run_sweep, sweep_exe, wait_for, write_spec
-from mjsweep.launchers.base import RETURNCODE_LOST
-from mjsweep.launchers.slurm import build_submission, finished_code
+from mjsweep.errors import LaunchError, LauncherConfigError
+from mjsweep.launchers.base import RETURNCODE_LOST, ExitKind
+from mjsweep.launchers.slurm import SlurmLauncher, build_submission, finished_exit
 from mjsweep.rundir import RunDir, SweepDir
 from mjsweep.spec import SlurmSpec
 from mjsweep.sweep import prepare
@@ -98,30 +99,35 @@ def job_line(state: str, exit_code: str) -> str:
             f"Requeue=1 Restarts=0 BatchFlag=1 ExitCode={exit_code} NodeList=n1")
 
 
-@pytest.mark.parametrize("state, exit_code, expected", [
-    ("COMPLETED", "0:0", 0),
-    ("FAILED", "1:0", 1),
-    ("FAILED", "130:0", 130),             # the worker stopped on SIGINT after its checkpoint
-    ("CANCELLED", "0:9", -signal.SIGKILL),
-    ("TIMEOUT", "0:0", -signal.SIGTERM),  # SLURM's time limit
-    ("OUT_OF_MEMORY", "0:125", -signal.SIGKILL),
-    ("NODE_FAIL", "0:0", RETURNCODE_LOST),
-    ("PREEMPTED", "0:15", RETURNCODE_LOST),
-    ("PENDING", "0:0", None),             # squeue's view was older than the task
-    ("REQUEUED", "0:0", None),
-    ("RUNNING", "0:0", None),
+@pytest.mark.parametrize("state, exit_code, kind, expected", [
+    ("COMPLETED", "0:0", ExitKind.EXITED, 0),
+    ("FAILED", "1:0", ExitKind.EXITED, 1),
+    ("FAILED", "130:0", ExitKind.EXITED, 130),              # the worker stopped on SIGINT after its checkpoint
+    ("FAILED", "0:9", ExitKind.KILLED, -signal.SIGKILL),
+    ("CANCELLED", "0:9", ExitKind.CANCELLED, -signal.SIGKILL),
+    ("CANCELLED", "0:0", ExitKind.EXITED, 0),               # cancelled before it ran
+    ("TIMEOUT", "0:0", ExitKind.TIME_LIMIT, -signal.SIGTERM),  # SLURM's time limit
+    ("OUT_OF_MEMORY", "0:125", ExitKind.OUT_OF_MEMORY, -signal.SIGKILL),
+    ("NODE_FAIL", "0:0", ExitKind.LOST, RETURNCODE_LOST),
+    ("PREEMPTED", "0:15", ExitKind.LOST, RETURNCODE_LOST),
+    ("PENDING", "0:0", None, None),             # squeue's view was older than the task
+    ("REQUEUED", "0:0", None, None),
+    ("RUNNING", "0:0", None, None),
 ])
-def test_finished_code_reads_scontrol(tmp_path, monkeypatch, state, exit_code, expected):
+def test_finished_exit_reads_scontrol(tmp_path, monkeypatch, state, exit_code, kind, expected):
     fake_scontrol(tmp_path, monkeypatch, job_line(state, exit_code))
-    assert finished_code("11_1", RunDir(tmp_path)) == expected
+    end = finished_exit("11_1", RunDir(tmp_path))
+    assert (end and end.kind, end and end.returncode) == (kind, expected)
 
 
-@pytest.mark.parametrize("has_result, expected", [(True, 0), (False, RETURNCODE_LOST)])
-def test_a_task_slurm_forgot_ends_by_its_result(tmp_path, monkeypatch, has_result, expected):
+@pytest.mark.parametrize("has_result, kind, expected", [(True, ExitKind.EXITED, 0),
+                                                        (False, ExitKind.LOST, RETURNCODE_LOST)])
+def test_a_task_slurm_forgot_ends_by_its_result(tmp_path, monkeypatch, has_result, kind, expected):
     fake_scontrol(tmp_path, monkeypatch, "slurm_load_jobs error: Invalid job id specified", code=1)
     if has_result:
         (tmp_path / "result.json").write_text("{}")
-    assert finished_code("11_1", RunDir(tmp_path)) == expected
+    end = finished_exit("11_1", RunDir(tmp_path))
+    assert (end.kind, end.returncode) == (kind, expected)
 
 
 def test_dry_run_prints_the_sbatch_script_and_submits_nothing(tmp_path, tiny_spec):
@@ -298,3 +304,24 @@ def test_tasks_left_by_a_dead_launcher_are_cancelled_before_the_sweep_runs_again
     log = run_dir.log.read_text()
     # The orphan stopped (and saved) before the new task began: never two workers in one run dir.
     assert log.index("stopped by a signal") < log.index("resuming")
+
+
+def refusing_sbatch(tmp_path: Path, monkeypatch) -> None:
+    """SLURM's commands on PATH, with an sbatch that refuses every array."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir(exist_ok=True)
+    for name, body in (("sbatch", "echo 'invalid partition specified' >&2; exit 1"), ("squeue", "exit 0"),
+                       ("scontrol", "exit 0"), ("scancel", "exit 0")):
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_a_refused_array_is_bad_input_but_a_refused_retry_fails_only_its_run(tmp_path, tiny_spec, monkeypatch):
+    runs, sweep_dir = planned_runs(tmp_path, tiny_spec)
+    refusing_sbatch(tmp_path, monkeypatch)
+    launcher = SlurmLauncher(SlurmSpec())
+    with pytest.raises(LauncherConfigError, match="sbatch refused the array .*invalid partition"):
+        launcher.submit(runs, sweep_dir)  # before any run: the sweep stops with exit 2
+    with pytest.raises(LaunchError, match="sbatch refused the array .*invalid partition"):
+        launcher.start(runs[0], sweep_dir.run(runs[0].run_id))  # a retry, while others run

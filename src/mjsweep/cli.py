@@ -1,7 +1,7 @@
 """The `sweep` command line. Each command parses, calls one library function and renders its result.
 
-Exit codes: 0 success, 1 some run failed, 2 invalid input (nothing started, nothing written),
-130 interrupted.
+Exit codes: 0 success, 1 some run failed, 2 invalid input (errors.InputError: nothing started, nothing
+written), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -78,16 +78,16 @@ def run(
 ) -> None:
     """Train every variant x grid point x seed, each as its own single-threaded process."""
     from . import live
-    from .launchers import LauncherConfigError, build_launcher, scheduler_slots
+    from .errors import InputError
+    from .launchers import build_launcher
     from .scheduler import SchedulerOptions
-    from .spec import SpecError
-    from .sweep import SweepLockedError, decide, execute, prepare
+    from .sweep import decide, execute, prepare
 
     timeout_s = parse_duration(timeout) if timeout else None
     out = render.make_console()
     try:
         plan = prepare(spec_file, runs_dir)
-    except SpecError as exc:
+    except InputError as exc:
         raise _invalid(str(exc)) from None
     render.warn_missing_tensorboard(plan.spec)
     if dry_run:
@@ -99,22 +99,22 @@ def run(
         return
     try:
         launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers)
-    except LauncherConfigError as exc:
+    except InputError as exc:
         raise _invalid(str(exc)) from None
-    default = _default_workers(backend)
-    # Memory is only this machine's to guard when the runs execute here.
-    options = SchedulerOptions(max_workers=scheduler_slots(launcher, workers, default.workers), retries=retries,
-                               timeout_s=timeout_s, grace_s=grace, memory_guard=backend == "local")
-    progress = live.make_progress(out, plan.sweep_dir, quiet=quiet)
-    note = None if workers or quiet or not default.source else f"workers: {default.workers} ({default.source})"
-    try:
-        outcome = execute(plan, launcher, options, on_event=progress.event,
-                          on_planned=_announce_then(note, progress.planned))
-    except (SweepLockedError, LauncherConfigError) as exc:
-        raise _invalid(str(exc)) from None
-    finally:
-        progress.close()
-        launcher.close()
+    with launcher:
+        default = _default_workers(backend)
+        # Memory is only this machine's to guard when the runs execute here.
+        options = SchedulerOptions(max_workers=launcher.slots(workers, default.workers), retries=retries,
+                                   timeout_s=timeout_s, grace_s=grace, memory_guard=backend == "local")
+        progress = live.make_progress(out, plan.sweep_dir, quiet=quiet)
+        note = None if workers or quiet or not default.source else f"workers: {default.workers} ({default.source})"
+        try:
+            outcome = execute(plan, launcher, options, on_event=progress.event,
+                              on_planned=_announce_then(note, progress.planned))
+        except InputError as exc:
+            raise _invalid(str(exc)) from None
+        finally:
+            progress.close()
     render.outcome_summary(out, plan, outcome)
     raise typer.Exit(outcome.exit_code)
 

@@ -29,8 +29,8 @@ from .status import (STALE, STATE_ORDER, Contention, RunView, SweepView, content
                      machine_load, read_run, totals, view_of_entry)
 
 if TYPE_CHECKING:
+    from .planned import PlannedRun
     from .scheduler import Event
-    from .sweep import PlannedRun
 
 REFRESH_S = 1.0
 SUMMARY_EVERY_S = 30.0

@@ -10,11 +10,12 @@ from rich.segment import Segment
 from rich.table import Table
 
 if TYPE_CHECKING:
+    from .planned import PlannedRun
     from .report import GroupRow
     from .results import ResultRow
     from .scheduler import SweepOutcome
     from .spec import SweepSpec
-    from .sweep import PlannedRun, SweepPlan
+    from .sweep import SweepPlan
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -89,7 +90,7 @@ def sbatch_preview(out: Console, plan: SweepPlan, planned: list[PlannedRun], wor
     import shlex
 
     from .launchers.slurm import build_submission
-    from .sweep import Action
+    from .planned import Action
 
     runs = [p.run for p in planned if p.action is not Action.SKIP]
     if not runs:

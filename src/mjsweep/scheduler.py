@@ -1,7 +1,7 @@
 """Fills free slots with runs, watches them, retries what deserves it, stops everything on request.
 
-Works with any Launcher (local processes, Ray, SLURM, or a fake in tests). It is the only writer of
-status.json while a sweep runs; the worker writes everything else in the run dir.
+Works with any Launcher (local processes, Ray, SLURM, or a fake in tests). Through its StatusRecorder it
+is the only writer of status.json while a sweep runs; the worker writes everything else in the run dir.
 """
 
 from __future__ import annotations
@@ -12,19 +12,17 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable
+from typing import Any, Callable
 
 import psutil
 
-from .launchers.base import RETURNCODE_LOST, Launcher, RunHandle
+from .errors import LaunchError
+from .failures import classify, should_retry
+from .launchers.base import Launcher, RunExit, RunHandle
+from .memory import memory_admits, run_memory_mb
 from .plan import RunSpec
-from .rundir import CorruptFileError, FailureClass, RunState, RunStatus, SweepDir, now_iso
-from .runindex import ENDED_STATES, IndexWriter
-from .status import index_entry
-
-WORKER_INTERRUPTED = 130  # the worker's exit code after a requested stop and a saved checkpoint
-RETRYABLE = {FailureClass.KILLED, FailureClass.TIMEOUT, FailureClass.LOST}
-DEFAULT_RUN_MEMORY_MB = 600.0  # before any run of the sweep has finished and been measured
+from .recorder import StatusRecorder
+from .rundir import CorruptFileError, FailureClass, RunDir, RunState, RunStatus, SweepDir, now_iso
 
 
 @dataclass(frozen=True)
@@ -83,18 +81,22 @@ class SweepOutcome:
 
 
 class Scheduler:
-    def __init__(self, launcher: Launcher, sweep_dir: SweepDir, options: SchedulerOptions,
+    """The loop: fill free slots, poll, act on each end, stop on request. Decisions are failures.py's and
+    memory.py's; status.json and index.jsonl are written by the StatusRecorder alone."""
+
+    def __init__(self, launcher: Launcher, sweep_dir: SweepDir, options: SchedulerOptions, *,
+                 index_entry: Callable[[RunDir], dict[str, Any]],
                  on_event: Callable[[Event], None] = lambda e: None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
                  available_mb: Callable[[], float] = lambda: psutil.virtual_memory().available / 2**20):
         self.launcher, self.sweep_dir, self.options = launcher, sweep_dir, options
         self.on_event, self.clock, self.sleep = on_event, clock, sleep
         self.available_mb = available_mb
+        self.recorder = StatusRecorder(sweep_dir, index_entry, warn=self._warn)
         self._stop_requests = 0
         self._active: dict[str, _Active] = {}
         self._measured_rss_mb: list[float] = []
         self._waiting_for_memory = False
-        self._index = IndexWriter(sweep_dir.index_jsonl)
 
     # -- public -------------------------------------------------------------------------------------
 
@@ -102,7 +104,7 @@ class Scheduler:
         """Run each given run to an end state. Ctrl-C/SIGTERM stop gracefully; a second one at once."""
         outcome = SweepOutcome()
         pending = deque((run, 0) for run in runs)
-        self._learn_memory_per_run()
+        self._measured_rss_mb = self.recorder.measured_peaks_mb()  # from earlier invocations too
         with self._signals_handled():
             try:
                 while (pending or self._active) and not self._stop_requests:
@@ -139,29 +141,29 @@ class Scheduler:
 
     def _start(self, run: RunSpec, attempt: int, outcome: SweepOutcome) -> None:
         run_dir = self.sweep_dir.run(run.run_id)
-        previous = _read_status_or_none(run_dir)
+        previous = self.recorder.previous(run_dir)
         attempts = (previous.attempts if previous else 0) + 1
-        self._index.restarting(run.run_id)
+        self.recorder.restarting(run.run_id)
         try:
             handle = self.launcher.start(run, run_dir)
-        except OSError as exc:  # cannot fork, cannot open log.txt (disk full): this run fails, not the sweep
-            self._record(run_dir, RunStatus(state=RunState.FAILED, attempts=attempts, failure=FailureClass.ERROR,
-                                            error_tail=f"could not start the worker: {exc}", ended_at=now_iso()))
+        except (OSError, LaunchError) as exc:  # cannot fork, disk full, sbatch refused: this run fails alone
+            self.recorder.record(run_dir, RunStatus(state=RunState.FAILED, attempts=attempts,
+                                                    failure=FailureClass.ERROR, ended_at=now_iso(),
+                                                    error_tail=f"could not start the worker: {exc}"))
             outcome.failed.append(run.run_id)
             self.on_event(Event(EventKind.FAILED, run.run_id, f"could not start the worker: {exc}"))
             return
         status = RunStatus(state=RunState.RUNNING, attempts=attempts, pid=handle.pid, host=handle.host,
                            started_at=now_iso())
-        self._record(run_dir, status)
+        self.recorder.record(run_dir, status)
         self._active[run.run_id] = _Active(run, handle, status, self.clock(), attempt)
         self.on_event(Event(EventKind.STARTED, run.run_id, f"attempt {status.attempts}"))
 
     def _memory_allows_another(self) -> bool:
-        if not self.options.memory_guard or not self._active:
-            return True  # with nothing running, waiting would never end
-        available_mb = self.available_mb()
-        needed_mb = max(self._measured_rss_mb, default=DEFAULT_RUN_MEMORY_MB) * 1.25
-        if available_mb >= needed_mb:
+        if not self.options.memory_guard:
+            return True
+        available_mb, needed_mb = self.available_mb(), run_memory_mb(self._measured_rss_mb)
+        if memory_admits(available_mb, needed_mb, running=len(self._active)):
             self._waiting_for_memory = False
             return True
         if not self._waiting_for_memory:  # say it once per wait, not every poll
@@ -170,29 +172,22 @@ class Scheduler:
         self._waiting_for_memory = True
         return False
 
-    def _learn_memory_per_run(self) -> None:
-        """Peak memory of runs that already ended, from earlier invocations too."""
-        for run_dir in self.sweep_dir.run_dirs():
-            status = _read_status_or_none(run_dir)
-            if status and status.peak_rss_mb:
-                self._measured_rss_mb.append(status.peak_rss_mb)
-
     # -- watching -----------------------------------------------------------------------------------
 
     def _poll(self, pending: deque, outcome: SweepOutcome) -> None:
         for run_id, active in list(self._active.items()):
-            code = active.handle.poll()
+            end = active.handle.poll()
             self._note_host(active)
-            if code is None:
+            if end is None:
                 continue
             del self._active[run_id]
-            self._finish(active, code, pending, outcome)
+            self._finish(active, end, pending, outcome)
 
     def _note_host(self, active: _Active) -> None:
         """A cluster run learns its node after it started; status.json shows it once known."""
         if active.handle.host != active.status.host:
             active.status = active.status.model_copy(update={"host": active.handle.host})
-            self._record(self.sweep_dir.run(active.run.run_id), active.status)
+            self.recorder.record(self.sweep_dir.run(active.run.run_id), active.status)
 
     def _enforce_timeouts(self) -> None:
         timeout, now = self.options.timeout_s, self.clock()
@@ -203,15 +198,18 @@ class Scheduler:
             elif active.timed_out_at is not None and now - active.timed_out_at > self.options.grace_s:
                 active.handle.kill()
 
-    def _finish(self, active: _Active, code: int, pending: deque, outcome: SweepOutcome) -> None:
+    def _finish(self, active: _Active, end: RunExit, pending: deque, outcome: SweepOutcome) -> None:
         run_dir = self.sweep_dir.run(active.run.run_id)
-        failure = self._classify(active, code, run_dir)
+        stopped = bool(self._stop_requests) and active.interrupted_at is not None
+        failure = classify(end, stopped=stopped, timed_out=active.timed_out_at is not None,
+                           succeeded=_has_result(run_dir))
         peak = active.handle.peak_rss_mb()
         if peak:
             self._measured_rss_mb.append(peak)
+        code = end.returncode
         ended = dict(returncode=code, ended_at=now_iso(), peak_rss_mb=peak, pid=active.status.pid)
         if failure is None:
-            self._record(run_dir, active.status.model_copy(update={"state": RunState.SUCCEEDED, **ended}))
+            self.recorder.record(run_dir, active.status.model_copy(update={"state": RunState.SUCCEEDED, **ended}))
             outcome.succeeded.append(active.run.run_id)
             self.on_event(Event(EventKind.SUCCEEDED, active.run.run_id))
             return
@@ -219,8 +217,8 @@ class Scheduler:
         state = RunState.INTERRUPTED if failure is FailureClass.INTERRUPTED else RunState.FAILED
         status = active.status.model_copy(update={"state": state, "failure": failure, "error_tail": tail,
                                                   **ended})
-        self._record(run_dir, status)
-        if failure in RETRYABLE and active.attempt < self.options.retries and not self._stop_requests:
+        self.recorder.record(run_dir, status)
+        if should_retry(failure, active.attempt, self.options.retries, stopping=bool(self._stop_requests)):
             pending.append((active.run, active.attempt + 1))
             self.on_event(Event(EventKind.RETRYING, active.run.run_id, f"{failure.value} (exit {code})"))
         elif state is RunState.INTERRUPTED:
@@ -231,29 +229,8 @@ class Scheduler:
             last = tail.strip().splitlines()[-1] if tail.strip() else f"exit {code}"
             self.on_event(Event(EventKind.FAILED, active.run.run_id, f"{failure.value}: {last}"))
 
-    def _record(self, run_dir, status: RunStatus) -> None:
-        """Write status.json (and, for an ended run, its index line); a full or failing disk is reported,
-        and the sweep goes on."""
-        try:
-            run_dir.write_status(status)
-        except OSError as exc:
-            self.on_event(Event(EventKind.WARNING, run_dir.run_id, f"cannot write status.json: {exc}"))
-            return
-        if status.state.value in ENDED_STATES:
-            self._index.ended(index_entry(run_dir))
-
-    def _classify(self, active: _Active, code: int, run_dir) -> FailureClass | None:
-        if self._stop_requests and active.interrupted_at is not None:
-            return None if code == 0 and _has_result(run_dir) else FailureClass.INTERRUPTED
-        if active.timed_out_at is not None:
-            return None if code == 0 and _has_result(run_dir) else FailureClass.TIMEOUT
-        if code == 0:
-            return None if _has_result(run_dir) else FailureClass.ERROR
-        if code == RETURNCODE_LOST:
-            return FailureClass.LOST
-        if code < 0 or code == WORKER_INTERRUPTED:
-            return FailureClass.KILLED  # a signal nobody in this sweep asked for
-        return FailureClass.ERROR
+    def _warn(self, run_id: str, message: str) -> None:
+        self.on_event(Event(EventKind.WARNING, run_id, message))
 
     # -- stopping -----------------------------------------------------------------------------------
 
@@ -310,14 +287,7 @@ class _NoScope:
         pass
 
 
-def _read_status_or_none(run_dir) -> RunStatus | None:
-    try:
-        return run_dir.read_status()
-    except CorruptFileError:
-        return None
-
-
-def _has_result(run_dir) -> bool:
+def _has_result(run_dir: RunDir) -> bool:
     try:
         result = run_dir.read_result()
     except CorruptFileError:

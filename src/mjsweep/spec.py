@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from .editspec import PLACEHOLDER, EditSpec
+from .errors import SpecError
 
 # Keyword arguments of stable_baselines3.PPO that a spec may set. Kept as data so that loading a spec
 # never imports torch; tests/test_spec.py checks it against the installed PPO's signature.
@@ -61,10 +62,6 @@ def check_safe_name(name: str) -> str:
 
 
 SafeName = Annotated[str, AfterValidator(check_safe_name)]
-
-
-class SpecError(Exception):
-    """An invalid spec. str() is one line: 'FILE:LINE: KEY: message'."""
 
 
 class _Strict(BaseModel):

@@ -12,7 +12,6 @@ import os
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -24,15 +23,13 @@ from . import runindex
 from . import spec as speclib
 from . import variants as variantlib
 from .envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
+from .errors import SweepLockedError
 from .launchers.base import Launcher
 from .plan import RunSpec
+from .planned import Action, PlannedRun, Reason
 from .rundir import CorruptFileError, RunDir, RunState, SweepDir, write_json_atomic, write_text_atomic
 from .scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
 from .status import index_entry
-
-
-class SweepLockedError(Exception):
-    """Another launcher holds this sweep's lock."""
 
 
 class BrokenVariantsError(speclib.SpecError):
@@ -41,12 +38,6 @@ class BrokenVariantsError(speclib.SpecError):
     def __init__(self, message: str, plan: SweepPlan):
         super().__init__(message)
         self.plan = plan
-
-
-class Action(str, Enum):
-    SKIP = "skip"        # succeeded before with the same content
-    RESUME = "resume"    # has a checkpoint to continue from
-    START = "start"      # never ran, or failed before saving a checkpoint
 
 
 @dataclass(frozen=True)
@@ -65,13 +56,6 @@ class SweepPlan:
     checks: list[VariantCheck]
     runs: list[RunSpec]
     sweep_dir: SweepDir
-
-
-@dataclass(frozen=True)
-class PlannedRun:
-    run: RunSpec
-    action: Action
-    note: str = ""
 
 
 def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: bool = True) -> SweepPlan:
@@ -161,13 +145,15 @@ def _decide_one(run: RunSpec, run_dir: RunDir) -> PlannedRun:
         status = run_dir.read_status()
         result = run_dir.read_result()
     except CorruptFileError as exc:
-        return PlannedRun(run, _restart_action(run_dir), f"corrupt: {exc}")
+        return PlannedRun(run, _restart_action(run_dir), f"corrupt: {exc}", Reason.CORRUPT)
     if status and status.state is RunState.SUCCEEDED and result and "eval_mean_return" in result:
-        return PlannedRun(run, Action.SKIP, "succeeded")
-    note = status.state.value if status else ""
-    if status and status.state is RunState.RUNNING:
-        note = "left running by a launcher that is gone"
-    return PlannedRun(run, _restart_action(run_dir), note)
+        return PlannedRun(run, Action.SKIP, "succeeded", Reason.SUCCEEDED)
+    if not status:
+        return PlannedRun(run, _restart_action(run_dir), "", Reason.NEW)
+    if status.state is RunState.RUNNING:
+        return PlannedRun(run, _restart_action(run_dir), "left running by a launcher that is gone",
+                          Reason.LEFT_RUNNING)
+    return PlannedRun(run, _restart_action(run_dir), status.state.value, Reason.ENDED)
 
 
 def _restart_action(run_dir: RunDir) -> Action:
@@ -177,24 +163,24 @@ def _restart_action(run_dir: RunDir) -> Action:
 def execute(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
             on_event: Callable[[Event], None] = lambda e: None,
             on_planned: Callable[[list[PlannedRun]], None] = lambda p: None) -> SweepOutcome:
-    """Run what is left of the sweep under its lock. Raises SweepLockedError if another launcher runs it."""
+    """Run what is left of the sweep under its lock. Raises an InputError before any run starts:
+    SweepLockedError if another launcher runs it, LauncherConfigError if the launcher cannot queue the runs."""
     plan.sweep_dir.path.mkdir(parents=True, exist_ok=True)
     with sweep_lock(plan.sweep_dir):
         planned = decide(plan)
         _reindex(plan.sweep_dir, planned)
         on_planned(planned)
         for item in planned:
-            if item.note.startswith("corrupt"):
+            if item.reason is Reason.CORRUPT:
                 on_event(Event(EventKind.WARNING, item.run.run_id, f"{item.note}; running it again"))
         _write_sweep_files(plan, planned)
         for item in planned:
-            if item.note.startswith("left running"):
+            if item.reason is Reason.LEFT_RUNNING:
                 _kill_orphan(plan.sweep_dir.run(item.run.run_id))
         todo = [p.run for p in planned if p.action is not Action.SKIP]
-        submit = getattr(launcher, "submit", None)  # a batch system (SLURM) queues every run at once
-        if submit and todo:
-            submit(todo, plan.sweep_dir)
-        outcome = Scheduler(launcher, plan.sweep_dir, options, on_event).run(todo)
+        if todo:
+            launcher.submit(todo, plan.sweep_dir)
+        outcome = Scheduler(launcher, plan.sweep_dir, options, index_entry=index_entry, on_event=on_event).run(todo)
         outcome.succeeded[:0] = [p.run.run_id for p in planned if p.action is Action.SKIP]
         return outcome
 

@@ -15,7 +15,8 @@ import yaml
 from rich.console import Console
 
 from .. import live
-from ..launchers.local import THREAD_VARS, LocalLauncher
+from ..launchers.local import LocalLauncher
+from ..launchers.spawn import THREAD_VARS
 from ..rundir import CorruptFileError, RunDir
 from ..scheduler import SchedulerOptions, SweepOutcome
 from ..sweep import SweepPlan, execute, prepare
@@ -63,16 +64,14 @@ def mjsweep_batch(config: BenchConfig, xml: Path, n: int, folder: Path) -> Batch
 def _timed_execute(plan: SweepPlan, n: int) -> tuple[SweepOutcome, float, float, float]:
     """Run the plan N at a time as `sweep run` does on a terminal (scheduling and the live table, drawn to
     a terminal nobody sees); its wall time, the launcher's CPU and the workers' CPU seconds."""
-    launcher = LocalLauncher()
     cpu_before, children_before, started = _own_cpu_s(), children_cpu_s(), time.monotonic()
-    with open(os.devnull, "w", encoding="utf-8") as screen:
+    with LocalLauncher() as launcher, open(os.devnull, "w", encoding="utf-8") as screen:
         progress = live.make_progress(Console(file=screen, force_terminal=True, width=160), plan.sweep_dir)
         try:
             outcome = execute(plan, launcher, SchedulerOptions(max_workers=n, retries=0),
                               on_event=progress.event, on_planned=progress.planned)
         finally:
             progress.close()
-            launcher.close()
     wall = time.monotonic() - started
     return outcome, wall, _own_cpu_s() - cpu_before, children_cpu_s() - children_before
 

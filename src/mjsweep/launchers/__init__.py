@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
+from ..errors import LauncherConfigError
 from ..spec import SweepSpec
+from .base import Launcher
 
 BACKENDS = ("local", "ray", "slurm")
 
 
-class LauncherConfigError(Exception):
-    """The chosen backend cannot run this spec here (no GPU for device: cuda, no cluster, ...)."""
-
-
 def build_launcher(backend: str, spec: SweepSpec, gpus: str | None = None, address: str | None = None,
-                   workers: int | None = None):
+                   workers: int | None = None) -> Launcher:
     """The launcher for `--backend`; its module is imported only when chosen."""
     if backend == "ray":
         try:
@@ -35,9 +33,3 @@ def build_launcher(backend: str, spec: SweepSpec, gpus: str | None = None, addre
         return LocalLauncher(gpus=gpu_ids, runs_per_gpu=spec.runs_per_gpu)
     raise LauncherConfigError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
 
-
-def scheduler_slots(launcher, requested: int | None, default: int) -> int:
-    """The scheduler's CPU slots: a launcher that knows its capacity (a cluster) says; else --workers
-    or the default (this machine's usable cores)."""
-    slots = getattr(launcher, "slots", None)
-    return slots(requested) if slots else requested or default

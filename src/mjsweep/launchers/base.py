@@ -2,24 +2,81 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+import signal
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from enum import Enum
+from types import TracebackType
+from typing import Protocol, Self
 
 from ..plan import RunSpec
-from ..rundir import RunDir
+from ..rundir import RunDir, SweepDir
 
 RETURNCODE_LOST = -255
-"""poll()'s answer when the run's node, job or task vanished (no signal has this number)."""
+"""status.json's returncode for a run whose node, job or task vanished (no signal has this number)."""
+
+
+class ExitKind(str, Enum):
+    EXITED = "exited"                # the worker exited with a code
+    KILLED = "killed"                # a signal ended it
+    LOST = "lost"                    # its node, actor or task vanished
+    OUT_OF_MEMORY = "out-of-memory"  # the batch system ended it for its memory
+    CANCELLED = "cancelled"          # the batch system cancelled it with a signal (someone's scancel)
+    TIME_LIMIT = "time-limit"        # the batch system's own time limit ended it
+
+
+@dataclass(frozen=True)
+class RunExit:
+    """How a run ended, as its launcher saw it. Build one with the class methods."""
+
+    kind: ExitKind
+    returncode: int
+    """As status.json records it, in subprocess's convention: the exit code, minus the signal that
+    ended it, or RETURNCODE_LOST."""
+
+    @classmethod
+    def exited(cls, code: int) -> RunExit:
+        return cls(ExitKind.EXITED, code)
+
+    @classmethod
+    def killed(cls, sig: int) -> RunExit:
+        return cls(ExitKind.KILLED, -sig)
+
+    @classmethod
+    def from_returncode(cls, returncode: int) -> RunExit:
+        """A Popen returncode: negative when a signal ended the process."""
+        return cls.killed(-returncode) if returncode < 0 else cls.exited(returncode)
+
+    @classmethod
+    def lost(cls) -> RunExit:
+        return cls(ExitKind.LOST, RETURNCODE_LOST)
+
+    @classmethod
+    def out_of_memory(cls) -> RunExit:
+        return cls(ExitKind.OUT_OF_MEMORY, -signal.SIGKILL)
+
+    @classmethod
+    def cancelled(cls, sig: int) -> RunExit:
+        return cls(ExitKind.CANCELLED, -sig)
+
+    @classmethod
+    def time_limit(cls) -> RunExit:
+        return cls(ExitKind.TIME_LIMIT, -signal.SIGTERM)
 
 
 class RunHandle(Protocol):
     """A started run."""
 
-    pid: int | None
-    host: str
+    @property
+    def pid(self) -> int | None:
+        """The worker's pid; None when it runs on another machine."""
 
-    def poll(self) -> int | None:
-        """The worker's exit code once it has ended (negative: killed by that signal;
-        RETURNCODE_LOST: its node or job was lost), else None."""
+    @property
+    def host(self) -> str:
+        """Where it runs; a cluster run may learn its node some polls after it started."""
+
+    def poll(self) -> RunExit | None:
+        """How the run ended, once it has; else None. Cheap: the scheduler calls it every poll."""
 
     def interrupt(self) -> None:
         """Ask the run to stop: it saves a checkpoint and exits (SIGINT to its process group)."""
@@ -31,16 +88,36 @@ class RunHandle(Protocol):
         """Largest resident memory seen so far for the run's processes, if known."""
 
 
-class Launcher(Protocol):
-    """Two optional hooks, looked up with getattr: `slots(requested: int | None) -> int` (a cluster
-    knows how many CPU slots it has; see launchers.scheduler_slots) and `submit(runs, sweep_dir)`
-    (called once before the scheduler starts, for a batch system that queues every run at once)."""
+class Launcher(ABC):
+    """Starts runs for the scheduler. A context manager: close() on exit.
+
+    start() raises OSError or errors.LaunchError for a run that cannot start (that run fails, the others
+    go on); errors.InputError only before any run started (exit 2).
+    """
+
+    def slots(self, requested: int | None, default: int) -> int:
+        """CPU slots the scheduler fills: --workers, else `default` (this machine's usable cores). A
+        cluster knows its own capacity."""
+        return requested or default
+
+    def submit(self, runs: list[RunSpec], sweep_dir: SweepDir) -> None:
+        """Called once with every run to execute, before the first start(): a batch system queues them
+        all at once. Raises LauncherConfigError (exit 2) if they cannot be queued."""
 
     def can_start(self, run: RunSpec) -> bool:
         """Whether a resource the scheduler does not count itself (a GPU slot) is free for this run."""
+        return True
 
+    @abstractmethod
     def start(self, run: RunSpec, run_dir: RunDir) -> RunHandle:
         """Start `python -m mjsweep.worker RUN_DIR` for this run; its output goes to run_dir.log."""
 
     def close(self) -> None:
-        """Release whatever the launcher holds (connections, clusters)."""
+        """Release whatever the launcher holds (connections, clusters, tasks never started)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

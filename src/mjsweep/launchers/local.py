@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -17,38 +15,13 @@ import psutil
 from ..gpus import GpuSlots
 from ..plan import RunSpec
 from ..rundir import RunDir
+from .base import Launcher, RunExit
+from .spawn import spawn_worker, worker_command, worker_env
 
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-               "VECLIB_MAXIMUM_THREADS")
-_PR_SET_PDEATHSIG = 1
 TREE_EVERY_S = 10.0
 """How often a worker's process tree is listed again. Listing children makes psutil read the stat file of
 every process on the machine (milliseconds, per run, per poll: most of the launcher's CPU); reading the
 RSS of the processes already known takes microseconds and is done at every poll."""
-
-
-def worker_command(run_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "mjsweep.worker", str(run_dir)]
-
-
-def worker_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The parent's environment with every thread pool capped at one thread and output unbuffered."""
-    env = dict(os.environ if base is None else base)
-    env.update({var: "1" for var in THREAD_VARS})
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def _die_with_parent(parent_pid: int):
-    """A preexec_fn: the kernel SIGKILLs the child when the launcher dies, however it dies."""
-    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before fork, not in the child
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent_pid:  # the launcher died before prctl took effect
-            os._exit(1)
-
-    return preexec
 
 
 class LocalHandle:
@@ -61,14 +34,15 @@ class LocalHandle:
         self._tree_at = float("-inf")
         self._on_exit = on_exit
 
-    def poll(self) -> int | None:
+    def poll(self) -> RunExit | None:
         self._sample_rss()
         code = self.proc.poll()
-        if code is not None:
-            self._signal_group(signal.SIGKILL)  # whatever the worker started dies with it
-            self._on_exit()
-            self._on_exit = lambda: None
-        return code
+        if code is None:
+            return None
+        self._signal_group(signal.SIGKILL)  # whatever the worker started dies with it
+        self._on_exit()
+        self._on_exit = lambda: None
+        return RunExit.from_returncode(code)
 
     def interrupt(self) -> None:
         self._signal_group(signal.SIGINT)
@@ -105,7 +79,7 @@ class LocalHandle:
         self._peak_rss = max(self._peak_rss, rss)
 
 
-class LocalLauncher:
+class LocalLauncher(Launcher):
     """Starts each run as `python -m mjsweep.worker RUN_DIR`, an argument list, never a shell string.
 
     Runs with device "cuda" get a GPU slot each (CUDA_VISIBLE_DEVICES); CPU runs see no GPU.
@@ -127,20 +101,10 @@ class LocalLauncher:
         gpu = self.gpu_slots.take() if run.device != "cpu" else None
         env["CUDA_VISIBLE_DEVICES"] = gpu or ""
         try:
-            proc = self._spawn(run_dir, env)
+            proc = spawn_worker(self.command(run_dir.path), run_dir.path, run_dir.log, env)
         except BaseException:
             if gpu is not None:
                 self.gpu_slots.give_back(gpu)
             raise
         return LocalHandle(proc, on_exit=(lambda: self.gpu_slots.give_back(gpu)) if gpu is not None else lambda: None)
 
-    def _spawn(self, run_dir: RunDir, env: dict[str, str]) -> subprocess.Popen:
-        with open(run_dir.log, "ab") as log:
-            return subprocess.Popen(
-                self.command(run_dir.path), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=env, cwd=run_dir.path, start_new_session=True, close_fds=True,
-                preexec_fn=_die_with_parent(os.getpid()),
-            )
-
-    def close(self) -> None:
-        pass

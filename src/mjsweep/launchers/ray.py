@@ -3,7 +3,7 @@ CPU slots, and its GPU share for device: cuda, on whichever node Ray picks.
 
 The launcher's run dir stays the source of truth: the node's copy is shipped back every second or so
 (logs, progress, checkpoints; model.zip and result.json at the end), so `sweep status`, live progress
-and resume work as with local runs. A lost node is RETURNCODE_LOST; the scheduler retries the run,
+and resume work as with local runs. A lost node is RunExit.lost(); the scheduler retries the run,
 which starts again from the last checkpoint that came back.
 """
 
@@ -19,9 +19,10 @@ from pathlib import Path
 import ray
 from ray.exceptions import ActorUnavailableError, RayError
 
+from ..errors import LaunchError, LauncherConfigError
 from ..plan import RunSpec
 from ..rundir import CorruptFileError, RunDir
-from .base import RETURNCODE_LOST
+from .base import Launcher, RunExit
 from .filesync import Shipment, apply, pack_model, run_files
 from .ray_task import LAUNCHER_OWNED, RunAttempt
 
@@ -40,32 +41,32 @@ class RayHandle:
         self.host = "ray (waiting for a node)"
         self._started: ray.ObjectRef | None = started_ref  # answers with the node's label once placed
         self._pending = actor.sync.remote()
-        self._code: int | None = None
+        self._exit: RunExit | None = None
         self._kill_deadline: float | None = None
         self._unavailable_since: float | None = None
 
-    def poll(self) -> int | None:
+    def poll(self) -> RunExit | None:
         if self._started is not None and ray.wait([self._started], timeout=0)[0]:
             self.host = self._get(self._started) or self.host
             self._started = None
-        while self._code is None and ray.wait([self._pending], timeout=0)[0]:
+        while self._exit is None and ray.wait([self._pending], timeout=0)[0]:
             try:
                 shipment: Shipment = ray.get(self._pending)
             except ActorUnavailableError:
                 self._unavailable(time.monotonic())
                 continue
             except RayError:  # the actor, its worker process or its node died
-                self._end(-signal.SIGKILL if self._kill_deadline else RETURNCODE_LOST)
+                self._end(RunExit.killed(signal.SIGKILL) if self._kill_deadline else RunExit.lost())
                 break
             self._unavailable_since = None
             apply(self.run_dir.path, shipment)
             if shipment.exit_code is not None:
-                self._end(shipment.exit_code)
+                self._end(RunExit.from_returncode(shipment.exit_code))
             else:
                 self._pending = self.actor.sync.remote()
-        if self._code is None and self._kill_deadline and time.monotonic() > self._kill_deadline:
-            self._end(-signal.SIGKILL)  # the actor did not answer: ending it ends the worker too
-        return self._code
+        if self._exit is None and self._kill_deadline and time.monotonic() > self._kill_deadline:
+            self._end(RunExit.killed(signal.SIGKILL))  # the actor did not answer: ending it ends the worker too
+        return self._exit
 
     def interrupt(self) -> None:
         self.actor.interrupt.remote()
@@ -86,12 +87,12 @@ class RayHandle:
     def _unavailable(self, now: float) -> None:
         self._unavailable_since = self._unavailable_since or now
         if now - self._unavailable_since > UNAVAILABLE_LIMIT_S:
-            self._end(RETURNCODE_LOST)
+            self._end(RunExit.lost())
         else:
             self._pending = self.actor.sync.remote()
 
-    def _end(self, code: int) -> None:
-        self._code = code
+    def _end(self, end: RunExit) -> None:
+        self._exit = end
         ray.kill(self.actor, no_restart=True)  # frees the run's CPUs at once
 
     @staticmethod
@@ -102,12 +103,11 @@ class RayHandle:
             return None  # poll() will see the actor's end and report it
 
 
-class RayLauncher:
-    """Connects to the cluster at `address` (or RAY_ADDRESS); with neither, starts a local Ray."""
+class RayLauncher(Launcher):
+    """Connects to the cluster at `address` (or RAY_ADDRESS); with neither, starts a local Ray. Ray
+    queues each run's actor until a node has its CPUs and GPU share, so can_start() is always true."""
 
     def __init__(self, address: str | None = None, runs_per_gpu: int = 1):
-        from . import LauncherConfigError
-
         address = address or os.environ.get("RAY_ADDRESS") or "local"
         unreachable = _unreachable(address)
         if unreachable:
@@ -123,20 +123,20 @@ class RayLauncher:
             raise LauncherConfigError(f"cannot connect to Ray at {address}: {_one_line(exc)}{hint}") from None
         self.runs_per_gpu = runs_per_gpu
 
-    def slots(self, requested: int | None) -> int:
+    def slots(self, requested: int | None, default: int) -> int:
         """CPU slots for the scheduler: --workers, else every CPU of the cluster."""
         return requested or max(1, int(ray.cluster_resources().get("CPU", 1)))
-
-    def can_start(self, run: RunSpec) -> bool:
-        return True  # Ray queues an actor until a node has its CPUs and GPU share
 
     def start(self, run: RunSpec, run_dir: RunDir) -> RayHandle:
         spec = json.loads(run_dir.spec_json.read_text(encoding="utf-8"))
         files = {rel: path.read_bytes() for rel, path in run_files(run_dir.path, LAUNCHER_OWNED)}
         cuda = run.device == "cuda"
-        actor = RunAttempt.options(num_cpus=run.cpus, num_gpus=(1 / self.runs_per_gpu) if cuda else 0).remote(
-            spec, files, pack_model(Path(run.xml)), cuda)
-        return RayHandle(actor, run_dir, actor.start.remote())
+        try:
+            actor = RunAttempt.options(num_cpus=run.cpus, num_gpus=(1 / self.runs_per_gpu) if cuda else 0).remote(
+                spec, files, pack_model(Path(run.xml)), cuda)
+            return RayHandle(actor, run_dir, actor.start.remote())
+        except RayError as exc:  # the cluster refused the actor: this run fails, the sweep goes on
+            raise LaunchError(f"Ray could not start the run: {_one_line(exc)}") from None
 
     def close(self) -> None:
         ray.shutdown()

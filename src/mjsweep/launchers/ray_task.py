@@ -2,7 +2,7 @@
 (and GPU share) are free, holding them until the run ends.
 
 The actor recreates the run dir in a temp folder of its node (the node need not see the launcher's
-filesystem), starts the same worker command as the local launcher (thread caps, own process group,
+filesystem), starts the worker as the local launcher does (spawn.py: thread caps, own process group,
 killed by the kernel if the actor dies), and hands back what the worker wrote, a little at a time.
 """
 
@@ -19,8 +19,9 @@ from pathlib import Path
 
 import ray
 
+from ..rundir import RunDir
 from .filesync import ChangeTracker, ModelFiles, Shipment, local_run_dir
-from .local import _die_with_parent, worker_command, worker_env
+from .spawn import spawn_worker, worker_command, worker_env
 
 SYNC_WAIT_S = 1.0
 """How long sync() waits for the worker to end before answering: it paces the launcher's polling."""
@@ -31,18 +32,6 @@ def node_label() -> str:
     """This node, as status.json's host shows it: host name, IP and the start of Ray's node id."""
     node_id = ray.get_runtime_context().get_node_id()
     return f"{socket.gethostname()} {ray.util.get_node_ip_address()} node {node_id[:8]}"
-
-
-def _unblocked_dying_with(parent_pid: int):
-    """A preexec_fn. Ray runs actor methods with SIGINT blocked, and a child inherits its parent's signal
-    mask: unblock every signal, or the worker never sees the SIGINT that asks it to checkpoint and stop."""
-    die_with_parent = _die_with_parent(parent_pid)
-
-    def preexec() -> None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, ())
-        die_with_parent()
-
-    return preexec
 
 
 @ray.remote(max_restarts=0, max_task_retries=0)
@@ -64,11 +53,7 @@ class RunAttempt:
         env["MJSWEEP_NODE"] = ray.get_runtime_context().get_node_id()
         if not self.cuda:
             env["CUDA_VISIBLE_DEVICES"] = ""  # for cuda runs Ray has set it to this actor's GPU
-        with open(self.run_path / "log.txt", "ab") as log:
-            self.proc = subprocess.Popen(
-                worker_command(self.run_path), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=env, cwd=self.run_path, start_new_session=True, close_fds=True,
-                preexec_fn=_unblocked_dying_with(os.getpid()))
+        self.proc = spawn_worker(worker_command(self.run_path), self.run_path, RunDir(self.run_path).log, env)
         return node_label()
 
     def sync(self) -> Shipment:

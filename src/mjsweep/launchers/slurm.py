@@ -13,7 +13,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -21,11 +20,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from ..errors import LaunchError, LauncherConfigError
 from ..plan import RunSpec
 from ..rundir import CorruptFileError, RunDir, SweepDir, write_text_atomic
 from ..spec import SlurmSpec
-from .base import RETURNCODE_LOST
-from .local import THREAD_VARS
+from .base import Launcher, RunExit
+from .spawn import THREAD_VARS
 
 SLURM_DIR = "slurm"
 """Under the sweep dir: each array's script and run list, and SLURM's own output per task."""
@@ -110,7 +110,7 @@ class _Queue:
         self._at = time.monotonic()
 
 
-def finished_code(task: str, run_dir: RunDir) -> int | None:
+def finished_exit(task: str, run_dir: RunDir) -> RunExit | None:
     """How a task that left the queue ended: from `scontrol show job` while SLURM still knows it,
     else from whether the worker wrote its result. None: scontrol says it has not ended (squeue's
     answer was stale or failed)."""
@@ -119,17 +119,19 @@ def finished_code(task: str, run_dir: RunDir) -> int | None:
     state = re.search(r"\bJobState=(\S+)", out.stdout)
     code = re.search(r"\bExitCode=(\d+):(\d+)", out.stdout)
     if out.returncode != 0 or not state or not code:
-        return 0 if run_dir.result_json.exists() else RETURNCODE_LOST
+        return RunExit.exited(0) if run_dir.result_json.exists() else RunExit.lost()
     status, sig = int(code.group(1)), int(code.group(2))
     if state.group(1) not in ENDED_STATES:
         return None
     if state.group(1) in LOST_STATES:
-        return RETURNCODE_LOST
+        return RunExit.lost()
     if state.group(1) == "TIMEOUT":
-        return -signal.SIGTERM  # SLURM's time limit: a kill the sweep did not ask for, retried
+        return RunExit.time_limit()
     if state.group(1) == "OUT_OF_MEMORY":
-        return -signal.SIGKILL
-    return -sig if sig else status
+        return RunExit.out_of_memory()
+    if sig:
+        return RunExit.cancelled(sig) if state.group(1) == "CANCELLED" else RunExit.killed(sig)
+    return RunExit.exited(status)
 
 
 class SlurmHandle:
@@ -137,12 +139,12 @@ class SlurmHandle:
         self.task, self.run_dir, self.queue = task, run_dir, queue
         self.pid = None
         self.host = f"slurm task {task}"
-        self._code: int | None = None
+        self._exit: RunExit | None = None
 
-    def poll(self) -> int | None:
-        if self._code is None and self.queue.state(self.task) is None:
-            self._code = finished_code(self.task, self.run_dir)
-        return self._code
+    def poll(self) -> RunExit | None:
+        if self._exit is None and self.queue.state(self.task) is None:
+            self._exit = finished_exit(self.task, self.run_dir)
+        return self._exit
 
     def interrupt(self) -> None:
         state = self.queue.state(self.task)
@@ -186,36 +188,33 @@ def _cancel_orphans(sweep_dir: SweepDir) -> None:
         time.sleep(QUEUE_REFRESH_S)
         orphans = _orphans(sweep_dir)
     if orphans:
-        from . import LauncherConfigError
-
         raise LauncherConfigError(f"tasks {', '.join(orphans)} of an earlier `sweep run` of this sweep are "
                                   "still in the queue after scancel; wait for them to end, then run again")
 
 
-class SlurmLauncher:
+class SlurmLauncher(Launcher):
     """Submits every run of the sweep as one array (submit()); start() hands out its tasks."""
 
     def __init__(self, slurm: SlurmSpec, throttle: int | None = None):
         missing = [cmd for cmd in COMMANDS if not shutil.which(cmd)]
         if missing:
-            from . import LauncherConfigError
-
             raise LauncherConfigError(f"--backend slurm needs {', '.join(missing)} on PATH "
                                       "(run the sweep on a SLURM login node)")
         self.slurm, self.throttle = slurm, throttle
         self._queue = _Queue()
         self._unclaimed: dict[str, str] = {}  # run_id -> its array task, submitted, not yet started
 
-    def slots(self, requested: int | None) -> int:
-        return UNLIMITED_SLOTS
+    def slots(self, requested: int | None, default: int) -> int:
+        return UNLIMITED_SLOTS  # --workers is the array's throttle instead
 
     def submit(self, runs: list[RunSpec], sweep_dir: SweepDir) -> None:
-        """Queue all runs as one array; the scheduler then start()s each, which only hands out its task."""
+        """Queue all runs as one array; the scheduler then start()s each, which only hands out its task.
+        A refused array stops the sweep before any run (exit 2): it is most often the spec's slurm block."""
         _cancel_orphans(sweep_dir)
-        self._unclaimed.update(self._sbatch(runs, sweep_dir))
-
-    def can_start(self, run: RunSpec) -> bool:
-        return True
+        try:
+            self._unclaimed.update(self._sbatch(runs, sweep_dir))
+        except LaunchError as exc:
+            raise LauncherConfigError(str(exc)) from None
 
     def start(self, run: RunSpec, run_dir: RunDir) -> SlurmHandle:
         task = self._unclaimed.pop(run.run_id, None)
@@ -234,10 +233,8 @@ class SlurmLauncher:
         write_text_atomic(sub.script_path, sub.script)
         out = subprocess.run(sub.command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if out.returncode != 0:
-            from . import LauncherConfigError
-
             message = " ".join(out.stderr.split()) or f"exit {out.returncode}"
-            raise LauncherConfigError(f"sbatch refused the array ({sub.script_path}): {message}")
+            raise LaunchError(f"sbatch refused the array ({sub.script_path}): {message}")
         job = out.stdout.strip().split(";")[0]
         self._queue.forget()
         return {run.run_id: f"{job}_{i}" for i, run in enumerate(runs)}

@@ -1,0 +1,46 @@
+"""The one writer of a sweep's status.json files while it runs, and of their lines in index.jsonl."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .rundir import CorruptFileError, RunDir, RunStatus, SweepDir
+from .runindex import ENDED_STATES, IndexWriter
+
+
+class StatusRecorder:
+    """index_entry reads an ended run's index line back from its files (status.index_entry); it is handed
+    in because the reading side of a sweep is no business of the launching side. A write that fails (a
+    full disk) is reported through `warn(run_id, message)`, and the sweep goes on."""
+
+    def __init__(self, sweep_dir: SweepDir, index_entry: Callable[[RunDir], dict[str, Any]],
+                 warn: Callable[[str, str], None]):
+        self.sweep_dir = sweep_dir
+        self._index_entry, self._warn = index_entry, warn
+        self._index = IndexWriter(sweep_dir.index_jsonl)
+
+    def previous(self, run_dir: RunDir) -> RunStatus | None:
+        """What an earlier attempt recorded, or None (no status, or a corrupt one)."""
+        try:
+            return run_dir.read_status()
+        except CorruptFileError:
+            return None
+
+    def measured_peaks_mb(self) -> list[float]:
+        """Peak memory of every run that recorded one, in earlier invocations too."""
+        return [status.peak_rss_mb for run_dir in self.sweep_dir.run_dirs()
+                if (status := self.previous(run_dir)) and status.peak_rss_mb]
+
+    def restarting(self, run_id: str) -> None:
+        """Before a run starts again: readers must go back to its files (runindex.RESTARTED)."""
+        self._index.restarting(run_id)
+
+    def record(self, run_dir: RunDir, status: RunStatus) -> None:
+        """Write status.json and, for an ended run, its index line."""
+        try:
+            run_dir.write_status(status)
+        except OSError as exc:
+            self._warn(run_dir.run_id, f"cannot write status.json: {exc}")
+            return
+        if status.state.value in ENDED_STATES:
+            self._index.ended(self._index_entry(run_dir))

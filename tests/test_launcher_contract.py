@@ -1,0 +1,166 @@
+"""Every launcher keeps the same contract with the scheduler (launchers/base.py), in the way Hydra tests
+its launchers: one suite, run against each. Start and poll to an exit with a result and a peak memory,
+interrupt with a checkpoint, kill, and an end nobody asked for (retried). Local runs a stub worker (fast);
+Ray and SLURM run the real worker on a real cluster (slow; SLURM skips unless one is up)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from conftest import write_spec
+from mjsweep.failures import RETRYABLE, classify
+from mjsweep.launchers.base import ExitKind, Launcher, RunExit, RunHandle
+from mjsweep.launchers.local import LocalLauncher
+from mjsweep.plan import RunSpec
+from mjsweep.rundir import FailureClass, RunDir, SweepDir, write_json_atomic
+from mjsweep.spec import SlurmSpec
+from mjsweep.sweep import prepare
+from test_ray import cluster  # noqa: F401  (the two-node Ray cluster fixture)
+from test_slurm import slurm_cluster  # noqa: F401  (skips unless a SLURM cluster is up)
+
+STUB = Path(__file__).parent / "helpers" / "stub_worker.py"
+WAIT_S = 300.0  # generous: a bound on hanging, never on speed
+SHORT, LONG = 5_000, 400_000  # timesteps: a run that ends by itself, one that must be stopped
+
+
+@dataclass
+class Backend:
+    name: str
+    launcher: Launcher
+    vanish: Callable[[RunHandle], None]
+    """Ends a run the way the world does, unasked: the OOM killer, a dead node, someone's scancel."""
+    vanished: ExitKind | None
+    """The exit that gives, where it is certain."""
+
+
+def _local() -> Backend:
+    launcher = LocalLauncher(command=lambda run_dir: [sys.executable, str(STUB), str(run_dir)])
+    return Backend("local", launcher, lambda handle: os.kill(handle.pid, signal.SIGKILL), ExitKind.KILLED)
+
+
+def _ray(request) -> Backend:
+    import ray
+
+    from mjsweep.launchers.ray import RayLauncher
+
+    launcher = RayLauncher(request.getfixturevalue("cluster").address)
+    return Backend("ray", launcher, lambda handle: ray.kill(handle.actor), ExitKind.LOST)
+
+
+def _slurm(request) -> Backend:
+    from mjsweep.launchers.slurm import SlurmLauncher
+
+    request.getfixturevalue("slurm_cluster")
+    launcher = SlurmLauncher(SlurmSpec(time="20:00", mem="1G"))
+    return Backend("slurm", launcher, lambda handle: subprocess.run(["scancel", handle.task], check=True), None)
+
+
+@pytest.fixture(params=["local", pytest.param("ray", marks=pytest.mark.slow),
+                        pytest.param("slurm", marks=pytest.mark.slow)])
+def backend(request):
+    made = {"local": _local, "ray": lambda: _ray(request), "slurm": lambda: _slurm(request)}[request.param]()
+    with made.launcher:
+        yield made
+
+
+def start(backend: Backend, tmp_path: Path, tiny_spec: dict, total: int) -> tuple[RunHandle, RunDir]:
+    """One run of the tiny walker, its folder written as `sweep run` writes it, submitted and started."""
+    tiny_spec.update(total_timesteps=total, checkpoint_every=512, runs_dir=str(tmp_path / "runs"))
+    plan = prepare(write_spec(tmp_path, tiny_spec), check_envs=False)
+    (run,) = plan.runs
+    run_dir = plan.sweep_dir.run(run.run_id)
+    run_dir.path.mkdir(parents=True)
+    write_json_atomic(run_dir.spec_json, run.model_dump(mode="json"))
+    backend.launcher.submit([run], plan.sweep_dir)
+    return backend.launcher.start(run, run_dir), run_dir
+
+
+def wait_end(handle: RunHandle, timeout: float = WAIT_S) -> RunExit:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (end := handle.poll()) is not None:
+            return end
+        time.sleep(0.05)
+    handle.kill()
+    raise AssertionError("the run did not end")
+
+
+def wait_training(handle: RunHandle, run_dir: RunDir) -> None:
+    """Until the worker's first output is in the launcher's run dir (shipped back, for Ray)."""
+    deadline = time.monotonic() + WAIT_S
+    while not run_dir.progress_csv.exists():
+        assert handle.poll() is None, "the run ended before it trained"
+        assert time.monotonic() < deadline, "the run never started training"
+        time.sleep(0.05)
+
+
+def succeeded(run_dir: RunDir) -> bool:
+    return "eval_mean_return" in (run_dir.read_result() or {})
+
+
+def test_a_run_ends_with_its_exit_its_result_and_its_peak_memory(backend, tmp_path, tiny_spec):
+    handle, run_dir = start(backend, tmp_path, tiny_spec, SHORT)
+    assert isinstance(handle.host, str) and handle.host
+    end = wait_end(handle)
+    assert end == RunExit.exited(0)
+    assert classify(end, stopped=False, timed_out=False, succeeded=succeeded(run_dir)) is None
+    assert run_dir.log.read_text()  # the worker's output went to the run's log.txt
+    assert handle.peak_rss_mb() >= 50  # the stub holds 64 MiB; a real worker holds more
+
+
+def test_interrupt_stops_the_run_with_a_checkpoint(backend, tmp_path, tiny_spec):
+    handle, run_dir = start(backend, tmp_path, tiny_spec, LONG)
+    wait_training(handle, run_dir)
+    handle.interrupt()
+    end = wait_end(handle)
+    assert end == RunExit.exited(130)
+    assert run_dir.checkpoint_json.exists()
+    assert "stopped by a signal" in run_dir.log.read_text()
+    assert classify(end, stopped=True, timed_out=False, succeeded=succeeded(run_dir)) is FailureClass.INTERRUPTED
+
+
+def test_kill_ends_the_run_without_a_result(backend, tmp_path, tiny_spec):
+    handle, run_dir = start(backend, tmp_path, tiny_spec, LONG)
+    wait_training(handle, run_dir)
+    handle.kill()
+    end = wait_end(handle, timeout=120)
+    assert end.returncode != 0 and not succeeded(run_dir)
+    if backend.name != "slurm":  # SLURM's cancel lets the worker see SIGTERM first
+        assert end == RunExit.killed(signal.SIGKILL)
+
+
+def test_an_end_nobody_asked_for_is_retried(backend, tmp_path, tiny_spec):
+    handle, run_dir = start(backend, tmp_path, tiny_spec, LONG)
+    wait_training(handle, run_dir)
+    backend.vanish(handle)
+    end = wait_end(handle)
+    if backend.vanished is not None:
+        assert end.kind is backend.vanished
+    assert classify(end, stopped=False, timed_out=False, succeeded=succeeded(run_dir)) in RETRYABLE
+
+
+class Minimal(Launcher):
+    closed = False
+
+    def start(self, run: RunSpec, run_dir: RunDir) -> RunHandle:
+        raise OSError("never started here")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_the_base_launcher_defaults_and_closes_on_exit(tmp_path):
+    with Minimal() as launcher:
+        assert launcher.slots(None, 8) == 8 and launcher.slots(3, 8) == 3
+        assert launcher.can_start(None) is True
+        assert launcher.submit([], SweepDir(tmp_path)) is None
+    assert launcher.closed
