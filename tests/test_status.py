@@ -144,6 +144,18 @@ def test_totals_and_eta(tmp_path):
     assert t.eta_s == (3000 - 1400) / 200.0
 
 
+def test_status_shows_training_fps_and_the_other_figures_apart(tmp_path):
+    timed = dict(timesteps=4096, rollout_s=5.0, train_s=3.0)
+    make_run(tmp_path, run_spec("v", 0), RunState.SUCCEEDED,
+             result=result(1.0, fps=512.0, **timed, training_s=8.0, eval_s=11.0, save_s=0.2, startup_s=2.5))
+    make_run(tmp_path, run_spec("v", 1), RunState.SUCCEEDED, result=result(1.0, fps=212.9, **timed))  # older file
+    data = json.loads(CliRunner().invoke(app, ["status", str(tmp_path), "--json"]).stdout)
+    new, old = sorted(data["runs"], key=lambda r: r["run_id"])
+    figures = ("fps", "training_s", "eval_s", "save_s", "startup_s")
+    assert [new[k] for k in figures] == [512.0, 8.0, 11.0, 0.2, 2.5]
+    assert (old["fps"], old["training_s"], old["eval_s"]) == (512.0, None, None)
+
+
 def test_cli_status_json_and_table(tmp_path):
     every_state(tmp_path)
     runner = CliRunner()

@@ -19,6 +19,7 @@ from typing import Any
 
 from . import runindex
 from .plan import RunSpec
+from .results import training_fps
 from .rundir import CorruptFileError, RunDir, RunState, RunStatus, SweepDir, read_bytes
 
 STALE = "stale"
@@ -57,6 +58,14 @@ class RunView:
     ep_rew_mean: float | None = None
     final_return: float | None = None
     """result.json's eval_mean_return."""
+    training_s: float | None = None
+    """An ended run's seconds of training (rollout + update, over its attempts): what its fps counts."""
+    eval_s: float | None = None
+    """An ended run's seconds in the final evaluation."""
+    save_s: float | None = None
+    """An ended run's seconds writing checkpoints and the final model."""
+    startup_s: float | None = None
+    """An ended run's seconds from its last attempt's process start to its first env step."""
     torch_threads: int | None = None
     pid: int | None = None
     host: str | None = None
@@ -201,10 +210,11 @@ def read_run(run_dir: RunDir, launcher_alive: bool, host: str) -> RunView:
         attempts=status.attempts if status else 0,
         timesteps=int(result.get("timesteps", progress.timesteps if progress else 0)),
         total_timesteps=spec.total_timesteps,
-        fps=_float(result.get("fps")) if result else (progress.fps if progress else None),
+        fps=training_fps(result) if result else (progress.fps if progress else None),
         early_fps=progress.early_fps if progress else None,
         ep_rew_mean=progress.ep_rew_mean if progress else None,
         final_return=_float(result.get("eval_mean_return")),
+        **{key: _float(result.get(key)) for key in ("training_s", "eval_s", "save_s", "startup_s")},
         torch_threads=result.get("torch_threads"), pid=status.pid if status else None,
         host=status.host if status else None, problems=tuple(problems))
 
@@ -214,7 +224,7 @@ def _progress_of(run_dir: RunDir, state: str, result: dict[str, Any]) -> Progres
     if state == RunState.PENDING.value:
         return None
     if "early_fps" in result:
-        return Progress(int(result.get("timesteps") or 0), _float(result.get("fps")),
+        return Progress(int(result.get("timesteps") or 0), training_fps(result),
                         _float(result.get("ep_rew_mean")), _float(result.get("early_fps")))
     return read_progress(run_dir.progress_csv)
 
