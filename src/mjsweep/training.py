@@ -70,9 +70,15 @@ class Checkpoint:
                 os.truncate(path, size)
 
 
+def checkpoint_due(steps_since: int, seconds_since: float, every_steps: int, every_s: float | None) -> bool:
+    """Whether to checkpoint now, at the end of an iteration: whichever comes first of `every_steps`
+    timesteps and `every_s` seconds (None: timesteps only) since the last checkpoint."""
+    return steps_since >= every_steps or (every_s is not None and seconds_since >= every_s)
+
+
 class Checkpointer:
-    def __init__(self, run: RunDir, every: int):
-        self.run, self.every = run, every
+    def __init__(self, run: RunDir, every: int, every_s: float | None = None):
+        self.run, self.every, self.every_s = run, every, every_s
 
     def latest(self) -> Checkpoint | None:
         data = read_json(self.run.checkpoint_json)
@@ -158,6 +164,8 @@ class IterationRecorder(PhaseTimer):
         self.base = resume.timing if resume else Timing()
         self.iteration = resume.iteration if resume else 0
         self.last_checkpoint_at = resume.timesteps if resume else 0
+        self.last_checkpoint_time = 0.0
+        """time.monotonic() of the last checkpoint, or of this attempt's start of training."""
         self.save_s = 0.0
         self._t0 = 0.0
         self._iter_start = (0, 0, (0, 0))  # timesteps, iteration, log sizes when this iteration began
@@ -168,7 +176,7 @@ class IterationRecorder(PhaseTimer):
 
     def _on_training_start(self) -> None:
         self.startup_s = process_age_s()
-        self._t0 = time.monotonic()
+        self._t0 = self.last_checkpoint_time = time.monotonic()
         path = self.checkpointer.run.progress_csv
         fresh = not path.exists() or path.stat().st_size == 0
         self._file = open(path, "a", newline="", encoding="utf-8")
@@ -213,7 +221,9 @@ class IterationRecorder(PhaseTimer):
             "train_s": round(update_s, 4),
         })
         self._file.flush()
-        if self.model.num_timesteps - self.last_checkpoint_at >= self.checkpointer.every:
+        if checkpoint_due(self.model.num_timesteps - self.last_checkpoint_at,
+                          time.monotonic() - self.last_checkpoint_time, self.checkpointer.every,
+                          self.checkpointer.every_s):
             self._save(self.iteration, self._log_sizes())
 
     def totals(self) -> Timing:
@@ -237,7 +247,8 @@ class IterationRecorder(PhaseTimer):
     def _save(self, iteration: int, log_sizes: tuple[int, int]) -> None:
         started = time.monotonic()
         self.checkpointer.save(self.model, iteration, self.totals(), log_sizes)
-        self.save_s += time.monotonic() - started
+        self.last_checkpoint_time = time.monotonic()
+        self.save_s += self.last_checkpoint_time - started
         self.last_checkpoint_at = self.model.num_timesteps
 
 

@@ -83,7 +83,7 @@ def _train(run_path: Path) -> int:
     started = time.monotonic()
     run = RunDir(run_path)
     spec = RunSpec.model_validate_json(run.spec_json.read_text(encoding="utf-8"))
-    checkpointer = Checkpointer(run, spec.checkpoint_every)
+    checkpointer = Checkpointer(run, spec.checkpoint_every, spec.checkpoint_every_s)
     resume = checkpointer.latest()
     if resume:
         print(f"mjsweep.worker: resuming {spec.run_id} from {resume.timesteps} timesteps", flush=True)
