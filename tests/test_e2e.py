@@ -37,9 +37,9 @@ def test_smoke_config_end_to_end(tmp_path):
     # index.jsonl holds a line per ended run that `sweep status` reads instead of the run files
     index = sweep_dir / "index.jsonl"
     assert sorted(runindex.ended_entries(index)) == [d.name for d in run_dirs]
-    from_index = read_sweep(sweep_dir, load5=0.0, cores=2).runs
+    from_index = read_sweep(sweep_dir, load1=0.0, cores=2).runs
     index.unlink()
-    from_files = read_sweep(sweep_dir, load5=0.0, cores=2).runs
+    from_files = read_sweep(sweep_dir, load1=0.0, cores=2).runs
     assert from_index == from_files and {r.state for r in from_files} == {"succeeded"}
 
     before = snapshot(sweep_dir)
@@ -49,7 +49,7 @@ def test_smoke_config_end_to_end(tmp_path):
     run_files = [k for k in before if "/" in k]
     assert run_files and all(after[k] == before[k] for k in run_files)  # finished runs untouched
     assert sorted(runindex.ended_entries(index)) == [d.name for d in run_dirs]  # rebuilt for the skipped runs
-    assert read_sweep(sweep_dir, load5=0.0, cores=2).runs == from_files
+    assert read_sweep(sweep_dir, load1=0.0, cores=2).runs == from_files
 
     report = run_sweep("report", str(sweep_dir))
     assert report.returncode == 0, report.stderr

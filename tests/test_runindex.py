@@ -25,14 +25,14 @@ def index_as_launcher_would(sweep: SweepDir) -> None:
 def test_status_from_the_index_equals_status_from_the_files(tmp_path):
     every_state(tmp_path)
     sweep = SweepDir(tmp_path)
-    from_files = read_sweep(tmp_path, load5=0.0, cores=2)
+    from_files = read_sweep(tmp_path, load1=0.0, cores=2)
     index_as_launcher_would(sweep)
     assert sorted(runindex.ended_entries(sweep.index_jsonl)) == ["v_s3", "v_s4", "v_s5"]  # the ended ones
-    assert read_sweep(tmp_path, load5=0.0, cores=2).runs == from_files.runs
+    assert read_sweep(tmp_path, load1=0.0, cores=2).runs == from_files.runs
 
     # The index is what was read: an ended run shows from its line even with its status.json gone.
     sweep.run("v_s3").status_json.unlink()
-    succeeded = next(r for r in read_sweep(tmp_path, load5=0.0, cores=2).runs if r.run_id == "v_s3")
+    succeeded = next(r for r in read_sweep(tmp_path, load1=0.0, cores=2).runs if r.run_id == "v_s3")
     assert (succeeded.state, succeeded.final_return) == ("succeeded", 5.0)
 
 
@@ -44,7 +44,7 @@ def test_a_restarted_run_is_read_from_its_files(tmp_path):
     sweep.run("v_s0").result_json.unlink()  # started again from scratch: no result yet
     make_run(tmp_path, run_spec("v", 0), RunState.RUNNING, pid=os.getpid(), progress=[(100, 500.0, -1.0)])
     assert runindex.ended_entries(sweep.index_jsonl) == {}
-    (view,) = read_sweep(tmp_path, load5=0.0, cores=2).runs
+    (view,) = read_sweep(tmp_path, load1=0.0, cores=2).runs
     assert (view.state, view.timesteps) == ("stale", 100)  # no launcher holds the lock in this test
 
 
@@ -58,7 +58,7 @@ def test_torn_blank_and_foreign_lines_are_skipped(tmp_path):
     sweep.index_jsonl.write_text("\n".join([json.dumps({**good, "final_return": 42.0}), "", "[1, 2]",
                                             json.dumps(foreign), '{"run_id": "v_s1", "sta']) + "\n")
     assert sorted(runindex.ended_entries(sweep.index_jsonl)) == ["v_s0", "v_s1"]
-    views = {r.run_id: r for r in read_sweep(tmp_path, load5=0.0, cores=2).runs}
+    views = {r.run_id: r for r in read_sweep(tmp_path, load1=0.0, cores=2).runs}
     assert views["v_s0"].final_return == 42.0  # from its line
     assert views["v_s1"].final_return == 5.0   # a line this version cannot read: from the files
 
