@@ -115,6 +115,20 @@ def test_a_launcher_keeps_the_lines_of_runs_it_leaves_alone(tmp_path):
     assert after["v_s3"] == index_entry(sweep.run("v_s3"))
 
 
+def test_a_line_from_before_training_fps_is_read_again_from_the_files(tmp_path):
+    spec = run_spec("v", 0)
+    make_run(tmp_path, spec, RunState.SUCCEEDED,
+             result=result(5.0, fps=212.9, timesteps=4096, rollout_s=5.0, train_s=3.0))  # an older result.json
+    sweep = SweepDir(tmp_path)
+    older = {k: v for k, v in index_entry(sweep.run("v_s0")).items()
+             if k not in ("training_s", "eval_s", "save_s", "startup_s")}
+    runindex.rewrite(sweep.index_jsonl, [{**older, "fps": 212.9}])  # as the previous version wrote it
+    (view,) = read_sweep(tmp_path, load1=0.0, cores=2).runs
+    assert view.fps == 512.0  # from result.json's rollout + update, not the line's wall-time fps
+    _reindex(sweep, [PlannedRun(spec, Action.SKIP)])
+    assert runindex.ended_entries(sweep.index_jsonl)["v_s0"] == index_entry(sweep.run("v_s0"))  # rebuilt
+
+
 def test_the_live_view_takes_skipped_runs_from_the_index(tmp_path):
     from mjsweep import live
 

@@ -182,6 +182,8 @@ def index_entry(run_dir: RunDir) -> dict[str, Any]:
 
 def view_of_entry(entry: dict[str, Any]) -> RunView | None:
     """The view an index line holds; None if the line is not one (written by another version)."""
+    if "training_s" not in entry:
+        return None  # written before fps counted training alone: the run's files say what it is now
     try:
         return RunView(**{**entry, "grid": dict(entry["grid"]), "problems": tuple(entry.get("problems", ()))})
     except (TypeError, KeyError, ValueError):
