@@ -62,6 +62,9 @@ def test_tiny_bench_reports_every_figure_consistently(tmp_path: Path):
     assert naive["timesteps"] == cores * STEPS
     assert naive["torch_threads"] == _torch_default_threads()
     assert naive["workers_cpu_s"] > 0 and naive["cores_busy"] > 0
+    # Both kinds of batch count a run's fps over its rollout + update seconds alone.
+    assert naive["rollout_s"] > 0 and naive["train_s"] > 0
+    assert solo["run_fps"] == pytest.approx(STEPS / (solo["rollout_s"] + solo["train_s"]), rel=0.01)
     at_cores = max((b for b in mj if b["n"] <= cores), key=lambda b: b["n"])
     assert report["speedup_over_naive"] == pytest.approx(at_cores["aggregate_fps"] / naive["aggregate_fps"],
                                                          rel=0.01)

@@ -6,9 +6,10 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
-from conftest import REPO, TINY_XML, run_sweep, write_spec
+from conftest import REPO, TINY_XML, run_dirs, run_sweep, write_spec
 from mjsweep import runindex
 from mjsweep.status import read_sweep
 
@@ -36,9 +37,9 @@ def test_smoke_config_end_to_end(tmp_path):
     # index.jsonl holds a line per ended run that `sweep status` reads instead of the run files
     index = sweep_dir / "index.jsonl"
     assert sorted(runindex.ended_entries(index)) == [d.name for d in run_dirs]
-    from_index = read_sweep(sweep_dir, load5=0.0, cores=2).runs
+    from_index = read_sweep(sweep_dir, load1=0.0, cores=2).runs
     index.unlink()
-    from_files = read_sweep(sweep_dir, load5=0.0, cores=2).runs
+    from_files = read_sweep(sweep_dir, load1=0.0, cores=2).runs
     assert from_index == from_files and {r.state for r in from_files} == {"succeeded"}
 
     before = snapshot(sweep_dir)
@@ -48,7 +49,7 @@ def test_smoke_config_end_to_end(tmp_path):
     run_files = [k for k in before if "/" in k]
     assert run_files and all(after[k] == before[k] for k in run_files)  # finished runs untouched
     assert sorted(runindex.ended_entries(index)) == [d.name for d in run_dirs]  # rebuilt for the skipped runs
-    assert read_sweep(sweep_dir, load5=0.0, cores=2).runs == from_files
+    assert read_sweep(sweep_dir, load1=0.0, cores=2).runs == from_files
 
     report = run_sweep("report", str(sweep_dir))
     assert report.returncode == 0, report.stderr
@@ -87,6 +88,31 @@ def check_run_dir(run_dir: Path) -> None:
     assert result["early_fps"] == sorted(float(r["fps"]) for r in progress[:3])[1]
     model = PPO.load(str(run_dir / "model.zip"), device="cpu")
     assert model.num_timesteps == 2048
+
+
+def test_each_figure_measures_what_it_claims(tmp_path, tiny_spec):
+    """20 evaluation episodes (2,000 steps after 512 of training) leave fps alone: it counts rollout +
+    update; evaluation, saving and start-up are figures of their own, and the wall time holds them all."""
+    tiny_spec["eval"] = {"episodes": 20}
+    proc = run_sweep("run", str(write_spec(tmp_path, tiny_spec)))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep_dir = tmp_path / "runs" / "tiny"
+    [run_dir] = run_dirs(sweep_dir)
+    r = json.loads((run_dir / "result.json").read_text())
+    progress = list(csv.DictReader((run_dir / "progress.csv").open()))
+    assert r["training_s"] == pytest.approx(r["rollout_s"] + r["train_s"], abs=0.002)
+    assert r["training_s"] == pytest.approx(sum(float(row["rollout_s"]) + float(row["train_s"]) for row in progress),
+                                            abs=0.002)
+    assert r["fps"] == pytest.approx(r["timesteps"] / r["training_s"], rel=1e-3)
+    assert r["eval_s"] > 0 and r["save_s"] > 0 and r["startup_s"] > 0
+    assert r["wall_s"] >= r["training_s"] + r["save_s"] + r["eval_s"] - 0.005  # from training start to the end
+    assert r["fps"] > r["timesteps"] / r["wall_s"]  # what fps was when it counted the evaluation too
+
+    [status] = json.loads(run_sweep("status", str(sweep_dir), "--json").stdout)["runs"]
+    assert [status[k] for k in ("fps", "training_s", "eval_s", "save_s", "startup_s")] == [
+        r[k] for k in ("fps", "training_s", "eval_s", "save_s", "startup_s")]
+    [group] = json.loads(run_sweep("report", str(sweep_dir), "-f", "json").stdout)["groups"]
+    assert (group["mean_fps"], group["mean_eval_s"]) == (r["fps"], r["eval_s"])
 
 
 def test_a_variant_failing_at_run_time_does_not_stop_the_others(tmp_path, tiny_spec):

@@ -67,6 +67,16 @@ def test_eval_settings_do_not_change_ids():
     assert planlib.expand(make_spec(eval={"episodes": 3}), VARIANTS)[0].run_id == base
 
 
+def test_checkpoint_settings_do_not_change_ids():
+    """When a run saves does not change what it computes: existing sweeps keep their ids and resume."""
+    before = ["a_s0_ba8822f0", "a_s1_e039ad7a", "b_s0_3d0cf056", "b_s1_fec0d13e"]  # ids before checkpoint_every_s
+    for spec in (make_spec(), make_spec(checkpoint_every_s=30), make_spec(checkpoint_every_s=None),
+                 make_spec(checkpoint_every=10)):
+        assert [r.run_id for r in planlib.expand(spec, VARIANTS)] == before
+    assert planlib.expand(make_spec(checkpoint_every_s=30), VARIANTS)[0].checkpoint_every_s == 30
+    assert planlib.expand(make_spec(), VARIANTS)[0].checkpoint_every_s == 300
+
+
 def test_explicit_seed_list_and_safe_long_ids():
     spec = make_spec(seeds=[7, 42], grid={"env_kwargs.some/odd key": ["v" * 300]})
     runs = planlib.expand(spec, VARIANTS[:1])

@@ -73,6 +73,21 @@ def test_kill_9_of_a_worker_is_retried_from_its_checkpoint(tmp_path, tiny_spec):
     assert_continuous_logs(run_dir, 4096)
 
 
+def test_a_run_shorter_than_checkpoint_every_resumes_from_a_time_checkpoint(tmp_path, tiny_spec):
+    long_spec(tmp_path, tiny_spec)  # the 4,096-step run of the other tests, 128-step iterations
+    tiny_spec.update({"checkpoint_every": 1_000_000, "checkpoint_every_s": 0.5})  # no checkpoint by timesteps
+    spec = write_spec(tmp_path, tiny_spec)
+    launcher = start_sweep(spec)
+    sweep_dir = tmp_path / "runs" / "tiny"
+    [run_dir] = wait_for(with_checkpoint(sweep_dir), what="a checkpoint")
+    os.kill(status_of(run_dir)["pid"], signal.SIGKILL)
+    assert launcher.wait(timeout=WAIT) == 0, launcher_output(spec)
+    assert status_of(run_dir)["attempts"] == 2
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["resumed_from"] >= 128 and result["timesteps"] == 4096
+    assert_continuous_logs(run_dir, 4096)
+
+
 def test_kill_9_of_the_launcher_leaves_no_orphan_and_a_rerun_completes(tmp_path, tiny_spec):
     spec = long_spec(tmp_path, tiny_spec, seeds=3, total=2048)
     launcher = start_sweep(spec, "--workers", "2")

@@ -16,7 +16,7 @@ from conftest import TINY_XML
 from mjsweep import stats
 from mjsweep.cli import app
 from mjsweep.report import aggregate
-from mjsweep.results import collect
+from mjsweep.results import collect, training_fps
 from mjsweep.rundir import RunState
 
 RETURNS_A = [10.0, 20.0, 30.0, 100.0]  # mean 40, IQM 25 (drops 10 and 100)
@@ -114,6 +114,30 @@ def test_cli_report_formats_and_files(tmp_path):
     table = runner.invoke(app, ["report", str(tmp_path)]).stdout
     a_row = next(ln for ln in table.splitlines() if "│ a " in ln)
     assert [c.strip() for c in a_row.split("│")[3:9]] == ["4/4", "0", "40.00", "40.82", "25.00", "[15.00, 80.00]"]
+
+
+# A run of 4,096 steps: 8 s of rollout + update, 11 s of evaluation, 0.2 s of saving.
+TIMED = dict(timesteps=4096, rollout_s=5.0, train_s=3.0)
+NEW_RESULT = result(1.0, fps=512.0, **TIMED, training_s=8.0, eval_s=11.0, save_s=0.2, startup_s=2.5)
+OLD_RESULT = result(1.0, fps=212.9, **TIMED)
+"""Written before training_s existed: its fps divided by a wall time that held saving and evaluation."""
+
+
+def test_fps_counts_training_alone_in_results_of_every_version():
+    assert training_fps(NEW_RESULT) == 512.0
+    assert training_fps(OLD_RESULT) == 512.0  # recomputed from rollout + update
+    assert training_fps(result(1.0, fps=300.0)) == 300.0  # no timings at all: the fps it has
+    assert training_fps({"eval_mean_return": 1.0}) is None
+
+
+def test_report_means_training_fps_and_eval_seconds(tmp_path):
+    make_run(tmp_path, run_spec("a", 0), RunState.SUCCEEDED, NEW_RESULT)
+    make_run(tmp_path, run_spec("a", 1), RunState.SUCCEEDED, OLD_RESULT)
+    (group,) = aggregate(collect(tmp_path))
+    assert group.mean_fps == 512.0 and group.mean_eval_s == 11.0  # the old run has no eval_s
+    CliRunner().invoke(app, ["report", str(tmp_path)])
+    (row,) = csv.DictReader((tmp_path / "report.csv").open())
+    assert (row["mean_fps"], row["mean_eval_s"]) == ("512", "11")
 
 
 def test_report_warns_about_contention(tmp_path):

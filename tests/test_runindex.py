@@ -26,14 +26,14 @@ def index_as_launcher_would(sweep: SweepDir) -> None:
 def test_status_from_the_index_equals_status_from_the_files(tmp_path):
     every_state(tmp_path)
     sweep = SweepDir(tmp_path)
-    from_files = read_sweep(tmp_path, load5=0.0, cores=2)
+    from_files = read_sweep(tmp_path, load1=0.0, cores=2)
     index_as_launcher_would(sweep)
     assert sorted(runindex.ended_entries(sweep.index_jsonl)) == ["v_s3", "v_s4", "v_s5"]  # the ended ones
-    assert read_sweep(tmp_path, load5=0.0, cores=2).runs == from_files.runs
+    assert read_sweep(tmp_path, load1=0.0, cores=2).runs == from_files.runs
 
     # The index is what was read: an ended run shows from its line even with its status.json gone.
     sweep.run("v_s3").status_json.unlink()
-    succeeded = next(r for r in read_sweep(tmp_path, load5=0.0, cores=2).runs if r.run_id == "v_s3")
+    succeeded = next(r for r in read_sweep(tmp_path, load1=0.0, cores=2).runs if r.run_id == "v_s3")
     assert (succeeded.state, succeeded.final_return) == ("succeeded", 5.0)
 
 
@@ -45,7 +45,7 @@ def test_a_restarted_run_is_read_from_its_files(tmp_path):
     sweep.run("v_s0").result_json.unlink()  # started again from scratch: no result yet
     make_run(tmp_path, run_spec("v", 0), RunState.RUNNING, pid=os.getpid(), progress=[(100, 500.0, -1.0)])
     assert runindex.ended_entries(sweep.index_jsonl) == {}
-    (view,) = read_sweep(tmp_path, load5=0.0, cores=2).runs
+    (view,) = read_sweep(tmp_path, load1=0.0, cores=2).runs
     assert (view.state, view.timesteps) == ("stale", 100)  # no launcher holds the lock in this test
 
 
@@ -59,7 +59,7 @@ def test_torn_blank_and_foreign_lines_are_skipped(tmp_path):
     sweep.index_jsonl.write_text("\n".join([json.dumps({**good, "final_return": 42.0}), "", "[1, 2]",
                                             json.dumps(foreign), '{"run_id": "v_s1", "sta']) + "\n")
     assert sorted(runindex.ended_entries(sweep.index_jsonl)) == ["v_s0", "v_s1"]
-    views = {r.run_id: r for r in read_sweep(tmp_path, load5=0.0, cores=2).runs}
+    views = {r.run_id: r for r in read_sweep(tmp_path, load1=0.0, cores=2).runs}
     assert views["v_s0"].final_return == 42.0  # from its line
     assert views["v_s1"].final_return == 5.0   # a line this version cannot read: from the files
 
@@ -114,6 +114,20 @@ def test_a_launcher_keeps_the_lines_of_runs_it_leaves_alone(tmp_path):
     after = runindex.ended_entries(sweep.index_jsonl)
     assert sorted(after) == ["v_s0", "v_s2", "v_s3"]  # the run to start again is read from its files
     assert after["v_s3"] == index_entry(sweep.run("v_s3"))
+
+
+def test_a_line_from_before_training_fps_is_read_again_from_the_files(tmp_path):
+    spec = run_spec("v", 0)
+    make_run(tmp_path, spec, RunState.SUCCEEDED,
+             result=result(5.0, fps=212.9, timesteps=4096, rollout_s=5.0, train_s=3.0))  # an older result.json
+    sweep = SweepDir(tmp_path)
+    older = {k: v for k, v in index_entry(sweep.run("v_s0")).items()
+             if k not in ("training_s", "eval_s", "save_s", "startup_s")}
+    runindex.rewrite(sweep.index_jsonl, [{**older, "fps": 212.9}])  # as the previous version wrote it
+    (view,) = read_sweep(tmp_path, load1=0.0, cores=2).runs
+    assert view.fps == 512.0  # from result.json's rollout + update, not the line's wall-time fps
+    _reindex(sweep, [PlannedRun(spec, Action.SKIP)])
+    assert runindex.ended_entries(sweep.index_jsonl)["v_s0"] == index_entry(sweep.run("v_s0"))  # rebuilt
 
 
 def test_the_live_view_takes_skipped_runs_from_the_index(tmp_path):

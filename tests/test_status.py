@@ -44,7 +44,7 @@ def every_state(sweep: Path) -> None:
 def test_every_state_under_a_live_launcher(tmp_path):
     every_state(tmp_path)
     with sweep_lock(SweepDir(tmp_path)):
-        view = read_sweep(tmp_path, load5=0.0, cores=2)
+        view = read_sweep(tmp_path, load1=0.0, cores=2)
         assert view.launcher_pid == os.getpid()
     states = {r.run_id: r.state for r in view.runs}
     assert states == {"v_s0": "pending", "v_s1": "running", "v_s2": STALE, "v_s3": "succeeded",
@@ -60,7 +60,7 @@ def test_every_state_under_a_live_launcher(tmp_path):
 
 def test_without_a_launcher_every_running_run_is_stale(tmp_path):
     every_state(tmp_path)
-    view = read_sweep(tmp_path, load5=0.0, cores=2)
+    view = read_sweep(tmp_path, load1=0.0, cores=2)
     assert view.launcher_pid is None and lock_holder(SweepDir(tmp_path)) is None
     assert view.counts[STALE] == 2 and "running" not in view.counts
 
@@ -103,7 +103,7 @@ def test_contention_warnings(tmp_path):
         make_run(tmp_path, run_spec("v", 4), RunState.SUCCEEDED, result=result(1.0, fps=700.0),
                  progress=[(100, 2000.0, None), (200, 2000.0, None), (300, 2000.0, None), (400, 400.0, None),
                            (500, 400.0, None)])
-        view = read_sweep(tmp_path, load5=5.0, cores=2)
+        view = read_sweep(tmp_path, load1=5.0, cores=2)
     kinds = {(w.subject, w.kind) for w in view.warnings}
     assert kinds == {("v_s1", "threads"), ("v_s3", "fps-drop"), ("v_s2", "fps-median"), ("machine", "load"),
                      ("v_s4", "fps-drop")}
@@ -139,9 +139,21 @@ def test_totals_and_eta(tmp_path):
     with sweep_lock(SweepDir(tmp_path)):
         make_run(tmp_path, run_spec("v", 1), RunState.RUNNING, pid=os.getpid(), progress=[(400, 200.0, None)])
         make_run(tmp_path, run_spec("v", 2))
-        t = totals(read_sweep(tmp_path, load5=0.0, cores=2).runs)
+        t = totals(read_sweep(tmp_path, load1=0.0, cores=2).runs)
     assert (t.done, t.total, t.fps) == (1400, 3000, 200.0)
     assert t.eta_s == (3000 - 1400) / 200.0
+
+
+def test_status_shows_training_fps_and_the_other_figures_apart(tmp_path):
+    timed = dict(timesteps=4096, rollout_s=5.0, train_s=3.0)
+    make_run(tmp_path, run_spec("v", 0), RunState.SUCCEEDED,
+             result=result(1.0, fps=512.0, **timed, training_s=8.0, eval_s=11.0, save_s=0.2, startup_s=2.5))
+    make_run(tmp_path, run_spec("v", 1), RunState.SUCCEEDED, result=result(1.0, fps=212.9, **timed))  # older file
+    data = json.loads(CliRunner().invoke(app, ["status", str(tmp_path), "--json"]).stdout)
+    new, old = sorted(data["runs"], key=lambda r: r["run_id"])
+    figures = ("fps", "training_s", "eval_s", "save_s", "startup_s")
+    assert [new[k] for k in figures] == [512.0, 8.0, 11.0, 0.2, 2.5]
+    assert (old["fps"], old["training_s"], old["eval_s"]) == (512.0, None, None)
 
 
 def test_cli_status_json_and_table(tmp_path):

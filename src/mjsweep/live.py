@@ -22,11 +22,12 @@ from rich.table import Table
 from rich.text import Text
 
 from . import runindex
+from .machine import MachineLoad, PresentLoad
 from .render import PLAIN_ROWS, PlainLines, fixed, plain_table
 from .rundir import SweepDir
 from .scheduler import EventKind
 from .status import (STALE, STATE_ORDER, Contention, RunView, SweepView, contention_warnings, load_warnings,
-                     machine_load, read_run, totals, view_of_entry)
+                     read_run, totals, view_of_entry)
 
 if TYPE_CHECKING:
     from .planned import PlannedRun
@@ -49,8 +50,10 @@ LOUD_EVENTS = {EventKind.FAILED, EventKind.RETRYING, EventKind.WARNING, EventKin
 class Tracker:
     """Every run's latest view; events set states, refresh() reads files for active and changed runs."""
 
-    def __init__(self, sweep_dir: SweepDir, clock=time.monotonic):
+    def __init__(self, sweep_dir: SweepDir, clock=time.monotonic, present: PresentLoad | None = None):
         self.sweep_dir, self.clock = sweep_dir, clock
+        self.present = present or PresentLoad(roots=(os.getpid(),))
+        """The machine's load now; the sweep's processes are this launcher's tree."""
         self.lock = threading.Lock()
         self.views: dict[str, RunView] = {}
         self.states: dict[str, str] = {}
@@ -58,7 +61,7 @@ class Tracker:
         self.started = clock()
         self._last_read = float("-inf")
         self._host = socket.gethostname()
-        self._load: tuple[float, int] | None = None
+        self._machine: MachineLoad | None = None
 
     def planned(self, planned: list[PlannedRun]) -> None:
         indexed = runindex.ended_entries(self.sweep_dir.index_jsonl)  # skipped runs' views, in one read
@@ -90,22 +93,25 @@ class Tracker:
             due = force or self.clock() - self._last_read >= REFRESH_S
             if due:
                 self._last_read = self.clock()
-                wanted = self.dirty | {k for k, s in self.states.items() if s == "running"}
+                running = {k for k, s in self.states.items() if s == "running"}
+                wanted = self.dirty | running
                 self.dirty = set()
         if due:  # read outside the lock: the scheduler's event() never waits for the disk
             fresh = {run_id: read_run(self.sweep_dir.run(run_id), True, self._host) for run_id in wanted}
-            load = machine_load()
+            machine = self.present.sample(len(running))
             with self.lock:
                 for run_id, view in fresh.items():
                     # Events are the truth about states (a run about to be retried reads 'failed').
                     self.views[run_id] = dataclasses.replace(view, state=self.states[run_id])
-                self._load = load
+                self._machine = machine
         with self.lock:
             return list(self.views.values())
 
     def warnings(self, runs: list[RunView]) -> list[Contention]:
-        running = sum(r.state == "running" for r in runs)
-        return contention_warnings(runs) + (load_warnings(*self._load, running) if self._load else [])
+        running, machine = sum(r.state == "running" for r in runs), self._machine
+        if machine is None:  # not judged yet: a high load waits for what other processes take now
+            return contention_warnings(runs)
+        return contention_warnings(runs) + load_warnings(machine.load1, machine.cores, running, machine.competition)
 
     def elapsed(self) -> float:
         return self.clock() - self.started

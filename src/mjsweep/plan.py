@@ -46,6 +46,9 @@ class RunSpec(BaseModel):
     n_envs: int
     vec_env: str = "dummy"
     checkpoint_every: int
+    checkpoint_every_s: float | None = 300.0
+    """Seconds between checkpoints (whichever comes first with checkpoint_every); not in content_hash,
+    as checkpoint_every is not: when a run saves does not change what it computes."""
     eval_episodes: int
     eval_deterministic: bool
     content_hash: str
@@ -99,6 +102,7 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         env=spec.env, xml=str(variant.xml), xml_sha256=variant.sha256, env_kwargs=env_kwargs,
         max_episode_steps=spec.max_episode_steps, policy=policy, ppo=ppo, total_timesteps=total,
         n_envs=spec.n_envs, vec_env=spec.vec_env, checkpoint_every=spec.checkpoint_every,
+        checkpoint_every_s=spec.checkpoint_every_s,
         eval_episodes=spec.eval.episodes, eval_deterministic=spec.eval.deterministic, content_hash=digest,
         cpus=cpus_per_run(spec), device=spec.device,
     )

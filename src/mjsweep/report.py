@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import stats
-from .results import ResultRow
+from .results import ResultRow, training_fps
 from .variants import ModelStats
 
 
@@ -27,12 +27,15 @@ class GroupRow:
     std_return: float | None
     """Sample standard deviation over seeds (0 with a single seed)."""
     mean_fps: float | None
+    """Mean over succeeded runs of env steps per second of training (rollout + update)."""
     iqm_return: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
     """95% percentile-bootstrap interval of the mean return over seeds (stats.bootstrap_ci, seed 0)."""
     model: ModelStats | None = None
     """Total mass, bodies, joints, actuators of the variant's compiled model; None if it does not compile."""
+    mean_eval_s: float | None = None
+    """Mean seconds of the final evaluation over succeeded runs (None for results written before eval_s)."""
 
 
 def aggregate(rows: list[ResultRow], models: dict[str, ModelStats | None] | None = None) -> list[GroupRow]:
@@ -50,7 +53,8 @@ def aggregate(rows: list[ResultRow], models: dict[str, ModelStats | None] | None
 def _group_row(name: str, members: list[ResultRow], model: ModelStats | None) -> GroupRow:
     ok = [m for m in members if m.ok]
     returns = [float(m.result["eval_mean_return"]) for m in ok]
-    fps = [float(m.result["fps"]) for m in ok if "fps" in m.result]
+    fps = [f for f in (training_fps(m.result) for m in ok) if f is not None]
+    eval_s = [float(m.result["eval_s"]) for m in ok if m.result.get("eval_s") is not None]
     summary = stats.summarize(returns) if returns else None
     return GroupRow(
         group=name, variant=members[0].variant, grid=members[0].grid, runs=len(members),
@@ -58,6 +62,7 @@ def _group_row(name: str, members: list[ResultRow], model: ModelStats | None) ->
         mean_return=summary.mean if summary else None, std_return=summary.std if summary else None,
         mean_fps=statistics.fmean(fps) if fps else None, iqm_return=summary.iqm if summary else None,
         ci_low=summary.ci_low if summary else None, ci_high=summary.ci_high if summary else None, model=model,
+        mean_eval_s=statistics.fmean(eval_s) if eval_s else None,
     )
 
 
@@ -75,7 +80,7 @@ def model_stats_by_xml(rows: list[ResultRow]) -> dict[str, ModelStats | None]:
 
 
 CSV_FIELDS = ("variant", "grid", "runs", "succeeded", "failed", "mean_return", "std_return", "iqm_return",
-              "ci95_low", "ci95_high", "mean_fps", "total_mass", "bodies", "joints", "actuators")
+              "ci95_low", "ci95_high", "mean_fps", "mean_eval_s", "total_mass", "bodies", "joints", "actuators")
 
 
 def table_rows(groups: list[GroupRow]) -> list[list[str]]:
@@ -85,7 +90,7 @@ def table_rows(groups: list[GroupRow]) -> list[list[str]]:
         m = g.model
         out.append([g.variant, grid_text(g.grid), str(g.runs), str(g.succeeded), str(g.failed),
                     _num(g.mean_return), _num(g.std_return), _num(g.iqm_return), _num(g.ci_low), _num(g.ci_high),
-                    _num(g.mean_fps), _num(m.total_mass if m else None), *(
+                    _num(g.mean_fps), _num(g.mean_eval_s), _num(m.total_mass if m else None), *(
                         [str(m.bodies), str(m.joints), str(m.actuators)] if m else ["", "", ""])])
     return out
 

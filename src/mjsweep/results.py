@@ -61,3 +61,24 @@ def read_row(run_dir: RunDir) -> ResultRow | None:
     state = status.state.value if status else ("unknown" if problems else "pending")
     return ResultRow(spec.run_id, spec.variant, spec.grid, spec.seed, spec.group, state, status, result, problems,
                      spec.xml)
+
+
+def training_fps(result: dict[str, Any]) -> float | None:
+    """Environment steps per second of training (rollout + update) in a result.json of any version.
+
+    Files without `training_s` were written when fps also counted saving and the final evaluation; their
+    fps is recomputed from rollout_s + train_s where they have those, so old and new runs compare.
+    """
+    if "training_s" not in result:
+        seconds = _number(result.get("rollout_s"), 0.0) + _number(result.get("train_s"), 0.0)
+        timesteps = _number(result.get("timesteps"), 0.0)
+        if seconds > 0 and timesteps > 0:
+            return round(timesteps / seconds, 1)
+    return _number(result.get("fps"), None)
+
+
+def _number(value: Any, default: float | None) -> float | None:
+    try:
+        return float(value) if value not in (None, "") else default
+    except (TypeError, ValueError):
+        return default

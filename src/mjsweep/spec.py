@@ -160,6 +160,9 @@ class SweepSpec(_Strict):
     """sbatch resources for `--backend slurm`; ignored by the other backends."""
     checkpoint_every: int = Field(50_000, gt=0)
     """Timesteps between checkpoints; an interrupted run resumes from the last one."""
+    checkpoint_every_s: float | None = Field(300.0, gt=0)
+    """Also checkpoint once this many seconds have passed since the last checkpoint (or the start of
+    training), whichever comes first; null: by timesteps only. Not part of the run ids."""
     runs_dir: Path = Path("runs")
     """Where sweeps are written; relative to the spec file's folder."""
     tensorboard: bool = False

@@ -18,13 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from . import runindex
+from .machine import Competition, MachineLoad, measure_once
 from .plan import RunSpec
+from .results import training_fps
 from .rundir import CorruptFileError, RunDir, RunState, RunStatus, SweepDir, read_bytes
 
 STALE = "stale"
 """Display state of a run whose status.json says running but whose launcher or process is gone."""
 STATE_ORDER = ("running", STALE, "pending", "failed", "interrupted", "unknown", "succeeded")
 FPS_DROP = 0.5  # a run at under half its own early fps, or the sweep's median, is being starved
+SPARE_MARGIN = 0.5
+"""Cores other processes may take beyond those the runs leave free before they count as competing:
+system daemons and the odd shell command do not."""
 EARLY_ROWS = 3  # progress rows that define a run's early fps
 _HEAD_BYTES = 8192
 _TAIL_BYTES = 8192
@@ -57,6 +62,14 @@ class RunView:
     ep_rew_mean: float | None = None
     final_return: float | None = None
     """result.json's eval_mean_return."""
+    training_s: float | None = None
+    """An ended run's seconds of training (rollout + update, over its attempts): what its fps counts."""
+    eval_s: float | None = None
+    """An ended run's seconds in the final evaluation."""
+    save_s: float | None = None
+    """An ended run's seconds writing checkpoints and the final model."""
+    startup_s: float | None = None
+    """An ended run's seconds from its last attempt's process start to its first env step."""
     torch_threads: int | None = None
     pid: int | None = None
     host: str | None = None
@@ -116,8 +129,10 @@ class SweepView:
         return {s: sum(1 for r in self.runs if r.state == s) for s in STATE_ORDER if s in found}
 
 
-def read_sweep(path: Path, load5: float | None = None, cores: int | None = None) -> SweepView:
-    """The sweep's state now. load5/cores default to this machine's 5-minute load and usable cores."""
+def read_sweep(path: Path, load1: float | None = None, cores: int | None = None,
+               competition: Competition | None = None) -> SweepView:
+    """The sweep's state now. load1, cores and competition stand for this machine's 1-minute load, usable
+    cores and what other processes take now; left out, they are measured (only while a launcher runs)."""
     sweep_dir = SweepDir(path)
     launcher_pid = lock_holder(sweep_dir)
     host = socket.gethostname()
@@ -132,12 +147,20 @@ def read_sweep(path: Path, load5: float | None = None, cores: int | None = None)
             view = read_run(run_dir, launcher_pid is not None, host)
         runs.append(view)
     runs.sort(key=lambda r: (STATE_ORDER.index(r.state) if r.state in STATE_ORDER else 99, r.run_id))
-    if load5 is None or cores is None:
-        load5, cores = machine_load()
     warnings = contention_warnings(runs)
     if launcher_pid is not None:  # the machine's load matters only while something runs on it
-        warnings += load_warnings(load5, cores, sum(r.state == RunState.RUNNING.value for r in runs))
+        running = [r for r in runs if r.state == RunState.RUNNING.value]
+        if load1 is None or cores is None:
+            machine = measure_once(_sweep_pids(launcher_pid, running, host), len(running))
+        else:
+            machine = MachineLoad(load1, cores, competition)
+        warnings += load_warnings(machine.load1, machine.cores, len(running), machine.competition)
     return SweepView(Path(path), launcher_pid, runs, warnings)
+
+
+def _sweep_pids(launcher_pid: int, running: list[RunView], host: str) -> list[int]:
+    """The processes whose trees are the sweep's own on this host: its launcher and its running runs."""
+    return [pid for pid in (launcher_pid, *(r.pid for r in running if r.host == host)) if pid and pid > 0]
 
 
 def to_json(view: SweepView) -> str:
@@ -159,6 +182,8 @@ def index_entry(run_dir: RunDir) -> dict[str, Any]:
 
 def view_of_entry(entry: dict[str, Any]) -> RunView | None:
     """The view an index line holds; None if the line is not one (written by another version)."""
+    if "training_s" not in entry:
+        return None  # written before fps counted training alone: the run's files say what it is now
     try:
         return RunView(**{**entry, "grid": dict(entry["grid"]), "problems": tuple(entry.get("problems", ()))})
     except (TypeError, KeyError, ValueError):
@@ -201,10 +226,11 @@ def read_run(run_dir: RunDir, launcher_alive: bool, host: str) -> RunView:
         attempts=status.attempts if status else 0,
         timesteps=int(result.get("timesteps", progress.timesteps if progress else 0)),
         total_timesteps=spec.total_timesteps,
-        fps=_float(result.get("fps")) if result else (progress.fps if progress else None),
+        fps=training_fps(result) if result else (progress.fps if progress else None),
         early_fps=progress.early_fps if progress else None,
         ep_rew_mean=progress.ep_rew_mean if progress else None,
         final_return=_float(result.get("eval_mean_return")),
+        **{key: _float(result.get(key)) for key in ("training_s", "eval_s", "save_s", "startup_s")},
         torch_threads=result.get("torch_threads"), pid=status.pid if status else None,
         host=status.host if status else None, problems=tuple(problems))
 
@@ -214,7 +240,7 @@ def _progress_of(run_dir: RunDir, state: str, result: dict[str, Any]) -> Progres
     if state == RunState.PENDING.value:
         return None
     if "early_fps" in result:
-        return Progress(int(result.get("timesteps") or 0), _float(result.get("fps")),
+        return Progress(int(result.get("timesteps") or 0), training_fps(result),
                         _float(result.get("ep_rew_mean")), _float(result.get("early_fps")))
     return read_progress(run_dir.progress_csv)
 
@@ -302,18 +328,21 @@ def contention_warnings(runs: list[RunView]) -> list[Contention]:
     return out
 
 
-def load_warnings(load5: float, cores: int, running: int = 0) -> list[Contention]:
-    """A load above the cores, or above this sweep's own running runs when it runs more than one per core
-    (as `sweep bench` may recommend): only then do other processes compete."""
-    if load5 <= max(cores, running):
+def load_warnings(load1: float, cores: int, running: int = 0,
+                  competition: Competition | None = None) -> list[Contention]:
+    """Other processes compete with the runs when the 1-minute load is above the cores (or above this
+    sweep's own running runs when it runs more than one per core, as `sweep bench` may recommend) and,
+    where `competition` measured what they take now, they take more than the cores the runs leave free."""
+    if load1 <= max(cores, running):
         return []
-    return [Contention("machine", "load", f"load {load5:.1f} (5-minute average) is above its {cores} usable "
-                       "cores: other processes compete with the runs")]
-
-
-def machine_load() -> tuple[float, int]:
-    """This machine's 5-minute load average and the cores this process may use."""
-    return os.getloadavg()[1], len(os.sched_getaffinity(0))
+    if competition is not None and competition.cores <= max(cores - running, 0) + SPARE_MARGIN:
+        return []  # the load average still remembers work that has ended
+    message = f"load {load1:.1f} (1-minute average) is above its {cores} usable cores"
+    if competition is None:
+        return [Contention("machine", "load", f"{message}: other processes compete with the runs")]
+    names = ", ".join(f"{c.name} (pid {c.pid}) {c.cores:.1f}" for c in competition.named)
+    return [Contention("machine", "load", f"{message} and other processes take {competition.cores:.1f} of them now"
+                       + (f": {names}" if names else ""))]
 
 
 def totals(runs: list[RunView]) -> Totals:

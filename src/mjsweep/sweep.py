@@ -29,7 +29,7 @@ from .plan import RunSpec
 from .planned import Action, PlannedRun, Reason
 from .rundir import CorruptFileError, RunDir, RunState, SweepDir, write_json_atomic, write_text_atomic
 from .scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
-from .status import index_entry
+from .status import index_entry, view_of_entry
 
 
 class BrokenVariantsError(speclib.SpecError):
@@ -193,8 +193,8 @@ def _reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
         run_id = item.run.run_id
         if item.action is not Action.SKIP:
             old.pop(run_id, None)
-        elif old.get(run_id, {}).get("state") != RunState.SUCCEEDED.value:
-            old[run_id] = index_entry(sweep_dir.run(run_id))
+        elif old.get(run_id, {}).get("state") != RunState.SUCCEEDED.value or view_of_entry(old[run_id]) is None:
+            old[run_id] = index_entry(sweep_dir.run(run_id))  # absent, not ended, or of an older version
     runindex.rewrite(sweep_dir.index_jsonl, list(old.values()))
 
 

@@ -35,9 +35,21 @@ ACTIVATION_CLASSES = {"tanh": "Tanh", "relu": "ReLU", "elu": "ELU", "leaky_relu"
 
 @dataclass(frozen=True)
 class Timing:
+    """Seconds a run spent, summed over its attempts up to a checkpoint (or the end)."""
+
     wall_s: float = 0.0
+    """From the start of training: training, checkpoints, and at the end the final save and evaluation."""
     rollout_s: float = 0.0
+    """Collecting rollouts: env steps and the policy's forward pass."""
     train_s: float = 0.0
+    """PPO updates (forward, backward, optimizer)."""
+    save_s: float = 0.0
+    """Writing checkpoints; absent from checkpoint.json files of earlier versions."""
+
+    @property
+    def training_s(self) -> float:
+        """Rollout + update: the seconds a run's fps counts."""
+        return self.rollout_s + self.train_s
 
 
 @dataclass(frozen=True)
@@ -58,9 +70,15 @@ class Checkpoint:
                 os.truncate(path, size)
 
 
+def checkpoint_due(steps_since: int, seconds_since: float, every_steps: int, every_s: float | None) -> bool:
+    """Whether to checkpoint now, at the end of an iteration: whichever comes first of `every_steps`
+    timesteps and `every_s` seconds (None: timesteps only) since the last checkpoint."""
+    return steps_since >= every_steps or (every_s is not None and seconds_since >= every_s)
+
+
 class Checkpointer:
-    def __init__(self, run: RunDir, every: int):
-        self.run, self.every = run, every
+    def __init__(self, run: RunDir, every: int, every_s: float | None = None):
+        self.run, self.every, self.every_s = run, every, every_s
 
     def latest(self) -> Checkpoint | None:
         data = read_json(self.run.checkpoint_json)
@@ -93,7 +111,48 @@ def _size(path: Path) -> int:
     return path.stat().st_size if path.exists() else 0
 
 
-class IterationRecorder(BaseCallback):
+class PhaseTimer(BaseCallback):
+    """Sums the seconds of each PPO iteration's rollout and update: the time an fps counts.
+
+    The worker's progress rows and result.json, and the bench's naive baseline, all time training
+    with it, so their fps figures measure the same thing.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rollout_s = self.train_s = 0.0
+        self._rollout_start = self._rollout_end = 0.0
+        self._pending = False
+
+    def _on_rollout_start(self) -> None:
+        if self._pending:
+            self._end_iteration()
+        # Taken after the last iteration's row and checkpoint: writing those is no rollout's time.
+        self._rollout_start = time.monotonic()
+
+    def _on_rollout_end(self) -> None:
+        self._rollout_end = time.monotonic()
+        self._pending = True
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_training_end(self) -> None:
+        if self._pending:
+            self._end_iteration()
+
+    def _end_iteration(self) -> None:
+        self._pending = False
+        rollout, update = self._rollout_end - self._rollout_start, time.monotonic() - self._rollout_end
+        self.rollout_s += rollout
+        self.train_s += update
+        self._iteration_done(rollout, update)
+
+    def _iteration_done(self, rollout_s: float, update_s: float) -> None:
+        """Called once an iteration's update has ended, with its two durations."""
+
+
+class IterationRecorder(PhaseTimer):
     """Writes one progress.csv row per PPO iteration (rollout + update) and checkpoints when due."""
 
     def __init__(self, checkpointer: Checkpointer, resume: Checkpoint | None,
@@ -105,10 +164,11 @@ class IterationRecorder(BaseCallback):
         self.base = resume.timing if resume else Timing()
         self.iteration = resume.iteration if resume else 0
         self.last_checkpoint_at = resume.timesteps if resume else 0
-        self.rollout_s = self.train_s = 0.0
-        self._t0 = self._rollout_start = self._rollout_end = 0.0
+        self.last_checkpoint_time = 0.0
+        """time.monotonic() of the last checkpoint, or of this attempt's start of training."""
+        self.save_s = 0.0
+        self._t0 = 0.0
         self._iter_start = (0, 0, (0, 0))  # timesteps, iteration, log sizes when this iteration began
-        self._pending = False
         self._file = None
         self._writer = None
         self.startup_s: float | None = None
@@ -116,7 +176,7 @@ class IterationRecorder(BaseCallback):
 
     def _on_training_start(self) -> None:
         self.startup_s = process_age_s()
-        self._t0 = time.monotonic()
+        self._t0 = self.last_checkpoint_time = time.monotonic()
         path = self.checkpointer.run.progress_csv
         fresh = not path.exists() or path.stat().st_size == 0
         self._file = open(path, "a", newline="", encoding="utf-8")
@@ -127,10 +187,7 @@ class IterationRecorder(BaseCallback):
         self._mark_iteration_start()
 
     def _on_rollout_start(self) -> None:
-        now = time.monotonic()
-        if self._pending:
-            self._finish_iteration(now)
-        self._rollout_start = now
+        super()._on_rollout_start()
         self._mark_iteration_start()
 
     def _mark_iteration_start(self) -> None:
@@ -140,25 +197,16 @@ class IterationRecorder(BaseCallback):
         run = self.checkpointer.run
         return _size(run.monitor_csv), _size(run.progress_csv)
 
-    def _on_rollout_end(self) -> None:
-        self._rollout_end = time.monotonic()
-        self._pending = True
-
     def _on_step(self) -> bool:
         self.stop_if_requested()
         return True
 
     def _on_training_end(self) -> None:
-        if self._pending:
-            self._finish_iteration(time.monotonic())
+        super()._on_training_end()
         if self._file:
             self._file.close()
 
-    def _finish_iteration(self, now: float) -> None:
-        self._pending = False
-        rollout, train = self._rollout_end - self._rollout_start, now - self._rollout_end
-        self.rollout_s += rollout
-        self.train_s += train
+    def _iteration_done(self, rollout_s: float, update_s: float) -> None:
         self.iteration += 1
         steps = self.model.num_timesteps - self._iter_start[0]
         infos = list(self.model.ep_info_buffer or [])
@@ -166,20 +214,22 @@ class IterationRecorder(BaseCallback):
             "iteration": self.iteration,
             "timesteps": self.model.num_timesteps,
             "wall_s": round(self.totals().wall_s, 3),
-            "fps": round(steps / max(rollout + train, 1e-9), 1),
+            "fps": round(steps / max(rollout_s + update_s, 1e-9), 1),
             "ep_rew_mean": round(sum(i["r"] for i in infos) / len(infos), 4) if infos else "",
             "ep_len_mean": round(sum(i["l"] for i in infos) / len(infos), 1) if infos else "",
-            "rollout_s": round(rollout, 4),
-            "train_s": round(train, 4),
+            "rollout_s": round(rollout_s, 4),
+            "train_s": round(update_s, 4),
         })
         self._file.flush()
-        if self.model.num_timesteps - self.last_checkpoint_at >= self.checkpointer.every:
+        if checkpoint_due(self.model.num_timesteps - self.last_checkpoint_at,
+                          time.monotonic() - self.last_checkpoint_time, self.checkpointer.every,
+                          self.checkpointer.every_s):
             self._save(self.iteration, self._log_sizes())
 
     def totals(self) -> Timing:
         elapsed = time.monotonic() - self._t0 if self._t0 else 0.0
         return Timing(self.base.wall_s + elapsed, self.base.rollout_s + self.rollout_s,
-                      self.base.train_s + self.train_s)
+                      self.base.train_s + self.train_s, self.base.save_s + self.save_s)
 
     def save_interrupted(self) -> None:
         """Checkpoint on a stop request, rewound to the start of the unfinished iteration.
@@ -195,7 +245,10 @@ class IterationRecorder(BaseCallback):
         self._save(iteration, log_sizes)
 
     def _save(self, iteration: int, log_sizes: tuple[int, int]) -> None:
+        started = time.monotonic()
         self.checkpointer.save(self.model, iteration, self.totals(), log_sizes)
+        self.last_checkpoint_time = time.monotonic()
+        self.save_s += self.last_checkpoint_time - started
         self.last_checkpoint_at = self.model.num_timesteps
 
 

@@ -26,8 +26,15 @@ import signal  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import TYPE_CHECKING, Any, Callable, TypeVar  # noqa: E402
+
+if TYPE_CHECKING:
+    from stable_baselines3 import PPO
+
+    from .rundir import RunDir
 
 EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
+T = TypeVar("T")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,7 +83,7 @@ def _train(run_path: Path) -> int:
     started = time.monotonic()
     run = RunDir(run_path)
     spec = RunSpec.model_validate_json(run.spec_json.read_text(encoding="utf-8"))
-    checkpointer = Checkpointer(run, spec.checkpoint_every)
+    checkpointer = Checkpointer(run, spec.checkpoint_every, spec.checkpoint_every_s)
     resume = checkpointer.latest()
     if resume:
         print(f"mjsweep.worker: resuming {spec.run_id} from {resume.timesteps} timesteps", flush=True)
@@ -92,9 +99,8 @@ def _train(run_path: Path) -> int:
         except KeyboardInterrupt:
             recorder.save_interrupted()
             raise
-        model.save(str(run.path / ".model.zip.tmp"))
-        os.replace(run.path / ".model.zip.tmp", run.model_zip)
-        mean, std = evaluate(spec, model, stop_if_requested)
+        _, final_save_s = timed(_save_model, model, run)
+        (mean, std), eval_s = timed(evaluate, spec, model, stop_if_requested)
     finally:
         venv.close()
     timing = recorder.totals()
@@ -106,9 +112,14 @@ def _train(run_path: Path) -> int:
         "eval_episodes": spec.eval_episodes,
         "timesteps": int(model.num_timesteps),
         "wall_s": round(timing.wall_s, 3),
-        "fps": round(model.num_timesteps / max(timing.wall_s, 1e-9), 1),
+        # fps counts training alone (rollout + update), as progress.csv's rows do; saving, evaluation
+        # and start-up have figures of their own.
+        "fps": round(model.num_timesteps / max(timing.training_s, 1e-9), 1),
         "rollout_s": round(timing.rollout_s, 3),
         "train_s": round(timing.train_s, 3),
+        "training_s": round(timing.training_s, 3),
+        "save_s": round(timing.save_s + final_save_s, 3),
+        "eval_s": round(eval_s, 3),
         # progress.csv's summary, so that `sweep status` need not open it for a finished run
         "early_fps": progress.early_fps if progress else None,
         "ep_rew_mean": progress.ep_rew_mean if progress else None,
@@ -127,6 +138,18 @@ def _train(run_path: Path) -> int:
     })
     print(f"mjsweep.worker: done, eval return {mean:.2f} +- {std:.2f}", flush=True)
     return EXIT_OK
+
+
+def _save_model(model: PPO, run: RunDir) -> None:
+    model.save(str(run.path / ".model.zip.tmp"))
+    os.replace(run.path / ".model.zip.tmp", run.model_zip)
+
+
+def timed(fn: Callable[..., T], *args: Any) -> tuple[T, float]:
+    """fn(*args) and the seconds it took."""
+    started = time.monotonic()
+    value = fn(*args)
+    return value, time.monotonic() - started
 
 
 if __name__ == "__main__":

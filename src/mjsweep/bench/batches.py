@@ -52,7 +52,8 @@ def mjsweep_batch(config: BenchConfig, xml: Path, n: int, folder: Path) -> Batch
     done = [r for r in results if r is not None]
     return Batch(
         kind="mjsweep", n=n, wall_s=round(wall, 3), timesteps=sum(int(r["timesteps"]) for r in done),
-        run_fps=round(mean(float(r["fps"]) for r in done), 1) if done else 0.0,
+        run_fps=round(mean(training_fps(r["timesteps"], r["rollout_s"], r["train_s"]) for r in done), 1)
+        if done else 0.0,
         rollout_s=_mean(done, "rollout_s"), train_s=_mean(done, "train_s"),
         startup_s=_max(done, "startup_s"), peak_rss_mb=_max(done, "peak_rss_mb"),
         torch_threads=int(_max(done, "torch_threads") or 0) or None, spread_s=_spread(done, "attempt_wall_s"),
@@ -91,11 +92,18 @@ def naive_batch(config: BenchConfig, xml: Path, n: int) -> Batch:
     workers_cpu = children_cpu_s() - children_before
     return Batch(
         kind="naive", n=n, wall_s=round(wall, 3), timesteps=sum(r.timesteps for r in results),
-        run_fps=round(mean(r.timesteps / r.train_s for r in results), 1),
-        rollout_s=None, train_s=None, startup_s=round(max(r.startup_s for r in results), 3),
+        run_fps=round(mean(training_fps(r.timesteps, r.rollout_s, r.train_s) for r in results), 1),
+        rollout_s=round(mean(r.rollout_s for r in results), 3), train_s=round(mean(r.train_s for r in results), 3),
+        startup_s=round(max(r.startup_s for r in results), 3),
         peak_rss_mb=round(max(r.peak_rss_mb for r in results), 1),
         torch_threads=max(r.torch_threads for r in results), workers_cpu_s=round(workers_cpu, 2),
     )
+
+
+def training_fps(timesteps: int, rollout_s: float, train_s: float) -> float:
+    """One run's env steps per second of training (rollout + update), both timed by training.PhaseTimer:
+    the run fps of the mjsweep and the naive batches alike, start-up, saving and evaluation left out."""
+    return float(timesteps) / max(float(rollout_s) + float(train_s), 1e-9)
 
 
 @contextmanager

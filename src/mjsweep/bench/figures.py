@@ -37,7 +37,7 @@ class Batch:
     wall_s: float
     timesteps: int
     run_fps: float
-    """Mean training throughput of one run (its own timesteps / its training time)."""
+    """Mean training throughput of one run: its own timesteps / its seconds of rollout + update."""
     rollout_s: float | None
     """Mean seconds per run collecting rollouts (env steps + policy forward)."""
     train_s: float | None

@@ -23,7 +23,9 @@ class NaiveJob:
 @dataclass(frozen=True)
 class NaiveResult:
     timesteps: int
+    rollout_s: float
     train_s: float
+    """Seconds in PPO updates; rollout_s + train_s is the training time its fps counts, as in the worker."""
     startup_s: float
     torch_threads: int
     peak_rss_mb: float
@@ -32,7 +34,6 @@ class NaiveResult:
 def train_default_threads(job: NaiveJob) -> NaiveResult:
     """Build the env, train, evaluate one episode (as the mjsweep worker does), report what it used."""
     import resource
-    import time
     from pathlib import Path
 
     import torch
@@ -41,18 +42,17 @@ def train_default_threads(job: NaiveJob) -> NaiveResult:
     from stable_baselines3.common.monitor import Monitor
 
     from ..envs import make_env
-    from ..training import process_age_s
+    from ..training import PhaseTimer, process_age_s
 
     env = make_env(job.env, Path(job.xml), job.env_kwargs, job.max_episode_steps)
     model = PPO("MlpPolicy", env, seed=job.seed, device="cpu", verbose=0, **job.ppo)
     startup = process_age_s()
-    started = time.monotonic()
-    model.learn(total_timesteps=job.steps)
-    train_s = time.monotonic() - started
+    timer = PhaseTimer()  # times training as the worker does, so both batches' run fps mean the same
+    model.learn(total_timesteps=job.steps, callback=timer)
     eval_env = Monitor(make_env(job.env, Path(job.xml), job.env_kwargs, job.max_episode_steps))
     evaluate_policy(model, eval_env, n_eval_episodes=1)
     return NaiveResult(
-        timesteps=int(model.num_timesteps), train_s=train_s, startup_s=startup,
+        timesteps=int(model.num_timesteps), rollout_s=timer.rollout_s, train_s=timer.train_s, startup_s=startup,
         torch_threads=torch.get_num_threads(),
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     )
