@@ -20,6 +20,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Launch sweeps of single-threaded PPO trainings over MuJoCo robot variants.")
 
 EXIT_INVALID = 2
+PICTURES_HELP = "Render every variant in its start pose into DIR: a PNG each and contact_sheet.png."
 
 
 def _print_version(value: bool) -> None:
@@ -75,6 +76,7 @@ def run(
                                           "[default: RAY_ADDRESS, else a local Ray]."),
     gpus: Optional[str] = typer.Option(None, "--gpus",
                                        help="GPU ids for device: cuda, e.g. 0,1 [default: all found]."),
+    pictures: Optional[Path] = typer.Option(None, "--pictures", help=PICTURES_HELP),
 ) -> None:
     """Train every variant x grid point x seed, each as its own single-threaded process."""
     from . import live
@@ -90,6 +92,8 @@ def run(
     except SpecError as exc:
         raise _invalid(str(exc)) from None
     render.warn_missing_tensorboard(plan.spec)
+    if pictures:
+        _render_pictures(plan, pictures)
     if dry_run:
         render.variant_table(out, plan)  # what deep validation found, model by model
         planned = decide(plan)  # reads every run dir: once
@@ -115,6 +119,8 @@ def run(
     finally:
         progress.close()
         launcher.close()
+        if pictures:
+            _keep_contact_sheet(pictures, plan.sweep_dir)
     render.outcome_summary(out, plan, outcome)
     raise typer.Exit(outcome.exit_code)
 
@@ -139,10 +145,34 @@ def _announce_then(note: str | None, planned):
     return on_planned
 
 
+def _render_pictures(plan, folder: Path) -> None:
+    """Pictures of every variant, or exit 2 with one line saying why not (nothing has started yet)."""
+    from .rendering.gl import RenderFailed, RenderUnavailable
+    from .rendering.variants import render_variant_pictures
+
+    try:
+        drawn = render_variant_pictures(plan, folder)
+    except (RenderUnavailable, RenderFailed) as exc:
+        raise _invalid(f"--pictures {folder}: {exc}") from None
+    print(f"pictures: {len(plan.checks)} variants and {drawn.contact_sheet.name} in {folder} "
+          f"(drawn with {drawn.backend})", file=sys.stderr, flush=True)
+
+
+def _keep_contact_sheet(folder: Path, sweep_dir) -> None:
+    """A copy of the contact sheet in the sweep folder, where `sweep report --format html` finds it."""
+    from .rundir import write_bytes_atomic
+
+    source = folder / "contact_sheet.png"
+    if source.is_file() and sweep_dir.path.is_dir():
+        sweep_dir.pictures.mkdir(exist_ok=True)
+        write_bytes_atomic(sweep_dir.contact_sheet, source.read_bytes())
+
+
 @app.command()
 def validate(
     spec_file: Path = typer.Argument(..., help="The sweep spec (YAML)."),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Overrides the spec's runs_dir."),
+    pictures: Optional[Path] = typer.Option(None, "--pictures", help=PICTURES_HELP),
 ) -> None:
     """Check the spec; compile every variant, build its env and take random steps; one row per variant."""
     from .spec import SpecError
@@ -157,6 +187,8 @@ def validate(
         raise _invalid(str(exc)) from None
     render.warn_missing_tensorboard(plan.spec)
     render.variant_table(render.make_console(), plan)
+    if pictures:
+        _render_pictures(plan, pictures)
 
 
 REPORT_FORMATS = ("table", "csv", "md", "json")

@@ -65,11 +65,15 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide results from other users of a shared runs dir
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -167,6 +171,10 @@ class SweepDir:
     lock_file = property(lambda self: self.path / "sweep.lock")
     index_jsonl = property(lambda self: self.path / "index.jsonl")
     report_csv = property(lambda self: self.path / "report.csv")
+    report_html = property(lambda self: self.path / "report.html")
+    pictures = property(lambda self: self.path / "pictures")
+    contact_sheet = property(lambda self: self.path / "pictures" / "contact_sheet.png")
+    videos = property(lambda self: self.path / "videos")
 
     def run(self, run_id: str) -> RunDir:
         return RunDir(self.path / run_id)
