@@ -14,6 +14,7 @@ import yaml
 from PIL import Image
 
 from conftest import XML_DIR, run_sweep
+from helpers.rendering import needs_gl
 from mjsweep.rendering.camera import AZIMUTH_DEG, ELEVATION_DEG, Box, framing
 from mjsweep.rendering.gl import RenderUnavailable, run_render_process
 from mjsweep.rendering.sheet import LABEL_HEIGHT, contact_sheet, label
@@ -69,22 +70,6 @@ def test_label_writes_text_on_a_dark_band():
     assert out.shape == frame.shape
     band = out[:LABEL_HEIGHT]
     assert (band == 0).mean() > 0.5 and (band > 128).any()
-
-
-def gl_works() -> bool:
-    import subprocess
-    import sys
-
-    code = "import mujoco; c = mujoco.GLContext(64, 64); c.make_current(); c.free()"
-    for backend in ("egl", "osmesa"):
-        env = {**os.environ, "MUJOCO_GL": backend}
-        if subprocess.run([sys.executable, "-c", code], env=env, capture_output=True).returncode == 0:
-            return True
-    return False
-
-
-needs_gl = pytest.mark.skipif(not os.environ.get("MJSWEEP_REQUIRE_RENDER") and not gl_works(),
-                              reason="no GL backend here (apt-get install libosmesa6); CI requires one")
 
 
 def leg_spec(tmp_path: Path) -> Path:

@@ -226,6 +226,37 @@ def report(
 
 
 @app.command()
+def video(
+    sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
+    variant: Optional[str] = typer.Option(None, "--variant", help="Only this variant [default: every one]."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="This seed [default: the seed with the median "
+                                       "final return of each variant x grid point]."),
+    best: bool = typer.Option(False, "--best", help="The best evaluation's model (best_model.zip) where a run "
+                              "kept one."),
+    seconds: float = typer.Option(10.0, "--seconds", min=0.1, help="Simulated seconds per video."),
+    gif: bool = typer.Option(False, "--gif", help="A GIF beside each MP4."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Folder [default: SWEEP_DIR/videos]."),
+) -> None:
+    """A video of each variant's trained policy (MP4, drawn on the CPU where there is no GPU)."""
+    from .results import collect
+    from .rendering.gl import RenderFailed, RenderUnavailable
+    from .rendering.videos import NoVideo, choose, render_videos
+    from .rundir import SweepDir
+
+    folder = SweepDir(sweep_dir)
+    try:
+        choices = choose(collect(folder), folder.path, variant, seed, best)
+    except NoVideo as exc:
+        raise _invalid(f"{sweep_dir}: {exc}") from None
+    try:
+        written = render_videos(choices, folder.path, output or folder.videos, seconds, gif)
+    except (RenderUnavailable, RenderFailed) as exc:
+        raise _invalid(f"sweep video: {exc}") from None
+    for path in written:
+        print(path)
+
+
+@app.command()
 def status(
     sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout, for scripts."),
