@@ -3,6 +3,7 @@ folder, a video of each variant's policy, and report.html opened in a real headl
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 from PIL import Image
 
 from conftest import TINY_LONG_XML, TINY_XML, run_sweep, write_spec
-from helpers.rendering import needs_gl
+from helpers.rendering import CHROMEDRIVER, CHROMIUM, needs_browser, needs_gl
 from mjsweep.rendering.videos import NoVideo, choose
 from mjsweep.results import ResultRow
 
@@ -79,3 +80,49 @@ def test_video_of_each_variant_has_the_frames_its_seconds_ask_for(trained):
         assert np.abs(frames[0].astype(int) - frames[-1].astype(int)).mean() > 1, "the robot moves"
         assert Image.open(path.with_suffix(".gif")).n_frames == 20
     assert "frames" in proc.stderr  # progress
+
+
+@needs_gl
+@needs_browser
+def test_html_report_opens_in_chromium_with_table_figures_pictures_and_videos(trained, tmp_path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    assert run_sweep("video", str(trained), "--seconds", "0.5").returncode == 0
+    proc = run_sweep("report", str(trained), "--format", "html")
+    assert proc.returncode == 0, proc.stderr
+    page = Path(proc.stdout.strip())
+    assert page == trained / "report.html"
+    text = page.read_text()
+    assert "http://" not in text and "https://" not in text, "nothing to fetch from a network"
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1300,2400",
+                 f"--user-data-dir={tmp_path / 'profile'}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        driver.get(page.as_uri())
+        time.sleep(1)  # let the embedded media decode; the checks below do not depend on speed
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert errors == []
+        table_rows = driver.execute_script("return document.querySelectorAll('tbody tr').length")
+        assert table_rows == 2
+        images = driver.execute_script(
+            "return [...document.images].map(i => [i.alt, i.complete && i.naturalWidth > 0, i.width])")
+        assert [alt for alt, _, _ in images] == ["learning curves: mean over seeds, 95% bootstrap CI",
+                                                 "final evaluation return per run",
+                                                 "the variants in their start pose"]
+        assert all(loaded and width > 100 for _, loaded, width in images), images
+        videos = driver.execute_script(
+            "return [...document.querySelectorAll('video')].map(v => v.error ? v.error.code : 0)")
+        assert videos == [0, 0]
+        shot = tmp_path / "report.png"
+        driver.save_screenshot(str(shot))
+    finally:
+        driver.quit()
+    pixels = np.asarray(Image.open(shot).convert("RGB"))
+    assert pixels.std() > 10 and len(np.unique(pixels.reshape(-1, 3), axis=0)) > 50

@@ -191,13 +191,14 @@ def validate(
         _render_pictures(plan, pictures)
 
 
-REPORT_FORMATS = ("table", "csv", "md", "json")
+REPORT_FORMATS = ("table", "csv", "md", "json", "html")
 
 
 @app.command()
 def report(
     sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
-    fmt: str = typer.Option("table", "--format", "-f", help="table | csv | md | json, on stdout."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table | csv | md | json, on stdout; html: "
+                            "a self-contained SWEEP_DIR/report.html (figures, pictures, videos inside)."),
 ) -> None:
     """Mean, std, IQM and 95% CI of the final eval return over seeds; writes report.csv and report.md too."""
     from . import report as reportlib
@@ -219,6 +220,11 @@ def report(
     write_text_atomic(folder.report_csv.with_suffix(".md"), md_text)
     if fmt == "table":
         render.report_table(render.make_console(), groups, rows, warnings)
+    elif fmt == "html":
+        from .html_report import build
+
+        write_text_atomic(folder.report_html, build(folder, groups, rows, warnings))
+        print(folder.report_html)
     else:
         problems = [p for r in rows for p in r.problems]
         text = {"csv": csv_text, "md": md_text}.get(fmt) or reportlib.to_json(groups, warnings, problems)
