@@ -3,6 +3,7 @@ folder, a video of each variant's policy, and report.html opened in a real headl
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -126,3 +127,58 @@ def test_html_report_opens_in_chromium_with_table_figures_pictures_and_videos(tr
         driver.quit()
     pixels = np.asarray(Image.open(shot).convert("RGB"))
     assert pixels.std() > 10 and len(np.unique(pixels.reshape(-1, 3), axis=0)) > 50
+
+
+def cross_results(sweep: Path) -> dict[str, float]:
+    return {p.relative_to(sweep / "cross").as_posix(): p.stat().st_mtime_ns
+            for p in (sweep / "cross").glob("*/*.json")}
+
+
+def test_cross_evaluation_fills_the_matrix_and_a_rerun_does_only_what_is_missing(trained):
+    proc = run_sweep("evaluate", str(trained), "--cross", "--episodes", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "4 policies x 2 variants, 8 pairs to evaluate" in proc.stderr
+    lines = (trained / "cross" / "matrix.csv").read_text().splitlines()
+    assert lines[0] == "train,test,seeds,mean,ci95_low,ci95_high,skipped"
+    cells = {tuple(line.split(",")[:2]): line.split(",") for line in lines[1:]}
+    assert set(cells) == {(a, b) for a in ("walker", "walker-long") for b in ("walker", "walker-long")}
+    for train, test in cells:
+        results = [json.loads((trained / "cross" / rel).read_text()) for rel in cross_results(trained)
+                   if rel.endswith(f"/{test}.json") and rel.startswith(train + "_s")]
+        assert len(results) == 2 and all(r["episodes"] == 1 and len(r["returns"]) == 1 for r in results)
+        mean, low, high = map(float, cells[(train, test)][3:6])
+        assert cells[(train, test)][2] == "2"
+        assert mean == pytest.approx(sum(r["mean"] for r in results) / 2, rel=1e-5)
+        assert low <= mean <= high
+    heatmap = np.asarray(Image.open(trained / "cross" / "matrix.png").convert("RGB"))
+    assert heatmap.std() > 10
+
+    before = cross_results(trained)
+    again = run_sweep("evaluate", str(trained), "--cross", "--episodes", "1")
+    assert again.returncode == 0 and "0 pairs to evaluate" in again.stderr
+    assert cross_results(trained) == before, "nothing evaluated twice"
+    gone = next(iter(before))
+    (trained / "cross" / gone).unlink()
+    third = run_sweep("evaluate", str(trained), "--cross", "--episodes", "1")
+    assert third.returncode == 0 and "1 pairs to evaluate" in third.stderr
+    after = cross_results(trained)
+    assert set(after) == set(before) and all(after[k] == before[k] for k in before if k != gone)
+
+
+def test_a_policy_is_not_evaluated_on_a_variant_with_other_spaces(trained, tmp_path):
+    import subprocess
+    import sys
+
+    run_dir = next(p for p in sorted(trained.iterdir()) if (p / "model.zip").is_file())
+    result = tmp_path / "planar.json"
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps({"model": str(run_dir / "model.zip"), "vecnormalize": None, "seed": 0, "episodes": 1,
+                               "deterministic": True,
+                               "targets": [{"variant": "planar", "env": "HalfCheetah-v5",
+                                            "xml": str(TINY_XML.with_name("planar_walker.xml")), "env_kwargs": {},
+                                            "max_episode_steps": 50, "result": str(result)}]}))
+    proc = subprocess.run([sys.executable, "-m", "mjsweep.crosseval.worker", str(job)], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    written = json.loads(result.read_text())
+    assert written["skipped"].startswith("observation space") and "mean" not in written

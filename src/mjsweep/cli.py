@@ -263,6 +263,33 @@ def video(
 
 
 @app.command()
+def evaluate(
+    sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
+    cross: bool = typer.Option(False, "--cross", help="Every trained policy on every variant whose observation "
+                               "and action spaces match: a matrix of mean returns over seeds."),
+    episodes: int = typer.Option(5, "--episodes", min=1, help="Episodes per policy and variant."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-w", min=1,
+                                          help="Evaluations at once [default: usable CPU cores]."),
+) -> None:
+    """Evaluate trained policies again; with --cross, on the other variants too (results kept, resumable)."""
+    from .crosseval.run import NothingToEvaluate, evaluate_cross
+    from .rundir import SweepDir
+
+    if not cross:
+        raise _invalid("sweep evaluate: say which evaluation: --cross (every policy on every variant)")
+    try:
+        outcome = evaluate_cross(SweepDir(sweep_dir), episodes, workers or usable_cores(),
+                                 say=lambda line: print(line, file=sys.stderr, flush=True))
+    except NothingToEvaluate as exc:
+        raise _invalid(str(exc)) from None
+    render.cross_table(render.make_console(), outcome.cells)
+    for failure in outcome.failed:
+        print(f"warning: evaluation failed: {failure}", file=sys.stderr)
+    print(f"wrote {outcome.csv}" + (f" and {outcome.heatmap}" if outcome.heatmap else ""), file=sys.stderr)
+    raise typer.Exit(1 if outcome.failed else 0)
+
+
+@app.command()
 def status(
     sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout, for scripts."),
