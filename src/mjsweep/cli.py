@@ -20,6 +20,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Launch sweeps of single-threaded PPO trainings over MuJoCo robot variants.")
 
 EXIT_INVALID = 2
+PICTURES_HELP = "Render every variant in its start pose into DIR: a PNG each and contact_sheet.png."
 
 
 def _print_version(value: bool) -> None:
@@ -75,6 +76,7 @@ def run(
                                           "[default: RAY_ADDRESS, else a local Ray]."),
     gpus: Optional[str] = typer.Option(None, "--gpus",
                                        help="GPU ids for device: cuda, e.g. 0,1 [default: all found]."),
+    pictures: Optional[Path] = typer.Option(None, "--pictures", help=PICTURES_HELP),
 ) -> None:
     """Train every variant x grid point x seed, each as its own single-threaded process."""
     from . import live
@@ -90,6 +92,8 @@ def run(
     except InputError as exc:
         raise _invalid(str(exc)) from None
     render.warn_missing_tensorboard(plan.spec)
+    if pictures:
+        _render_pictures(plan, pictures)
     if dry_run:
         render.variant_table(out, plan)  # what deep validation found, model by model
         planned = decide(plan)  # reads every run dir: once
@@ -115,6 +119,8 @@ def run(
             raise _invalid(str(exc)) from None
         finally:
             progress.close()
+            if pictures:
+                _keep_contact_sheet(pictures, plan.sweep_dir)
     render.outcome_summary(out, plan, outcome)
     raise typer.Exit(outcome.exit_code)
 
@@ -139,10 +145,34 @@ def _announce_then(note: str | None, planned):
     return on_planned
 
 
+def _render_pictures(plan, folder: Path) -> None:
+    """Pictures of every variant, or exit 2 with one line saying why not (nothing has started yet)."""
+    from .rendering.gl import RenderFailed, RenderUnavailable
+    from .rendering.variants import render_variant_pictures
+
+    try:
+        drawn = render_variant_pictures(plan, folder)
+    except (RenderUnavailable, RenderFailed) as exc:
+        raise _invalid(f"--pictures {folder}: {exc}") from None
+    print(f"pictures: {len(plan.checks)} variants and {drawn.contact_sheet.name} in {folder} "
+          f"(drawn with {drawn.backend})", file=sys.stderr, flush=True)
+
+
+def _keep_contact_sheet(folder: Path, sweep_dir) -> None:
+    """A copy of the contact sheet in the sweep folder, where `sweep report --format html` finds it."""
+    from .rundir import write_bytes_atomic
+
+    source = folder / "contact_sheet.png"
+    if source.is_file() and sweep_dir.path.is_dir():
+        sweep_dir.pictures.mkdir(exist_ok=True)
+        write_bytes_atomic(sweep_dir.contact_sheet, source.read_bytes())
+
+
 @app.command()
 def validate(
     spec_file: Path = typer.Argument(..., help="The sweep spec (YAML)."),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Overrides the spec's runs_dir."),
+    pictures: Optional[Path] = typer.Option(None, "--pictures", help=PICTURES_HELP),
 ) -> None:
     """Check the spec; compile every variant, build its env and take random steps; one row per variant."""
     from .spec import SpecError
@@ -157,15 +187,18 @@ def validate(
         raise _invalid(str(exc)) from None
     render.warn_missing_tensorboard(plan.spec)
     render.variant_table(render.make_console(), plan)
+    if pictures:
+        _render_pictures(plan, pictures)
 
 
-REPORT_FORMATS = ("table", "csv", "md", "json")
+REPORT_FORMATS = ("table", "csv", "md", "json", "html")
 
 
 @app.command()
 def report(
     sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
-    fmt: str = typer.Option("table", "--format", "-f", help="table | csv | md | json, on stdout."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table | csv | md | json, on stdout; html: "
+                            "a self-contained SWEEP_DIR/report.html (figures, pictures, videos inside)."),
 ) -> None:
     """Mean, std, IQM and 95% CI of the final eval return over seeds; writes report.csv and report.md too."""
     from . import report as reportlib
@@ -187,10 +220,73 @@ def report(
     write_text_atomic(folder.report_csv.with_suffix(".md"), md_text)
     if fmt == "table":
         render.report_table(render.make_console(), groups, rows, warnings)
+    elif fmt == "html":
+        from .html_report import build
+
+        write_text_atomic(folder.report_html, build(folder, groups, rows, warnings))
+        print(folder.report_html)
     else:
         problems = [p for r in rows for p in r.problems]
         text = {"csv": csv_text, "md": md_text}.get(fmt) or reportlib.to_json(groups, warnings, problems)
         sys.stdout.write(text)
+
+
+@app.command()
+def video(
+    sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
+    variant: Optional[str] = typer.Option(None, "--variant", help="Only this variant [default: every one]."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="This seed [default: the seed with the median "
+                                       "final return of each variant x grid point]."),
+    best: bool = typer.Option(False, "--best", help="The best evaluation's model (best_model.zip) where a run "
+                              "kept one."),
+    seconds: float = typer.Option(10.0, "--seconds", min=0.1, help="Simulated seconds per video."),
+    gif: bool = typer.Option(False, "--gif", help="A GIF beside each MP4."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Folder [default: SWEEP_DIR/videos]."),
+) -> None:
+    """A video of each variant's trained policy (MP4, drawn on the CPU where there is no GPU)."""
+    from .results import collect
+    from .rendering.gl import RenderFailed, RenderUnavailable
+    from .rendering.videos import NoVideo, choose, render_videos
+    from .rundir import SweepDir
+
+    folder = SweepDir(sweep_dir)
+    try:
+        choices = choose(collect(folder), folder.path, variant, seed, best)
+    except NoVideo as exc:
+        raise _invalid(f"{sweep_dir}: {exc}") from None
+    try:
+        written = render_videos(choices, folder.path, output or folder.videos, seconds, gif)
+    except (RenderUnavailable, RenderFailed) as exc:
+        raise _invalid(f"sweep video: {exc}") from None
+    for path in written:
+        print(path)
+
+
+@app.command()
+def evaluate(
+    sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
+    cross: bool = typer.Option(False, "--cross", help="Every trained policy on every variant whose observation "
+                               "and action spaces match: a matrix of mean returns over seeds."),
+    episodes: int = typer.Option(5, "--episodes", min=1, help="Episodes per policy and variant."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-w", min=1,
+                                          help="Evaluations at once [default: usable CPU cores]."),
+) -> None:
+    """Evaluate trained policies again; with --cross, on the other variants too (results kept, resumable)."""
+    from .crosseval.run import NothingToEvaluate, evaluate_cross
+    from .rundir import SweepDir
+
+    if not cross:
+        raise _invalid("sweep evaluate: say which evaluation: --cross (every policy on every variant)")
+    try:
+        outcome = evaluate_cross(SweepDir(sweep_dir), episodes, workers or usable_cores(),
+                                 say=lambda line: print(line, file=sys.stderr, flush=True))
+    except NothingToEvaluate as exc:
+        raise _invalid(str(exc)) from None
+    render.cross_table(render.make_console(), outcome.cells)
+    for failure in outcome.failed:
+        print(f"warning: evaluation failed: {failure}", file=sys.stderr)
+    print(f"wrote {outcome.csv}" + (f" and {outcome.heatmap}" if outcome.heatmap else ""), file=sys.stderr)
+    raise typer.Exit(1 if outcome.failed else 0)
 
 
 @app.command()

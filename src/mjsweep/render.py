@@ -10,6 +10,7 @@ from rich.segment import Segment
 from rich.table import Table
 
 if TYPE_CHECKING:
+    from .crosseval.plan import Cell
     from .planned import PlannedRun
     from .report import GroupRow
     from .results import ResultRow
@@ -137,6 +138,16 @@ def report_table(out: Console, groups: list[GroupRow], rows: list[ResultRow], wa
             out.print(f"warning: {problem}", soft_wrap=True)
     for warning in warnings:
         out.print(f"warning: {warning}", soft_wrap=True)
+
+
+def cross_table(out: Console, cells: list[Cell]) -> None:
+    table = Table(title="cross evaluation: mean return over seeds")
+    for col in ("trained on", "evaluated on", "seeds", "mean", "95% CI", "note"):
+        table.add_column(col, overflow="fold")
+    for c in cells:
+        ci = f"[{fixed(c.ci_low)}, {fixed(c.ci_high)}]" if c.ci_low is not None else "-"
+        table.add_row(c.train, c.test, str(c.seeds), fixed(c.mean), ci, c.skipped or "")
+    out.print(table)
 
 
 def fixed(value: float | None, digits: int = 2) -> str:

@@ -65,11 +65,15 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide results from other users of a shared runs dir
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -126,6 +130,9 @@ class RunDir:
     monitor_csv = property(lambda self: self.path / "monitor.csv")
     progress_csv = property(lambda self: self.path / "progress.csv")
     model_zip = property(lambda self: self.path / "model.zip")
+    vecnormalize = property(lambda self: self.path / "vecnormalize.pkl")
+    best_model_zip = property(lambda self: self.path / "best_model.zip")
+    best_vecnormalize = property(lambda self: self.path / "best_vecnormalize.pkl")
     checkpoints = property(lambda self: self.path / "checkpoints")
     checkpoint_json = property(lambda self: self.path / "checkpoints" / "checkpoint.json")
     variant_xml = property(lambda self: self.path / "variant.xml")
@@ -167,6 +174,10 @@ class SweepDir:
     lock_file = property(lambda self: self.path / "sweep.lock")
     index_jsonl = property(lambda self: self.path / "index.jsonl")
     report_csv = property(lambda self: self.path / "report.csv")
+    report_html = property(lambda self: self.path / "report.html")
+    pictures = property(lambda self: self.path / "pictures")
+    contact_sheet = property(lambda self: self.path / "pictures" / "contact_sheet.png")
+    videos = property(lambda self: self.path / "videos")
 
     def run(self, run_id: str) -> RunDir:
         return RunDir(self.path / run_id)

@@ -1,0 +1,155 @@
+"""Which (trained run, test variant) pairs to evaluate, and the matrix they make. Pure: tested alone."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..plan import RunSpec
+from ..rundir import CorruptFileError, RunDir, SweepDir, read_json
+from ..stats import bootstrap_ci
+
+CROSS_FOLDER = "cross"
+RESULT_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Target:
+    """A test variant, as the run of that variant at the same grid point builds its env."""
+
+    variant: str
+    env: str
+    xml: str
+    env_kwargs: dict[str, Any]
+    max_episode_steps: int | None
+    result: Path
+
+
+@dataclass(frozen=True)
+class PolicyJob:
+    """One trained run and the variants its policy is still to be evaluated on."""
+
+    run: RunSpec
+    run_dir: Path
+    targets: list[Target]
+
+
+def cross_folder(sweep: SweepDir) -> Path:
+    return sweep.path / CROSS_FOLDER
+
+
+def result_path(sweep: SweepDir, run_id: str, test_variant: str) -> Path:
+    return cross_folder(sweep) / run_id / f"{test_variant}.json"
+
+
+def read_result(path: Path) -> dict[str, Any] | None:
+    try:
+        return read_json(path)
+    except CorruptFileError:
+        return None  # a torn or foreign file: evaluated again
+
+
+def jobs(sweep: SweepDir, trained: list[RunSpec], all_runs: list[RunSpec], episodes: int) -> list[PolicyJob]:
+    """For each trained run, the variants (its own included) at its grid point whose result is missing
+    or was made with another number of episodes."""
+    envs: dict[tuple[str, str], RunSpec] = {}
+    for run in all_runs:  # any seed of a variant at a grid point builds the same env
+        envs.setdefault((run.variant, _grid_key(run)), run)
+    variants = sorted({run.variant for run in all_runs})
+    out = []
+    for run in trained:
+        targets = []
+        for variant in variants:
+            template = envs.get((variant, _grid_key(run)))
+            if template is None:
+                continue
+            path = result_path(sweep, run.run_id, variant)
+            done = read_result(path)
+            if done and done.get("episodes") == episodes:
+                continue
+            targets.append(Target(variant, template.env, template.xml, template.env_kwargs,
+                                  template.max_episode_steps, path))
+        if targets:
+            out.append(PolicyJob(run, sweep.run(run.run_id).path, targets))
+    return out
+
+
+def _grid_key(run: RunSpec) -> str:
+    return json.dumps(run.grid, sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class Cell:
+    train: str
+    """The trained group: variant and grid point."""
+    test: str
+    """The variant evaluated on."""
+    seeds: int
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    skipped: str = ""
+    """Why there is no number (spaces that do not match)."""
+
+
+def matrix(sweep: SweepDir, trained: list[RunSpec]) -> list[Cell]:
+    """Mean over seeds (and its 95% bootstrap CI) of each trained group's return on each variant."""
+    returns: dict[tuple[str, str], list[float]] = {}
+    skipped: dict[tuple[str, str], str] = {}
+    for run in trained:
+        folder = cross_folder(sweep) / run.run_id
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            result = read_result(path)
+            if result is None:
+                continue
+            key = (run.group, path.stem)
+            if result.get("skipped"):
+                skipped[key] = result["skipped"]
+            else:
+                returns.setdefault(key, []).append(float(result["mean"]))
+    cells = []
+    for key in sorted(set(returns) | set(skipped)):
+        values = returns.get(key, [])
+        if values:
+            low, high = bootstrap_ci(values)
+            cells.append(Cell(*key, len(values), sum(values) / len(values), float(low), float(high)))
+        else:
+            cells.append(Cell(*key, 0, None, None, None, skipped[key]))
+    return cells
+
+
+def to_csv(cells: list[Cell]) -> str:
+    lines = ["train,test,seeds,mean,ci95_low,ci95_high,skipped"]
+    for c in cells:
+        numbers = ["" if v is None else f"{v:.6g}" for v in (c.mean, c.ci_low, c.ci_high)]
+        lines.append(",".join([_csv(c.train), _csv(c.test), str(c.seeds), *numbers, _csv(c.skipped)]))
+    return "\n".join(lines) + "\n"
+
+
+def _csv(text: str) -> str:
+    return f'"{text.replace(chr(34), chr(34) * 2)}"' if any(ch in text for ch in ',"\n') else text
+
+
+def trained_runs(sweep: SweepDir) -> tuple[list[RunSpec], list[RunSpec]]:
+    """(runs with a trained model that succeeded, every run) of the sweep folder."""
+    trained, every = [], []
+    for run_dir in sweep.run_dirs():
+        try:
+            run = RunSpec.model_validate_json(run_dir.spec_json.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        every.append(run)
+        if _succeeded(run_dir):
+            trained.append(run)
+    return trained, every
+
+
+def _succeeded(run_dir: RunDir) -> bool:
+    try:
+        status, result = run_dir.read_status(), run_dir.read_result()
+    except CorruptFileError:
+        return False
+    return bool(status and status.state.value == "succeeded" and result and "eval_mean_return" in result
+                and run_dir.model_zip.is_file())

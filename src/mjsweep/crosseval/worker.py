@@ -1,0 +1,70 @@
+"""`python -m mjsweep.crosseval.worker JOB.json`: one trained policy evaluated on several variants.
+
+JOB.json: {"model", "vecnormalize", "seed", "episodes", "deterministic", "targets": [{"variant", "env",
+"xml", "env_kwargs", "max_episode_steps", "result"}]}. Each target's result file is written atomically
+as soon as it is done: {"schema", "episodes", "mean", "std", "returns", "lengths"} or {"schema",
+"episodes", "skipped": why}.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..rundir import write_json_atomic
+from .plan import RESULT_SCHEMA
+
+
+def evaluate_on(policy, target: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    from ..envs import make_env
+
+    base = {"schema": RESULT_SCHEMA, "episodes": job["episodes"]}
+    env = DummyVecEnv([lambda: Monitor(make_env(target["env"], Path(target["xml"]), target["env_kwargs"],
+                                                target["max_episode_steps"]))])
+    try:
+        for what, trained, here in (("observation", policy.observation_space, env.observation_space),
+                                    ("action", policy.action_space, env.action_space)):
+            if trained.shape != here.shape:
+                return {**base, "skipped": f"{what} space {here.shape} differs from the policy's {trained.shape}"}
+        if job.get("vecnormalize"):
+            env = VecNormalize.load(job["vecnormalize"], env)
+            env.training, env.norm_reward = False, False  # the training statistics, frozen
+        env.seed(job["seed"] + 2_000_003)  # apart from training's and the final evaluation's seeds
+        returns, lengths = evaluate_policy(policy, env, n_eval_episodes=job["episodes"],
+                                           deterministic=job["deterministic"], return_episode_rewards=True)
+    finally:
+        env.close()
+    values = [float(r) for r in returns]
+    mean = sum(values) / len(values)
+    std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+    return {**base, "mean": mean, "std": std, "returns": values, "lengths": [int(n) for n in lengths]}
+
+
+def _outcome(result: dict[str, Any]) -> str:
+    return f"skipped: {result['skipped']}" if "skipped" in result else f"mean return {result['mean']:.2f}"
+
+
+def main(job_path: str) -> None:
+    import torch
+    from stable_baselines3 import PPO
+
+    torch.set_num_threads(1)
+    job = json.loads(Path(job_path).read_text(encoding="utf-8"))
+    policy = PPO.load(job["model"], device="cpu")
+    for target in job["targets"]:
+        result = evaluate_on(policy, target, job)
+        path = Path(target["result"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, result)
+        print(f"cross: {Path(job['model']).parent.name} on {target['variant']}: "
+              f"{_outcome(result)}", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,88 @@
+"""`python -m mjsweep.rendering.pictures JOB.json`: the render process for pictures of variants.
+
+JOB.json: {"width", "height", "folder", "items": [{"name", "xml", "caption", "group", "keyframe"}]}.
+Writes <folder>/<name>.png per item and <folder>/contact_sheet.png; prints one line per picture on
+stderr and, on success, nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .camera import Box, CameraPose, framing
+from .gl import open_gl_or_exit
+from .sheet import contact_sheet, save_png
+
+CONTACT_SHEET = "contact_sheet.png"
+
+
+def start_state(mujoco, model, keyframe: str | int | None):
+    """MjData in the pose an episode starts from: the named keyframe; with "auto", `home` if the model has
+    one; else qpos0."""
+    data = mujoco.MjData(model)
+    if keyframe == "auto":  # Menagerie's convention: a model's standing pose is its `home` keyframe
+        keyframe = "home" if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home") >= 0 else None
+    if keyframe is not None:
+        index = keyframe if isinstance(keyframe, int) else mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, keyframe)
+        if index < 0 or index >= model.nkey:
+            raise ValueError(f"the model has no keyframe {keyframe!r}")
+        mujoco.mj_resetDataKeyframe(model, data, index)
+    mujoco.mj_forward(model, data)
+    return data
+
+
+def robot_box(model, data) -> Box:
+    """The box around every geom that is not part of the world body (the floor, walls)."""
+    robot = model.geom_bodyid > 0
+    if not robot.any():
+        robot = np.ones(model.ngeom, dtype=bool)
+    return Box.around(data.geom_xpos[robot], model.geom_rbound[robot])
+
+
+def render(mujoco, model, data, pose: CameraPose, width: int, height: int) -> np.ndarray:
+    model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
+    model.vis.global_.offheight = max(model.vis.global_.offheight, height)
+    camera = mujoco.MjvCamera()
+    camera.type = mujoco.mjtCamera.mjCAMERA_FREE
+    camera.lookat[:] = pose.lookat
+    camera.distance, camera.azimuth, camera.elevation = pose.distance, pose.azimuth, pose.elevation
+    renderer = mujoco.Renderer(model, height, width)
+    try:  # closed here: a Renderer left to the garbage collector raises at interpreter exit
+        renderer.update_scene(data, camera=camera)
+        return renderer.render().copy()
+    finally:
+        renderer.close()
+
+
+def main(job_path: str) -> None:
+    job = json.loads(Path(job_path).read_text(encoding="utf-8"))
+    width, height, folder = job["width"], job["height"], Path(job["folder"])
+    mujoco = open_gl_or_exit(width, height)
+    scenes = []
+    for item in job["items"]:
+        model = mujoco.MjModel.from_xml_path(item["xml"])
+        data = start_state(mujoco, model, item.get("keyframe"))
+        scenes.append((item, model, data, robot_box(model, data)))
+    boxes: dict[str, Box] = {}
+    for item, _, _, box in scenes:
+        group = item["group"]
+        boxes[group] = boxes[group].union(box) if group in boxes else box
+    tiles = []
+    for i, (item, model, data, _) in enumerate(scenes, 1):
+        pose = framing(boxes[item["group"]], float(model.vis.global_.fovy), width / height)
+        tiles.append(render(mujoco, model, data, pose, width, height))
+        save_png(tiles[-1], folder / f"{item['name']}.png")
+        print(f"pictures: {i}/{len(scenes)} {item['name']}", file=sys.stderr, flush=True)
+    save_png(contact_sheet(tiles, [item["caption"] for item in job["items"]]), folder / CONTACT_SHEET)
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1])
+    except Exception as exc:  # noqa: BLE001 - one line for the launcher; the traceback would hide it
+        print(f"{type(exc).__name__}: {' '.join(str(exc).split())}", flush=True)
+        sys.exit(1)

@@ -1,0 +1,105 @@
+"""`python -m mjsweep.rendering.policy JOB.json`: the render process for videos of trained policies.
+
+JOB.json: {"width", "height", "seconds", "gif", "items": [{"run_dir", "model", "vecnormalize", "title",
+"output"}]}. For each item: the run's env (from its spec.json), its policy acting deterministically,
+the saved normalization statistics frozen where the run has them; frames drawn by a camera that
+follows the robot, labelled with the title and the episode's return so far; MP4 (and GIF) written
+through imageio's ffmpeg wheel.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .camera import framing
+from .gl import open_gl_or_exit
+from .pictures import robot_box
+from .sheet import label
+
+MAX_FPS = 30  # a video of a 2 ms-timestep robot would otherwise ask for 100 frames per simulated second
+
+
+def rollout_frames(mujoco, item: dict, width: int, height: int, seconds: float):
+    """First the frame rate and the frame count, then the labelled frames of the policy acting in its
+    env for `seconds` of simulated time."""
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    from ..envs import make_env
+    from ..plan import RunSpec
+
+    torch.set_num_threads(1)
+    spec = RunSpec.model_validate_json(Path(item["run_dir"], "spec.json").read_text(encoding="utf-8"))
+    plain = DummyVecEnv([lambda: make_env(spec.env, Path(spec.xml), spec.env_kwargs, spec.max_episode_steps)])
+    venv = plain
+    if item.get("vecnormalize"):
+        venv = VecNormalize.load(item["vecnormalize"], plain)
+        # Frozen statistics, and the env's own rewards: the return shown is the one evaluation reports.
+        venv.training, venv.norm_reward = False, False
+    policy = PPO.load(item["model"], device="cpu")
+    env = plain.envs[0].unwrapped
+    model, data = env.model, env.data
+    every = max(1, round(1 / (env.dt * MAX_FPS)))
+    fps = 1 / (env.dt * every)
+    frames = max(1, round(seconds * fps))
+    yield fps, frames
+    obs = venv.reset()
+    pose = framing(robot_box(model, data), float(model.vis.global_.fovy), width / height)
+    camera = mujoco.MjvCamera()
+    camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
+    camera.trackbodyid = 1  # the robot's root body: the camera keeps it in view as it walks
+    camera.distance, camera.azimuth, camera.elevation = pose.distance, pose.azimuth, pose.elevation
+    model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
+    model.vis.global_.offheight = max(model.vis.global_.offheight, height)
+    renderer = mujoco.Renderer(model, height, width)
+    episode_return = 0.0
+    try:  # closed here: a Renderer left to the garbage collector raises at interpreter exit
+        for frame in range(frames):
+            renderer.update_scene(data, camera=camera)
+            yield label(renderer.render(), [item["title"], f"return {episode_return:9.1f}"])
+            if frame == frames - 1:
+                break
+            for _ in range(every):
+                action, _ = policy.predict(obs, deterministic=True)
+                obs, rewards, dones, _ = venv.step(action)
+                # A finished episode restarts at once (the vec env resets it), and so does its return.
+                episode_return = 0.0 if dones[0] else episode_return + float(rewards[0])
+    finally:
+        renderer.close()
+        venv.close()
+
+
+def write_video(mujoco, item: dict, width: int, height: int, seconds: float, gif: bool) -> None:
+    import imageio.v2 as imageio
+
+    frames: list[np.ndarray] = []
+    rollout = rollout_frames(mujoco, item, width, height, seconds)
+    fps, total = next(rollout)
+    for frame in rollout:
+        frames.append(frame)
+        if len(frames) % 25 == 0 or len(frames) == total:
+            print(f"video: {item['title']}: {len(frames)}/{total} frames", file=sys.stderr, flush=True)
+    output = Path(item["output"])
+    imageio.mimwrite(output, frames, fps=fps, codec="libx264", quality=7, macro_block_size=8)
+    if gif:
+        imageio.mimwrite(output.with_suffix(".gif"), frames, duration=1000 / fps, loop=0)
+
+
+def main(job_path: str) -> None:
+    job = json.loads(Path(job_path).read_text(encoding="utf-8"))
+    mujoco = open_gl_or_exit(job["width"], job["height"])
+    for item in job["items"]:
+        write_video(mujoco, item, job["width"], job["height"], job["seconds"], job["gif"])
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1])
+    except Exception as exc:  # noqa: BLE001 - one line for the launcher; the traceback would hide it
+        print(f"{type(exc).__name__}: {' '.join(str(exc).split())}", flush=True)
+        sys.exit(1)

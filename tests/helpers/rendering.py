@@ -1,0 +1,38 @@
+"""Skip markers for tests that need a GL backend or a browser: they skip on a bare machine and fail in CI,
+which installs both (MJSWEEP_REQUIRE_RENDER=1)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+REQUIRED = bool(os.environ.get("MJSWEEP_REQUIRE_RENDER"))
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+
+
+def gl_works() -> bool:
+    code = "import mujoco; c = mujoco.GLContext(64, 64); c.make_current(); c.free()"
+    for backend in ("egl", "osmesa"):
+        env = {**os.environ, "MUJOCO_GL": backend}
+        if subprocess.run([sys.executable, "-c", code], env=env, capture_output=True).returncode == 0:
+            return True
+    return False
+
+
+def browser_works() -> bool:
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return False
+    return os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)
+
+
+needs_gl = pytest.mark.skipif(not REQUIRED and not gl_works(),
+                              reason="no GL backend here (apt-get install libosmesa6); CI requires one")
+needs_browser = pytest.mark.skipif(not REQUIRED and not browser_works(),
+                                   reason="no Chromium here (apt-get install chromium chromium-driver); CI has it")
