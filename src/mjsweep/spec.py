@@ -167,6 +167,8 @@ class SweepSpec(_Strict):
     """Where sweeps are written; relative to the spec file's folder."""
     tensorboard: bool = False
     """Also log each run's training to <run dir>/tensorboard/ (needs the tensorboard package)."""
+    warn_only: list[Literal["short_episodes", "unhealthy_start", "penetration", "constant_obs"]] = []
+    """Degenerate-env checks of the pre-launch probe that only warn instead of refusing the sweep."""
 
     _locator: SpecLocator | None = PrivateAttr(None)
 
