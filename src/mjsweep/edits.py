@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .editspec import PLACEHOLDER, EditSpec
-from .modelfiles import absolutize_asset_dirs, asset_files, combined_sha256
+from .modelfiles import absolutize_asset_dirs, asset_files, combined_sha256, error_location
 from .naming import format_value
 
 
@@ -54,7 +54,8 @@ def generate(base: Path, edits: list[EditSpec], point: dict[str, Any]) -> Genera
     try:
         spec = mujoco.MjSpec.from_file(str(base))
     except ValueError as exc:
-        raise EditError(f"MuJoCo cannot read {base}: {' '.join(str(exc).split())}") from None
+        message = " ".join(str(exc).split())
+        raise EditError(f"MuJoCo cannot read {base}: {message} (in {error_location(base, str(exc))})") from None
     for i, edit in enumerate(edits):
         try:
             for args in _one_per_name(edit.args):

@@ -25,7 +25,9 @@ ROOT_HEADING = "root"
 """forward_axis: the root body's own x axis at the start state, projected onto the floor."""
 NOISE_MODES = ("auto", "absolute", "relative")
 PENETRATION_M = 0.02
-"""A contact deeper than this at the start state means the robot starts inside something."""
+PENETRATION_OF_HEIGHT = 0.25
+"""A contact deeper than PENETRATION_M and than this fraction of the root's start height means the robot
+starts inside something; shallower ones MuJoCo's contact solver resolves within a few steps."""
 _UNSTABLE = (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
              mujoco.mjtWarning.mjWARN_BADQACC)
 
@@ -245,19 +247,19 @@ class LocomotionEnv(MujocoEnv):
         if not low <= z <= high:
             problems.append(("unhealthy_start", f"the root starts at height {z:.3f}, outside its healthy range "
                              f"[{low:.3f}, {high:.3f}]: fix healthy_z_range, or start from a keyframe"))
-        deepest = self._deepest_contact(data)
+        deepest = self._deepest_contact(data, max(PENETRATION_M, PENETRATION_OF_HEIGHT * z))
         if deepest is not None:
             depth, pair = deepest
             problems.append(("penetration", f"the start state has {pair} {depth * 100:.1f} cm inside each other: "
                              f"start from a standing keyframe (env_kwargs.keyframe) or raise the root"))
         return problems
 
-    def _deepest_contact(self, data) -> tuple[float, str] | None:
+    def _deepest_contact(self, data, tolerance: float) -> tuple[float, str] | None:
         if data.ncon == 0:
             return None
         dist = np.array([data.contact[i].dist for i in range(data.ncon)])
         i = int(np.argmin(dist))
-        if dist[i] >= -PENETRATION_M:
+        if dist[i] >= -tolerance:
             return None
         geoms = [self._geom_label(int(g)) for g in data.contact[i].geom]
         return float(-dist[i]), f"geoms {geoms[0]} and {geoms[1]}"
