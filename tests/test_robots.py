@@ -72,6 +72,13 @@ def test_without_the_package_the_root_folder_alone_resolves_names(monkeypatch, l
         menagerie.resolve("menagerie:unitree_h1")
 
 
+def test_the_real_robot_example_config_validates(local_menagerie):
+    config = Path(__file__).resolve().parents[1] / "configs" / "anymal_servos.yaml"
+    plan = prepare(config)
+    assert len(plan.checks) == 4 and all(c.problem is None for c in plan.checks)
+    assert all(c.variant.xml == ANYMAL.resolve() and c.variant.xml_text for c in plan.checks)
+
+
 # --- errors name the XML file ------------------------------------------------------------------
 
 def test_a_compile_error_names_the_xml_file_and_line_also_inside_an_include(tmp_path):
