@@ -99,3 +99,30 @@ def test_servo_edits_refuse_what_would_change_their_meaning(tmp_path):
         generate(H1, [EditSpec.model_validate({"kp": {"actuator": "left_knee", "value": 50}})], {})
     with pytest.raises(EditError, match="kp must be positive"):
         generate(ANYMAL, [EditSpec.model_validate({"kp": {"actuator": "LF_KFE", "value": 0}})], {})
+
+
+FROM_GEOMS = """<mujoco>
+  <compiler inertiafromgeom="{mode}"/>
+  <worldbody>
+    <body name="torso" pos="0 0 1">
+      <freejoint/>
+      <inertial pos="0 0 0" mass="2" diaginertia="0.1 0.1 0.1"/>
+      <geom type="capsule" size="0.05" fromto="0 0 0 0.3 0 0" density="1000"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize("mode, mass_factor", [("auto", 1.5 ** 3), ("true", 1.5 ** 3), ("false", 1.5 ** 3)])
+def test_scaled_mass_follows_the_inertial_or_the_geoms_as_the_model_asks(tmp_path, mode, mass_factor):
+    xml = tmp_path / "body.xml"
+    xml.write_text(FROM_GEOMS.format(mode=mode))
+    before = mujoco.MjModel.from_xml_path(str(xml))
+    after = edited(tmp_path, {"scale_body": {"body": "torso", "factor": 1.5}}, xml=xml)
+    torso = before.body("torso").id
+    assert after.body_mass[torso] == pytest.approx(mass_factor * before.body_mass[torso], rel=1e-5)
+    if mode == "true":  # computed from the capsule: mass and inertia of a bigger capsule
+        assert after.body_inertia[torso] == pytest.approx(1.5 ** 5 * before.body_inertia[torso], rel=1e-4)
+    else:
+        assert before.body_mass[torso] == 2
