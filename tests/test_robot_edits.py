@@ -81,9 +81,10 @@ def test_joint_and_contact_edits(tmp_path, base):
     model = edited(tmp_path, {"armature": {"joint": "*_HAA", "value": 0.05}},
                    {"frictionloss": {"joint": "LF_KFE", "factor": 3}},
                    {"friction": {"body": "re:.*_SHANK", "value": 1.2}})
-    assert all(model.dof_armature[model.jnt_dofadr[model.joint(f"{leg}_HAA").id]] == 0.05 for leg in ("LF", "RF", "LH", "RH"))
-    knee = model.joint("LF_KFE").id
-    assert model.dof_frictionloss[model.jnt_dofadr[knee]] == pytest.approx(3 * base.dof_frictionloss[base.jnt_dofadr[knee]])
+    haa = [model.jnt_dofadr[model.joint(f"{leg}_HAA").id] for leg in ("LF", "RF", "LH", "RH")]
+    assert all(model.dof_armature[dof] == 0.05 for dof in haa)
+    knee = model.jnt_dofadr[model.joint("LF_KFE").id]
+    assert model.dof_frictionloss[knee] == pytest.approx(3 * base.dof_frictionloss[knee])
     shank = model.body("RH_SHANK").id
     colliding = [g for g in range(model.ngeom) if model.geom_bodyid[g] == shank and model.geom_contype[g]]
     visual = [g for g in range(model.ngeom) if model.geom_bodyid[g] == shank and not model.geom_contype[g]]

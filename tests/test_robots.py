@@ -82,7 +82,8 @@ def test_the_real_robot_example_config_validates(local_menagerie):
 # --- errors name the XML file ------------------------------------------------------------------
 
 def test_a_compile_error_names_the_xml_file_and_line_also_inside_an_include(tmp_path):
-    (tmp_path / "legs.xml").write_text("<mujoco>\n<worldbody>\n\n<geom size='0.1' sise='2'/>\n</worldbody>\n</mujoco>\n")
+    (tmp_path / "legs.xml").write_text("<mujoco>\n<worldbody>\n\n<geom size='0.1' sise='2'/>\n"
+                                       "</worldbody>\n</mujoco>\n")
     (tmp_path / "robot.xml").write_text("<mujoco>\n  <include file='legs.xml'/>\n</mujoco>\n")
     (tmp_path / "plain.xml").write_text("<mujoco>\n<worldbody>\n<geom size='0.1' type='mesh' mesh='none'/>\n"
                                         "</worldbody>\n</mujoco>\n")

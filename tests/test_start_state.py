@@ -20,7 +20,8 @@ SUNKEN_WITH_HOME = SUNKEN.replace("</mujoco>", f"""  <keyframe>
 </mujoco>""")
 SUNKEN_WITH_STAND = SUNKEN.replace("</mujoco>", f"""  <keyframe><key name="stand" qpos="{STANDING}"/></keyframe>
 </mujoco>""")
-FACING_BACK = QUAD_TEXT.replace('<body name="torso" pos="0 0 0.45">', '<body name="torso" pos="0 0 0.45" quat="0 0 0 1">')
+FACING_BACK = QUAD_TEXT.replace('<body name="torso" pos="0 0 0.45">',
+                                '<body name="torso" pos="0 0 0.45" quat="0 0 0 1">')
 # Weightless, with a motor that cannot push: nothing ever moves.
 FROZEN = """<mujoco>
   <option gravity="0 0 0"/>
@@ -208,3 +209,12 @@ def test_the_spec_can_downgrade_a_check(tmp_path):
     bad = {**spec, "warn_only": ["deep_floor"]}
     done = run_sweep("validate", str(write_spec(tmp_path, bad)), cwd=tmp_path)
     assert done.returncode == 2 and "warn_only" in done.stderr
+
+
+def test_a_height_check_that_is_off_is_said(tmp_path):
+    floating = FROZEN.replace('<body name="torso" pos="0 0 1">', '<body name="torso" pos="0 0 0">').replace(
+        'gear="0"', 'gear="1"')
+    probe = probe_env(ENV_ID, xml_file(tmp_path, floating), {})
+    assert probe.notes == ("no height check: the root starts at z 0.000, so healthy_z_scale gives no range "
+                           "(set healthy_z_range)",)
+    assert probe_env(ENV_ID, xml_file(tmp_path, floating), {"healthy_z_range": [-1, 1]}).notes == ()

@@ -105,7 +105,8 @@ def _matching(spec, kind: str, name: str) -> list[str]:
     else:
         matched = [n for n in names if fnmatch.fnmatchcase(n, name)]
     if not matched:
-        raise EditError(f"no {kind} name matches {name!r} (the XML has: {', '.join(sorted(names)) or 'none with a name'})")
+        listed = ", ".join(sorted(names)) or "none with a name"
+        raise EditError(f"no {kind} name matches {name!r} (the XML has: {listed})")
     return matched
 
 
@@ -403,7 +404,8 @@ def _forcerange(spec, args, point) -> None:
 
     for actuator in _actuators(spec, args):
         if args.factor is not None and not np.any(actuator.forcerange):
-            raise EditError(f"actuator {actuator.name or actuator.target!r} has no force range to multiply: give a value")
+            raise EditError(f"actuator {actuator.name or actuator.target!r} has no force range to multiply: "
+                            "give a value")
         actuator.forcerange = _new_bounds(actuator.forcerange, args, point)
         actuator.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
 

@@ -33,6 +33,8 @@ class EnvProbe:
     """The keyframe episodes start from, if any."""
     warnings: tuple[str, ...] = ()
     """Degenerate-env findings the spec chose to only warn about (warn_only)."""
+    notes: tuple[str, ...] = ()
+    """Other things worth knowing, from the env's probe_notes() (a height check that is off)."""
 
 
 def make_env(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps: int | None = None):
@@ -213,7 +215,13 @@ def _verdict(instance, findings: list[tuple[str, str]], warn_only: frozenset[str
     return EnvProbe(tuple(instance.observation_space.shape or ()), tuple(instance.action_space.shape or ()),
                     start=start_note() if callable(start_note) else None,
                     keyframe=_keyframe_of(instance.unwrapped),
+                    notes=tuple(_probe_notes(instance.unwrapped)),
                     warnings=tuple(f"{message} [check {check}]" for check, message in findings))
+
+
+def _probe_notes(env) -> list[str]:
+    notes = getattr(env, "probe_notes", None)
+    return list(notes()) if callable(notes) else []
 
 
 def _keyframe_of(env) -> str | None:

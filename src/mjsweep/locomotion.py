@@ -156,9 +156,10 @@ class LocomotionEnv(MujocoEnv):
     def _height_range(self, absolute, scale) -> tuple[float, float]:
         """An absolute range if given; else `scale` times the root's starting height (if above 0)."""
         if absolute is not None:
+            self._start_height = float("nan")
             return float(absolute[0]), float(absolute[1])
         mujoco.mj_forward(self.model, self.data)
-        z0 = float(self.data.xpos[self._root.body][2])
+        z0 = self._start_height = float(self.data.xpos[self._root.body][2])
         return (z0 * scale[0], z0 * scale[1]) if z0 > 0 else (-np.inf, np.inf)
 
     def step(self, action):
@@ -232,6 +233,13 @@ class LocomotionEnv(MujocoEnv):
         return float(np.clip(value + self.np_random.uniform(-scale, scale) * half, low, high))
 
     # --- checks of the start state, for the pre-launch probe ------------------------------------
+
+    def probe_notes(self) -> list[str]:
+        """What `sweep validate` should say about this env besides its verdict."""
+        if self._z_range == (-np.inf, np.inf):
+            return [f"no height check: the root starts at z {self._start_height:.3f}, so healthy_z_scale "
+                    "gives no range (set healthy_z_range)"]
+        return []
 
     def start_problems(self) -> list[tuple[str, str]]:
         """(check, message) for a start state no training can learn from: the root outside its healthy
