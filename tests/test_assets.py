@@ -11,7 +11,7 @@ import mujoco
 import pytest
 from conftest import XML_DIR, run_sweep, write_spec
 
-from mjsweep.edits import EditError, generate
+from mjsweep.edits import generate
 from mjsweep.modelfiles import model_files, model_sha256
 from mjsweep.editspec import EditSpec
 from mjsweep.sweep import prepare
@@ -145,6 +145,13 @@ def test_a_generated_variant_runs_through_prepare(robot, tmp_path):
     assert mujoco.MjModel.from_xml_path(str(local.xml)).actuator_gear[0, 0] == 15
 
 
-def test_scale_body_refuses_mesh_geoms(robot):
-    with pytest.raises(EditError, match="hull in body torso is a mesh"):
-        generate(robot, [EditSpec.model_validate({"scale_body": {"body": "torso", "factor": 2}})], {})
+def test_scale_body_scales_mesh_geoms_through_a_scaled_copy_of_their_mesh(robot, tmp_path):
+    base = mujoco.MjModel.from_xml_path(str(robot))
+    generated = generate(robot, [EditSpec.model_validate({"scale_body": {"body": "torso", "factor": 2}})], {})
+    (tmp_path / "variant.xml").write_text(generated.text)
+    model = mujoco.MjModel.from_xml_path(str(tmp_path / "variant.xml"))
+    hull = model.geom("hull").id
+    assert model.mesh(int(model.geom_dataid[hull])).name == "hull_scaled_2"
+    assert model.geom_rbound[hull] == pytest.approx(2 * base.geom_rbound[base.geom("hull").id])
+    torso = base.body("torso").id  # the mesh's volume, and with its density its mass, grow 8 times
+    assert model.body_mass[torso] == pytest.approx(8 * base.body_mass[torso], rel=1e-6)

@@ -40,7 +40,20 @@ class BodyScale(_Strict):
 
 class BodyTarget(_Target):
     body: str | list[str]
-    """One name, or a list of names that all get the same edit."""
+    """One name, or a list of names that all get the same edit; a name with * ? [ is a glob over the
+    XML's names, one starting with 're:' a regular expression that must match a whole name."""
+
+
+class GeomTarget(_Target):
+    geom: str | list[str] | None = None
+    body: str | list[str] | None = None
+    """Instead of geom: every geom of the body (not its children) that collides."""
+
+    @model_validator(mode="after")
+    def _one_address(self) -> GeomTarget:
+        if (self.geom is None) == (self.body is None):
+            raise ValueError("give exactly one of 'geom' and 'body' (whose colliding geoms get the edit)")
+        return self
 
 
 class JointTarget(_Target):
@@ -77,6 +90,18 @@ class EditSpec(_Strict):
     """[low, high] in the XML's angle unit; the limit is switched on."""
     damping: JointTarget | None = None
     stiffness: JointTarget | None = None
+    armature: JointTarget | None = None
+    """Rotor inertia added to the joint."""
+    frictionloss: JointTarget | None = None
+    """Dry friction of the joint."""
+    kp: ActuatorTarget | None = None
+    """Position gain of a position servo; its bias follows, so ctrl stays the target position."""
+    kv: ActuatorTarget | None = None
+    """Damping gain of a position servo, or the gain of a velocity servo."""
+    forcerange: ActuatorTarget | None = None
+    """[low, high] force (torque) limit of the actuator; the limit is switched on."""
+    friction: GeomTarget | None = None
+    """A number (sliding friction) or [sliding, torsional, rolling]."""
 
     @model_validator(mode="after")
     def _exactly_one(self) -> EditSpec:

@@ -17,10 +17,24 @@ class EnvBuildError(Exception):
     """The env cannot be built from this XML and these keyword arguments."""
 
 
+DEGENERATE_CHECKS = ("short_episodes", "unhealthy_start", "penetration", "constant_obs")
+"""Checks of the probe that a spec's `warn_only` may turn into warnings; every other failure is an error."""
+FEW_STEPS = 5
+"""Episodes that all end within this many env steps from reset leave nothing to learn."""
+
+
 @dataclass(frozen=True)
 class EnvProbe:
     obs_shape: tuple[int, ...]
     act_shape: tuple[int, ...]
+    start: str | None = None
+    """Where episodes start, when the env says (mjsweep/Locomotion-v0: a keyframe, or qpos0)."""
+    keyframe: str | None = None
+    """The keyframe episodes start from, if any."""
+    warnings: tuple[str, ...] = ()
+    """Degenerate-env findings the spec chose to only warn about (warn_only)."""
+    notes: tuple[str, ...] = ()
+    """Other things worth knowing, from the env's probe_notes() (a height check that is off)."""
 
 
 def make_env(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps: int | None = None):
@@ -95,11 +109,14 @@ def _import_class(target: str):
 
 
 def probe_env(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps: int | None = None,
-              steps: int = 300) -> EnvProbe:
+              steps: int = 300, warn_only: frozenset[str] | set[str] = frozenset()) -> EnvProbe:
     """Build the env, check its spaces and take random steps, watching for non-finite values and
-    MuJoCo's instability warnings. EnvBuildError says what went wrong, and at which step."""
+    MuJoCo's instability warnings; then look for a degenerate env (DEGENERATE_CHECKS): episodes that end
+    within a few steps, a start state outside the healthy range or inside the floor, an observation
+    that never changes. EnvBuildError says what went wrong, and at which step; the degenerate checks
+    named in `warn_only` come back as the probe's warnings instead."""
     with _mujoco_warnings_silenced():
-        return _probe(env, xml, env_kwargs, max_episode_steps, steps)
+        return _probe(env, xml, env_kwargs, max_episode_steps, steps, frozenset(warn_only))
 
 
 @contextmanager
@@ -117,7 +134,7 @@ def _mujoco_warnings_silenced() -> Iterator[None]:
 
 
 def _probe(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps: int | None,
-           steps: int) -> EnvProbe:
+           steps: int, warn_only: frozenset[str]) -> EnvProbe:
     try:
         instance = make_env(env, xml, env_kwargs, max_episode_steps)
     except EnvBuildError:
@@ -129,6 +146,7 @@ def _probe(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps: i
         obs, _ = instance.reset(seed=0)
         _check_observation(instance, obs, "after reset")
         instance.action_space.seed(0)
+        observed, lengths, length = [], [], 0
         for step in range(1, steps + 1):
             obs, reward, terminated, truncated, _ = instance.step(instance.action_space.sample())
             where = f"at random step {step}"
@@ -136,15 +154,79 @@ def _probe(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps: i
             if not math.isfinite(float(reward)):
                 raise EnvBuildError(f"reward is not finite ({reward}) {where}")
             _check_warnings(instance, where)
+            observed.append(np.asarray(obs, dtype=float))
+            length += 1
+            if terminated:
+                lengths.append(length)
             if terminated or truncated:
                 obs, _ = instance.reset()
-        return EnvProbe(tuple(instance.observation_space.shape or ()), tuple(instance.action_space.shape or ()))
+                length = 0
+        findings = _degenerate(instance, lengths, length, observed)
+        return _verdict(instance, findings, warn_only)
     except EnvBuildError:
         raise
     except Exception as exc:  # noqa: BLE001
         raise EnvBuildError(_one_line(exc)) from None
     finally:
         instance.close()
+
+
+def _degenerate(instance, lengths: list[int], unfinished: int, observed: list[np.ndarray]
+                ) -> list[tuple[str, str]]:
+    """(check, message) for each way the env leaves nothing to learn."""
+    start_problems = getattr(instance.unwrapped, "start_problems", None)
+    findings = list(start_problems()) if callable(start_problems) else []
+    if lengths and max(lengths + [unfinished]) <= FEW_STEPS:
+        findings.append(("short_episodes", f"under random actions every episode ended within {max(lengths)} steps "
+                         f"({len(lengths)} episodes): check the start pose and the healthy range"))
+    else:
+        ended = _zero_action_episode_end(instance)
+        if ended is not None:
+            findings.append(("short_episodes", f"under zero actions the episode ended after {ended} steps: "
+                             "check the start pose (a standing keyframe?) and the healthy range"))
+    if len(observed) > 1 and np.all(np.ptp(np.stack(observed), axis=0) == 0):
+        findings.append(("constant_obs", f"the observation never changed over {len(observed)} random steps: "
+                         "are the joints free to move and the actuators connected?"))
+    return findings
+
+
+def _zero_action_episode_end(instance) -> int | None:
+    """The step at which an episode under zero actions (clipped into the bounds) ends, if within FEW_STEPS."""
+    space = instance.action_space
+    action = np.clip(np.zeros(space.shape, dtype=space.dtype), space.low, space.high)
+    instance.reset(seed=1)
+    for step in range(1, FEW_STEPS + 1):
+        _, _, terminated, truncated, _ = instance.step(action)
+        if terminated:
+            return step
+        if truncated:
+            return None
+    return None
+
+
+def _verdict(instance, findings: list[tuple[str, str]], warn_only: frozenset[str]) -> EnvProbe:
+    """Raise for the findings not in warn_only; the rest become the probe's warnings."""
+    errors = [f"{message} [check {check}]" for check, message in findings if check not in warn_only]
+    if errors:
+        checks = sorted({check for check, _ in findings if check not in warn_only})
+        raise EnvBuildError(f"degenerate env: {'; '.join(errors)} (if this is intended: "
+                            f"warn_only: [{', '.join(checks)}])")
+    start_note = getattr(instance.unwrapped, "start_note", None)
+    return EnvProbe(tuple(instance.observation_space.shape or ()), tuple(instance.action_space.shape or ()),
+                    start=start_note() if callable(start_note) else None,
+                    keyframe=_keyframe_of(instance.unwrapped),
+                    notes=tuple(_probe_notes(instance.unwrapped)),
+                    warnings=tuple(f"{message} [check {check}]" for check, message in findings))
+
+
+def _probe_notes(env) -> list[str]:
+    notes = getattr(env, "probe_notes", None)
+    return list(notes()) if callable(notes) else []
+
+
+def _keyframe_of(env) -> str | None:
+    keyframe = getattr(env, "keyframe", None)
+    return keyframe if isinstance(keyframe, str) else None
 
 
 def _check_spaces(instance) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -90,3 +91,38 @@ def combined_sha256(main: bytes, others: list[Path], model_dir: Path) -> str:
 
 def file_sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+_LINE = re.compile(r"(?:line|Line number=)\s*(\d+)")
+_QUOTED = re.compile(r"'([^']+)'")
+
+
+def error_location(xml: Path, message: str) -> str:
+    """'FILE, line N' for MuJoCo's error message about `xml`: the line MuJoCo gives when it is in the
+    main file; else the first line of the XML or one of its includes that holds a name the message
+    quotes (MuJoCo reports line 0 for an error inside an included file); else just the main file."""
+    xml = Path(xml).resolve()
+    match = _LINE.search(message)
+    if match and int(match.group(1)) > 0:
+        return f"{xml}, line {match.group(1)}"
+    first_line = message.strip().splitlines()[0] if message.strip() else ""
+    names = [n for n in _QUOTED.findall(first_line) if n]
+    for path in [xml, *_includes(xml, xml.parent, set())]:
+        found = _line_naming(path, names)
+        if found:
+            return f"{path}, line {found}"
+    return str(xml)
+
+
+def _line_naming(path: Path, names: list[str]) -> int | None:
+    """The first line of `path` with one of `names` as an attribute (name=) or a value ("name")."""
+    if not names:
+        return None
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for number, line in enumerate(lines, start=1):
+        if any(re.search(rf'(\b{re.escape(n)}\s*=|["\']{re.escape(n)}["\'])', line) for n in names):
+            return number
+    return None

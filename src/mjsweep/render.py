@@ -111,9 +111,17 @@ def variant_table(out: Console, plan: SweepPlan) -> None:
         v, s = check.variant, check.stats
         xml = f"{v.xml} (edited)" if v.xml_text is not None else str(v.xml)
         counts = [str(s.bodies), str(s.joints), str(s.actuators), f"{s.total_mass:.2f}"] if s else ["-"] * 4
-        verdict = f"BROKEN: {check.problem}" if check.problem else "ok"
+        verdict = f"BROKEN: {check.problem}" if check.problem else _ok_verdict(check.probe)
         table.add_row(v.name, xml, *counts, _shape(check.probe.obs_shape), _shape(check.probe.act_shape), verdict)
     out.print(table)
+
+
+def _ok_verdict(probe) -> str:
+    """'ok', saying where episodes start when that is a keyframe, the env's notes and any warnings."""
+    notes = [f"start: {probe.start}"] if probe.keyframe else []
+    notes += list(probe.notes)
+    notes += [f"warning: {w}" for w in probe.warnings]
+    return f"ok ({'; '.join(notes)})" if notes else "ok"
 
 
 def _shape(shape: tuple[int, ...]) -> str:

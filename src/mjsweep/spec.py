@@ -27,6 +27,8 @@ from pydantic import (
 from .editspec import PLACEHOLDER, EditSpec
 from .errors import SpecError
 
+MENAGERIE_PREFIX = "menagerie:"
+
 # Keyword arguments of stable_baselines3.PPO that a spec may set. Kept as data so that loading a spec
 # never imports torch; tests/test_spec.py checks it against the installed PPO's signature.
 PPO_KWARGS = frozenset({
@@ -72,9 +74,9 @@ class VariantSpec(_Strict):
     name: SafeName
     """Unique name; the run family's folder names start with it."""
     xml: Path | None = None
-    """The MuJoCo XML; relative to the spec file's folder."""
+    """The MuJoCo XML; relative to the spec file's folder; or 'menagerie:NAME[/ENTRY]'."""
     base: Path | None = None
-    """Instead of xml: the XML that 'edits' change; relative to the spec file's folder."""
+    """Instead of xml: the XML that 'edits' change; relative to the spec file's folder, or a Menagerie name."""
     edits: list[EditSpec] = []
     """Applied in order to 'base' with MuJoCo's MjSpec."""
     edit_grid: dict[str, list[Any]] = {}
@@ -167,6 +169,8 @@ class SweepSpec(_Strict):
     """Where sweeps are written; relative to the spec file's folder."""
     tensorboard: bool = False
     """Also log each run's training to <run dir>/tensorboard/ (needs the tensorboard package)."""
+    warn_only: list[Literal["short_episodes", "unhealthy_start", "penetration", "constant_obs"]] = []
+    """Degenerate-env checks of the pre-launch probe that only warn instead of refusing the sweep."""
 
     _locator: SpecLocator | None = PrivateAttr(None)
 
@@ -383,6 +387,8 @@ def _check_grid_key(key: str, values: list[Any], loc: SpecLocator) -> None:
 
 def _resolve_paths(spec: SweepSpec, base: Path) -> SweepSpec:
     def resolve(p: Path) -> Path:
+        if str(p).startswith(MENAGERIE_PREFIX):
+            return p  # a robot by name: variants.resolve() finds its file
         return (base / p.expanduser()).resolve() if not p.expanduser().is_absolute() else p.expanduser()
 
     variants = [v.model_copy(update={k: resolve(getattr(v, k)) for k in ("xml", "base") if getattr(v, k)})

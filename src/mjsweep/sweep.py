@@ -25,6 +25,7 @@ from . import variants as variantlib
 from .envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
 from .errors import SweepLockedError
 from .launchers.base import Launcher
+from .modelfiles import error_location
 from .plan import RunSpec
 from .planned import Action, PlannedRun, Reason
 from .rundir import CorruptFileError, RunDir, RunState, SweepDir, write_json_atomic, write_text_atomic
@@ -117,7 +118,8 @@ def _check_variant(spec: speclib.SweepSpec, variant: variantlib.Variant, local: 
     try:
         stats = variantlib.model_stats(variantlib.compile_model(local.xml))
     except ValueError as exc:
-        return VariantCheck(variant, None, EnvProbe((), ()), f"MuJoCo cannot compile it: {exc}")
+        return VariantCheck(variant, None, EnvProbe((), ()),
+                            f"MuJoCo cannot compile it: {exc} ({_where_in_xml(variant, local, str(exc))})")
     probe = EnvProbe((), ())
     kwargs_seen: list[dict] = []
     for run in runs:
@@ -125,10 +127,18 @@ def _check_variant(spec: speclib.SweepSpec, variant: variantlib.Variant, local: 
             continue
         kwargs_seen.append(run.env_kwargs)
         try:
-            probe = probe_env(spec.env, local.xml, run.env_kwargs, spec.max_episode_steps)
+            probe = probe_env(spec.env, local.xml, run.env_kwargs, spec.max_episode_steps,
+                              warn_only=frozenset(spec.warn_only))
         except EnvBuildError as exc:
             return VariantCheck(variant, stats, probe, f"env {spec.env!r}{_kwargs_note(run.env_kwargs)}: {exc}")
     return VariantCheck(variant, stats, probe)
+
+
+def _where_in_xml(variant: variantlib.Variant, local: variantlib.Variant, message: str) -> str:
+    """The file and line of a compile error; a generated variant's lines are those of its edited XML."""
+    if variant.xml_text is None:
+        return f"in {error_location(variant.xml, message)}"
+    return f"in the XML that the edits made from {variant.xml}"
 
 
 def _kwargs_note(env_kwargs: dict) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from . import edits as editlib
+from . import menagerie
 from .modelfiles import model_sha256
 from .spec import SweepSpec, VariantSpec, check_safe_name
 
@@ -42,9 +43,8 @@ def resolve(spec: SweepSpec) -> list[Variant]:
         if v.base is not None:
             variants += _generated(spec, v, i)
             continue
-        if not v.xml.is_file():
-            raise loc.error(("variants", i, "xml"), f"XML file not found: {v.xml}")
-        variants.append(Variant(v.name, v.xml, model_sha256(v.xml), dict(v.env_kwargs), ("variants", i)))
+        xml = _model_file(spec, v.xml, ("variants", i, "xml"))
+        variants.append(Variant(v.name, xml, model_sha256(xml), dict(v.env_kwargs), ("variants", i)))
     _check_unique(spec, variants)
     if spec.xml_glob:
         matches = sorted(Path(p) for p in globlib.glob(spec.xml_glob) if Path(p).is_file())
@@ -67,21 +67,32 @@ def resolve(spec: SweepSpec) -> list[Variant]:
 def _generated(spec: SweepSpec, v: VariantSpec, i: int) -> list[Variant]:
     """One variant per edit_grid point: the base with the edits applied, in memory."""
     at = ("variants", i)
-    if not v.base.is_file():
-        raise spec.locator.error((*at, "base"), f"XML file not found: {v.base}")
+    base = _model_file(spec, v.base, (*at, "base"))
     out = []
     for point in editlib.grid_points(v.edit_grid):
         name = v.name + editlib.point_suffix(point)
         try:
             check_safe_name(name)
-            generated = editlib.generate(v.base, v.edits, point)
+            generated = editlib.generate(base, v.edits, point)
         except editlib.EditError as exc:
             where = (*at, "edits", exc.index) if exc.index is not None else (*at, "base")
             raise spec.locator.error(where, f"variant {name!r}: {exc}") from None
         except ValueError as exc:
             raise spec.locator.error((*at, "edit_grid"), f"variant {name!r}: {exc}") from None
-        out.append(Variant(name, v.base, generated.sha256, dict(v.env_kwargs), at, generated.text))
+        out.append(Variant(name, base, generated.sha256, dict(v.env_kwargs), at, generated.text))
     return out
+
+
+def _model_file(spec: SweepSpec, written: Path, at: tuple[str | int, ...]) -> Path:
+    """The XML file a variant names: a path, or a Menagerie robot by name (menagerie:NAME[/ENTRY])."""
+    if menagerie.is_reference(written):
+        try:
+            return menagerie.resolve(str(written))
+        except menagerie.MenagerieLookupError as exc:
+            raise spec.locator.error(at, str(exc)) from None
+    if not written.is_file():
+        raise spec.locator.error(at, f"XML file not found: {written}")
+    return written
 
 
 def _check_unique(spec: SweepSpec, variants: list[Variant]) -> None:
