@@ -1,6 +1,6 @@
 """`python -m mjsweep.rendering.pictures JOB.json`: the render process for pictures of variants.
 
-JOB.json: {"width", "height", "folder", "items": [{"name", "xml", "caption", "group", "keyframe"}]}.
+JOB.json: {"width", "height", "folder", "items": [{"name", "xml", "env", "env_kwargs", "caption", "group"}]}.
 Writes <folder>/<name>.png per item and <folder>/contact_sheet.png; prints one line per picture on
 stderr and, on success, nothing else.
 """
@@ -20,19 +20,15 @@ from .sheet import contact_sheet, save_png
 CONTACT_SHEET = "contact_sheet.png"
 
 
-def start_state(mujoco, model, keyframe: str | int | None):
-    """MjData in the pose an episode starts from: the named keyframe; with "auto", `home` if the model has
-    one; else qpos0."""
-    data = mujoco.MjData(model)
-    if keyframe == "auto":  # Menagerie's convention: a model's standing pose is its `home` keyframe
-        keyframe = "home" if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home") >= 0 else None
-    if keyframe is not None:
-        index = keyframe if isinstance(keyframe, int) else mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, keyframe)
-        if index < 0 or index >= model.nkey:
-            raise ValueError(f"the model has no keyframe {keyframe!r}")
-        mujoco.mj_resetDataKeyframe(model, data, index)
-    mujoco.mj_forward(model, data)
-    return data
+def start_state(item: dict):
+    """The variant's env (built as a run builds it) in the state its episodes start from, before reset
+    noise: its keyframe where it has one. Returns the env, to be closed by the caller."""
+    from ..envs import make_env
+
+    env = make_env(item["env"], Path(item["xml"]), item["env_kwargs"])
+    base = env.unwrapped
+    base.set_state(base.init_qpos, base.init_qvel)  # MuJoCo envs keep their noise-free start here
+    return env
 
 
 def robot_box(model, data) -> Box:
@@ -62,11 +58,9 @@ def main(job_path: str) -> None:
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
     width, height, folder = job["width"], job["height"], Path(job["folder"])
     mujoco = open_gl_or_exit(width, height)
-    scenes = []
-    for item in job["items"]:
-        model = mujoco.MjModel.from_xml_path(item["xml"])
-        data = start_state(mujoco, model, item.get("keyframe"))
-        scenes.append((item, model, data, robot_box(model, data)))
+    envs = [start_state(item) for item in job["items"]]
+    scenes = [(item, env.unwrapped.model, env.unwrapped.data) for item, env in zip(job["items"], envs, strict=True)]
+    scenes = [(item, model, data, robot_box(model, data)) for item, model, data in scenes]
     boxes: dict[str, Box] = {}
     for item, _, _, box in scenes:
         group = item["group"]
@@ -78,6 +72,8 @@ def main(job_path: str) -> None:
         save_png(tiles[-1], folder / f"{item['name']}.png")
         print(f"pictures: {i}/{len(scenes)} {item['name']}", file=sys.stderr, flush=True)
     save_png(contact_sheet(tiles, [item["caption"] for item in job["items"]]), folder / CONTACT_SHEET)
+    for env in envs:
+        env.close()
 
 
 if __name__ == "__main__":

@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from ..sweep import SweepPlan
 
 PICTURE_SIZE = (480, 360)
-AUTO_KEYFRAME = "auto"
-"""The episode's own start: the keyframe env_kwargs names, else one named `home`, else qpos0."""
 
 
 @dataclass(frozen=True)
@@ -40,7 +38,7 @@ def render_variant_pictures(plan: SweepPlan, folder: Path, size: tuple[int, int]
                 "name": variant.name, "xml": str(variant.xml), "caption": variant.name,
                 # Generated variants of one base share a camera; so do the files listed or globbed.
                 "group": repr(variant.loc) if variant.xml_text is not None else "files",
-                "keyframe": env_kwargs.get("keyframe", AUTO_KEYFRAME),
+                "env": plan.spec.env, "env_kwargs": env_kwargs,
             })
         job = Path(tmp) / "job.json"
         job.write_text(json.dumps({"width": size[0], "height": size[1], "folder": str(folder.resolve()),
