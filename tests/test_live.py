@@ -276,7 +276,7 @@ def test_thousands_of_runs_print_one_plain_line_each():
     from types import SimpleNamespace
 
     from mjsweep import render
-    from mjsweep.status import RunView
+    from mjsweep.runview import RunView
 
     runs = [RunView(f"v_s{i}", "v", {}, i, "succeeded", attempts=1, timesteps=1000, total_timesteps=1000,
                     fps=700.0, final_return=float(i)) for i in range(render.PLAIN_ROWS + 1)]

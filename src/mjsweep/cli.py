@@ -170,7 +170,7 @@ def report(
     csv_text = reportlib.to_csv(groups)
     md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings)
     write_text_atomic(folder.report_csv, csv_text)
-    write_text_atomic(folder.report_csv.with_suffix(".md"), md_text)
+    write_text_atomic(folder.report_md, md_text)
     if fmt == "table":
         render.report_table(render.make_console(), groups, rows, warnings)
     else:
@@ -188,9 +188,10 @@ def status(
 ) -> None:
     """Counts by state and one row per run, while the sweep runs or after; flags stale runs and contention."""
     from . import live
+    from .rundir import SweepDir
     from .status import read_sweep, to_json
 
-    if not (sweep_dir.is_dir() and any(sweep_dir.glob("*/spec.json"))):
+    if not SweepDir(sweep_dir).has_runs():
         raise _invalid(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
     if as_json:
         sys.stdout.write(to_json(read_sweep(sweep_dir)))

@@ -24,9 +24,10 @@ from rich.text import Text
 from . import runindex
 from .render import PLAIN_ROWS, PlainLines, fixed, plain_table
 from .rundir import SweepDir
+from .runindex import IndexEntry
+from .runview import STALE, RunView, read_run
 from .scheduler import EventKind
-from .status import (STALE, STATE_ORDER, Contention, RunView, SweepView, contention_warnings, load_warnings,
-                     machine_load, read_run, totals, view_of_entry)
+from .status import STATE_ORDER, Contention, SweepView, contention_warnings, load_warnings, machine_load, totals
 
 if TYPE_CHECKING:
     from .scheduler import Event
@@ -66,7 +67,9 @@ class Tracker:
             for item in planned:
                 run = item.run
                 state = "succeeded" if item.action.value == "skip" else "pending"
-                view = view_of_entry(indexed[run.run_id]) if state == "succeeded" and run.run_id in indexed else None
+                entry = IndexEntry.from_line(indexed[run.run_id]) if state == "succeeded" and run.run_id in indexed \
+                    else None
+                view = entry.to_view() if entry else None
                 if view is None:
                     view = RunView(run.run_id, run.variant, run.grid, run.seed, state,
                                    total_timesteps=run.total_timesteps)

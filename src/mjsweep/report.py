@@ -48,13 +48,12 @@ def aggregate(rows: list[ResultRow], models: dict[str, ModelStats | None] | None
 
 
 def _group_row(name: str, members: list[ResultRow], model: ModelStats | None) -> GroupRow:
-    ok = [m for m in members if m.ok]
-    returns = [float(m.result["eval_mean_return"]) for m in ok]
-    fps = [float(m.result["fps"]) for m in ok if "fps" in m.result]
+    returns = [m.final_return for m in members if m.final_return is not None]
+    fps = [m.result.fps for m in members if m.ok and m.result and m.result.fps is not None]
     summary = stats.summarize(returns) if returns else None
     return GroupRow(
         group=name, variant=members[0].variant, grid=members[0].grid, runs=len(members),
-        succeeded=len(ok), failed=sum(1 for m in members if m.state == "failed"),
+        succeeded=len(returns), failed=sum(1 for m in members if m.state == "failed"),
         mean_return=summary.mean if summary else None, std_return=summary.std if summary else None,
         mean_fps=statistics.fmean(fps) if fps else None, iqm_return=summary.iqm if summary else None,
         ci_low=summary.ci_low if summary else None, ci_high=summary.ci_high if summary else None, model=model,

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from .plan import RunSpec
-from .rundir import CorruptFileError, RunDir, RunStatus, SweepDir
+from .rundir import CorruptFileError, RunDir, RunStatus, SweepDir, succeeded
+from .schemas import RunResult
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class ResultRow:
     state: str
     """status.json's state, or 'unknown' when it is missing or corrupt."""
     status: RunStatus | None
-    result: dict[str, Any] | None
+    result: RunResult | None
     problems: list[str] = field(default_factory=list)
     """Files that could not be read, each with why."""
     xml: str | None = None
@@ -28,7 +29,12 @@ class ResultRow:
 
     @property
     def ok(self) -> bool:
-        return self.state == "succeeded" and self.result is not None and "eval_mean_return" in self.result
+        return succeeded(self.status, self.result)
+
+    @property
+    def final_return(self) -> float | None:
+        """The final evaluation's mean return of a run that succeeded."""
+        return self.result.eval_mean_return if self.ok and self.result else None
 
 
 def collect(sweep_dir: SweepDir | Path) -> list[ResultRow]:

@@ -12,9 +12,13 @@ import tempfile
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
+
+from .schemas import CheckpointRecord, FileModel, RunResult
+
+M = TypeVar("M", bound=FileModel)
 
 
 class CorruptFileError(Exception):
@@ -37,10 +41,8 @@ class FailureClass(str, Enum):
     LOST = "lost"                # its launcher or node went away while it ran
 
 
-class RunStatus(BaseModel):
+class RunStatus(FileModel):
     """status.json: what the launcher knows about one run."""
-
-    model_config = ConfigDict(frozen=True)
 
     state: RunState = RunState.PENDING
     attempts: int = 0
@@ -53,6 +55,11 @@ class RunStatus(BaseModel):
     error_tail: str | None = None
     """Last lines of log.txt when the run failed."""
     peak_rss_mb: float | None = None
+
+
+def succeeded(status: RunStatus | None, result: RunResult | None) -> bool:
+    """The one rule for a run that is done: its launcher saw it succeed and its result is complete."""
+    return status is not None and status.state is RunState.SUCCEEDED and result is not None and result.complete
 
 
 def now_iso() -> str:
@@ -95,6 +102,21 @@ def read_json(path: Path) -> dict[str, Any] | None:
     return data
 
 
+def read_model(path: Path, model: type[M]) -> M | None:
+    """The file as `model`, None if it does not exist; CorruptFileError if it is not one."""
+    data = read_json(path)
+    if data is None:
+        return None
+    try:
+        return model.from_file(data)
+    except ValidationError as exc:
+        raise CorruptFileError(f"{path}: not a valid {path.name} ({exc.error_count()} errors)") from None
+
+
+def write_model(path: Path, record: FileModel) -> None:
+    write_json_atomic(path, record.to_file())
+
+
 def read_bytes(path: Path) -> bytes:
     """The whole file."""
     # os-level calls: `sweep status` reads three of these per run, for 10,000 runs, and pathlib's
@@ -126,24 +148,37 @@ class RunDir:
     monitor_csv = property(lambda self: self.path / "monitor.csv")
     progress_csv = property(lambda self: self.path / "progress.csv")
     model_zip = property(lambda self: self.path / "model.zip")
+    model_zip_tmp = property(lambda self: self.path / ".model.zip.tmp")
     checkpoints = property(lambda self: self.path / "checkpoints")
     checkpoint_json = property(lambda self: self.path / "checkpoints" / "checkpoint.json")
     variant_xml = property(lambda self: self.path / "variant.xml")
 
+    def checkpoint_model(self, timesteps: int) -> Path:
+        """Where the checkpoint taken at `timesteps` keeps its model."""
+        return self.checkpoints / f"model_{timesteps}.zip"
+
+    def checkpoint_models(self) -> list[Path]:
+        return list(self.checkpoints.glob("model_*.zip"))
+
     def read_status(self) -> RunStatus | None:
-        data = read_json(self.status_json)
-        if data is None:
-            return None
-        try:
-            return RunStatus.model_validate(data)
-        except ValidationError as exc:
-            raise CorruptFileError(f"{self.status_json}: not a run status ({exc.error_count()} errors)") from None
+        return read_model(self.status_json, RunStatus)
 
     def write_status(self, status: RunStatus) -> None:
-        write_json_atomic(self.status_json, status.model_dump(mode="json"))
+        write_model(self.status_json, status)
 
-    def read_result(self) -> dict[str, Any] | None:
-        return read_json(self.result_json)
+    def read_result(self) -> RunResult | None:
+        return read_model(self.result_json, RunResult)
+
+    def has_complete_result(self) -> bool:
+        """result.json holds the final evaluation (a corrupt one does not)."""
+        try:
+            result = self.read_result()
+        except CorruptFileError:
+            return False
+        return result is not None and result.complete
+
+    def read_checkpoint(self) -> CheckpointRecord | None:
+        return read_model(self.checkpoint_json, CheckpointRecord)
 
     def error_tail(self, lines: int = 20) -> str:
         """The end of log.txt, where a traceback's last line is."""
@@ -167,9 +202,18 @@ class SweepDir:
     lock_file = property(lambda self: self.path / "sweep.lock")
     index_jsonl = property(lambda self: self.path / "index.jsonl")
     report_csv = property(lambda self: self.path / "report.csv")
+    report_md = property(lambda self: self.path / "report.md")
 
     def run(self, run_id: str) -> RunDir:
         return RunDir(self.path / run_id)
+
+    def has_runs(self) -> bool:
+        """Whether any subfolder is a run folder (stops at the first)."""
+        try:
+            with os.scandir(self.path) as entries:
+                return any(e.is_dir() and os.path.exists(os.path.join(e.path, "spec.json")) for e in entries)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
 
     def run_dirs(self) -> list[RunDir]:
         """Every run folder, in name order: those with a spec.json."""

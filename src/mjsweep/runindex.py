@@ -8,7 +8,8 @@ folders stay the truth:
   it skips) and appends a line when a run ends;
 - before a run starts again, a {"run_id": ..., "state": "running"} line says "read its files";
 - a reader trusts a run's last line only if it is an ended state, skips lines it cannot parse, and
-  reads the run's files for every run the index does not vouch for;
+  reads the run's files for every run the index does not vouch for (IndexEntry.from_line: a line with
+  keys this version does not know, or from a later schema, vouches for nothing);
 - if a line cannot be written, the index is removed, so that it is never wrong, only absent.
 """
 
@@ -16,13 +17,68 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .rundir import read_bytes, write_text_atomic
+from pydantic import ConfigDict, ValidationError
 
-ENDED_STATES = frozenset({"succeeded", "failed", "interrupted"})
-RESTARTED = "running"
+from .rundir import RunDir, RunState, read_bytes, write_text_atomic
+from .runview import RunView, read_run
+from .schemas import SCHEMA, FileModel
+
+ENDED_STATES = frozenset({RunState.SUCCEEDED.value, RunState.FAILED.value, RunState.INTERRUPTED.value})
+RESTARTED = RunState.RUNNING.value
+
+
+class IndexEntry(FileModel):
+    """An ended run's line: everything `sweep status` shows of it. Its own model, so that a change to
+    what the screen shows does not change the file."""
+
+    # The index is only a cache: a line this version does not fully understand is not trusted, and the
+    # run's files are read instead.
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    variant: str
+    grid: dict[str, Any]
+    seed: int
+    state: str
+    attempts: int = 0
+    timesteps: int = 0
+    total_timesteps: int = 0
+    fps: float | None = None
+    early_fps: float | None = None
+    ep_rew_mean: float | None = None
+    final_return: float | None = None
+    torch_threads: int | None = None
+    pid: int | None = None
+    host: str | None = None
+    problems: tuple[str, ...] = ()
+
+    @classmethod
+    def of_run(cls, run_dir: RunDir) -> IndexEntry:
+        """Read from the run's files. Written once the run has ended, when whether its launcher lives
+        (which tells running from stale) no longer matters."""
+        return cls(**asdict(read_run(run_dir, True, socket.gethostname())))
+
+    @classmethod
+    def from_line(cls, line: dict[str, Any]) -> IndexEntry | None:
+        """The entry a line holds; None if this version cannot vouch for it."""
+        try:
+            entry = cls.from_file(line)
+        except ValidationError:
+            return None
+        return entry if entry.schema_version <= SCHEMA else None
+
+    def to_line(self) -> dict[str, Any]:
+        return self.to_file()
+
+    def to_view(self) -> RunView:
+        return RunView(self.run_id, self.variant, self.grid, self.seed, self.state, self.attempts, self.timesteps,
+                       self.total_timesteps, self.fps, self.early_fps, self.ep_rew_mean, self.final_return,
+                       self.torch_threads, self.pid, self.host, self.problems)
 
 
 def ended_entries(path: Path) -> dict[str, dict[str, Any]]:

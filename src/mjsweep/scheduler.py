@@ -19,8 +19,7 @@ import psutil
 from .launchers.base import RETURNCODE_LOST, Launcher, RunHandle
 from .plan import RunSpec
 from .rundir import CorruptFileError, FailureClass, RunState, RunStatus, SweepDir, now_iso
-from .runindex import ENDED_STATES, IndexWriter
-from .status import index_entry
+from .runindex import ENDED_STATES, IndexEntry, IndexWriter
 
 WORKER_INTERRUPTED = 130  # the worker's exit code after a requested stop and a saved checkpoint
 RETRYABLE = {FailureClass.KILLED, FailureClass.TIMEOUT, FailureClass.LOST}
@@ -240,15 +239,15 @@ class Scheduler:
             self.on_event(Event(EventKind.WARNING, run_dir.run_id, f"cannot write status.json: {exc}"))
             return
         if status.state.value in ENDED_STATES:
-            self._index.ended(index_entry(run_dir))
+            self._index.ended(IndexEntry.of_run(run_dir).to_line())
 
     def _classify(self, active: _Active, code: int, run_dir) -> FailureClass | None:
         if self._stop_requests and active.interrupted_at is not None:
-            return None if code == 0 and _has_result(run_dir) else FailureClass.INTERRUPTED
+            return None if code == 0 and run_dir.has_complete_result() else FailureClass.INTERRUPTED
         if active.timed_out_at is not None:
-            return None if code == 0 and _has_result(run_dir) else FailureClass.TIMEOUT
+            return None if code == 0 and run_dir.has_complete_result() else FailureClass.TIMEOUT
         if code == 0:
-            return None if _has_result(run_dir) else FailureClass.ERROR
+            return None if run_dir.has_complete_result() else FailureClass.ERROR
         if code == RETURNCODE_LOST:
             return FailureClass.LOST
         if code < 0 or code == WORKER_INTERRUPTED:
@@ -315,11 +314,3 @@ def _read_status_or_none(run_dir) -> RunStatus | None:
         return run_dir.read_status()
     except CorruptFileError:
         return None
-
-
-def _has_result(run_dir) -> bool:
-    try:
-        result = run_dir.read_result()
-    except CorruptFileError:
-        return False
-    return result is not None and "eval_mean_return" in result

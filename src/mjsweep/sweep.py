@@ -26,9 +26,10 @@ from . import variants as variantlib
 from .envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
 from .launchers.base import Launcher
 from .plan import RunSpec
-from .rundir import CorruptFileError, RunDir, RunState, SweepDir, write_json_atomic, write_text_atomic
+from .rundir import (CorruptFileError, RunDir, RunState, SweepDir, succeeded, write_json_atomic,
+                     write_text_atomic)
+from .runindex import IndexEntry
 from .scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
-from .status import index_entry
 
 
 class SweepLockedError(Exception):
@@ -162,7 +163,7 @@ def _decide_one(run: RunSpec, run_dir: RunDir) -> PlannedRun:
         result = run_dir.read_result()
     except CorruptFileError as exc:
         return PlannedRun(run, _restart_action(run_dir), f"corrupt: {exc}")
-    if status and status.state is RunState.SUCCEEDED and result and "eval_mean_return" in result:
+    if succeeded(status, result):
         return PlannedRun(run, Action.SKIP, "succeeded")
     note = status.state.value if status else ""
     if status and status.state is RunState.RUNNING:
@@ -208,7 +209,7 @@ def _reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
         if item.action is not Action.SKIP:
             old.pop(run_id, None)
         elif old.get(run_id, {}).get("state") != RunState.SUCCEEDED.value:
-            old[run_id] = index_entry(sweep_dir.run(run_id))
+            old[run_id] = IndexEntry.of_run(sweep_dir.run(run_id)).to_line()
     runindex.rewrite(sweep_dir.index_jsonl, list(old.values()))
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import runindex
 from ..rundir import SweepDir
-from ..status import index_entry
+from ..runindex import IndexEntry
 from ..sweep import prepare
 from .batches import bench_spec, children_cpu_s, write_spec
 from .figures import BenchConfig, ScaleFigures
@@ -45,7 +45,7 @@ def _fill_sweep_dir(path: Path, specs: list[dict]) -> None:
         (run / "result.json").write_text(json.dumps(result), encoding="utf-8")
         (run / "progress.csv").write_text(_progress_csv(spec["total_timesteps"]), encoding="utf-8")
     sweep_dir = SweepDir(path)
-    runindex.rewrite(sweep_dir.index_jsonl, [index_entry(run_dir) for run_dir in sweep_dir.run_dirs()])
+    runindex.rewrite(sweep_dir.index_jsonl, [IndexEntry.of_run(run_dir).to_line() for run_dir in sweep_dir.run_dirs()])
 
 
 def _progress_csv(timesteps: int, iterations: int = 4) -> str:

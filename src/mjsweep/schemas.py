@@ -1,0 +1,91 @@
+"""The typed contents of the JSON files in a sweep folder, each written with its schema version.
+
+Reads are tolerant, so that a folder written by an older or newer version stays readable: a file without
+a `schema` key predates versioning (version 1), and keys a model does not know are ignored. The JSON key
+names are those earlier versions wrote.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA = 2
+"""The version written now. 1: files written before they carried a `schema` key (same keys otherwise)."""
+
+M = TypeVar("M", bound="FileModel")
+
+
+class FileModel(BaseModel):
+    """One JSON file's object. `schema_version` is written and read as `schema`."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", validate_by_name=True, validate_by_alias=True,
+                              serialize_by_alias=True)
+
+    schema_version: int = Field(default=SCHEMA, alias="schema")
+
+    @classmethod
+    def from_file(cls: type[M], data: dict[str, Any]) -> M:
+        """The model of an object read from a file; ValidationError if it is not one."""
+        return cls.model_validate(data if "schema" in data else {**data, "schema": 1})
+
+    def to_file(self) -> dict[str, Any]:
+        """The object to write, with the current schema version whatever version was read."""
+        return {**self.model_dump(mode="json"), "schema": SCHEMA}
+
+
+class RunResult(FileModel):
+    """result.json: what the worker measured once its training and evaluation were done."""
+
+    run_id: str | None = None
+    eval_mean_return: float | None = None
+    eval_std_return: float | None = None
+    eval_episodes: int | None = None
+    timesteps: int | None = None
+    wall_s: float | None = None
+    fps: float | None = None
+    rollout_s: float | None = None
+    train_s: float | None = None
+    early_fps: float | None = None
+    """progress.csv's early fps and last ep_rew_mean, so that `sweep status` need not open that file."""
+    ep_rew_mean: float | None = None
+    attempt_wall_s: float | None = None
+    startup_s: float | None = None
+    resumed_from: int | None = None
+    device: str | None = None
+    cuda_visible_devices: str | None = None
+    torch_threads: int | None = None
+    torch_interop_threads: int | None = None
+    xml_sha256: str | None = None
+    peak_rss_mb: float | None = None
+    host: str | None = None
+    node: str | None = None
+    versions: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        """The worker got to the end: its final evaluation is here."""
+        return self.eval_mean_return is not None
+
+
+class Timing(BaseModel):
+    """Seconds a run has spent so far, summed over its attempts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    wall_s: float = 0.0
+    rollout_s: float = 0.0
+    train_s: float = 0.0
+
+
+class CheckpointRecord(FileModel):
+    """checkpoints/checkpoint.json: a saved model and where the logs stood when it was saved."""
+
+    timesteps: int
+    iteration: int
+    model_file: str
+    """The model's file name in checkpoints/."""
+    monitor_bytes: int
+    progress_bytes: int
+    timing: Timing

@@ -1,0 +1,84 @@
+"""The typed models of a sweep folder's JSON files: versions, tolerant reads, the success rule."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers.fake_sweep import make_run, run_spec
+
+from mjsweep.results import read_row
+from mjsweep.rundir import CorruptFileError, RunDir, RunState, RunStatus, succeeded, write_model
+from mjsweep.runindex import IndexEntry
+from mjsweep.schemas import SCHEMA, CheckpointRecord, RunResult, Timing
+from mjsweep.sweep import Action, _decide_one
+
+RESULT = RunResult(run_id="v_s0", eval_mean_return=1.5, eval_std_return=0.5, timesteps=512, fps=900.0,
+                   early_fps=950.0, torch_threads=1, versions={"python": "3.11"})
+CHECKPOINT = CheckpointRecord(timesteps=256, iteration=2, model_file="model_256.zip", monitor_bytes=10,
+                              progress_bytes=20, timing=Timing(wall_s=1.0, rollout_s=0.6, train_s=0.4))
+STATUS = RunStatus(state=RunState.FAILED, attempts=2, returncode=1, error_tail="Traceback")
+ENTRY = IndexEntry(run_id="v_s0", variant="v", grid={"ppo.gamma": 0.9}, seed=0, state="succeeded", attempts=1,
+                   timesteps=512, total_timesteps=512, fps=900.0, final_return=1.5, problems=("a problem",))
+
+
+@pytest.mark.parametrize("record", [RESULT, CHECKPOINT, STATUS, ENTRY], ids=lambda r: type(r).__name__)
+def test_each_file_model_round_trips_through_its_file(tmp_path, record):
+    path = tmp_path / "file.json"
+    write_model(path, record)
+    data = json.loads(path.read_text())
+    assert data["schema"] == SCHEMA and "schema_version" not in data
+    assert type(record).from_file(data) == record
+
+
+def test_a_file_without_schema_is_version_1_and_unknown_keys_are_ignored(tmp_path):
+    run = RunDir(tmp_path)
+    run.result_json.write_text(json.dumps({"eval_mean_return": 2.0, "fps": 10.0, "from_a_later_version": [1]}))
+    loaded = run.read_result()
+    assert (loaded.schema_version, loaded.eval_mean_return, loaded.fps) == (1, 2.0, 10.0)
+    run.status_json.write_text(json.dumps({"state": "succeeded", "attempts": 1, "new_key": True}))
+    assert (run.read_status().schema_version, run.read_status().state) == (1, RunState.SUCCEEDED)
+    run.checkpoints.mkdir()
+    run.checkpoint_json.write_text(json.dumps({**CHECKPOINT.model_dump(mode="json"), "extra": 1}
+                                              | {"schema": 7}))
+    assert run.read_checkpoint().model_copy(update={"schema_version": SCHEMA}) == CHECKPOINT
+    write_model(run.result_json, loaded)  # a rewrite carries the current version
+    assert json.loads(run.result_json.read_text())["schema"] == SCHEMA
+
+
+def test_a_file_of_the_wrong_shape_is_corrupt(tmp_path):
+    run = RunDir(tmp_path)
+    run.result_json.write_text(json.dumps({"eval_mean_return": "high"}))
+    with pytest.raises(CorruptFileError, match="result.json"):
+        run.read_result()
+
+
+def test_the_index_trusts_only_lines_it_fully_understands():
+    line = ENTRY.to_line()
+    assert IndexEntry.from_line(line) == ENTRY
+    old = {k: v for k, v in line.items() if k != "schema"}
+    assert IndexEntry.from_line(old).schema_version == 1  # written before versions: still read
+    assert IndexEntry.from_line({**line, "new_column": 1}) is None  # the run's files are read instead
+    assert IndexEntry.from_line({**line, "schema": SCHEMA + 1}) is None
+    assert IndexEntry.from_line({"run_id": "v_s0", "state": "succeeded"}) is None
+    assert ENTRY.to_view().problems == ("a problem",)
+
+
+@pytest.mark.parametrize("state, result_data, expected", [
+    (RunState.SUCCEEDED, {"eval_mean_return": 0.0}, True),
+    (RunState.SUCCEEDED, {"fps": 1.0}, False),  # ended without its final evaluation
+    (RunState.SUCCEEDED, None, False),
+    (RunState.FAILED, {"eval_mean_return": 1.0}, False),
+    (None, {"eval_mean_return": 1.0}, False),
+])
+def test_one_rule_says_a_run_succeeded(tmp_path, state, result_data, expected):
+    status = RunStatus(state=state) if state else None
+    loaded = RunResult.from_file(result_data) if result_data is not None else None
+    assert succeeded(status, loaded) is expected
+    spec = run_spec("v", 0)
+    run = make_run(tmp_path, spec, state, result=result_data)
+    if result_data is None:
+        run.result_json.unlink(missing_ok=True)
+    assert read_row(run).ok is expected
+    assert (_decide_one(spec, run).action is Action.SKIP) is expected
+    assert run.has_complete_result() is (result_data is not None and "eval_mean_return" in result_data)
