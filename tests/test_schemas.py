@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import TINY_XML, write_spec
 from helpers.fake_sweep import make_run, run_spec
 
+from mjsweep.plan import RunSpec
 from mjsweep.results import read_row
 from mjsweep.rundir import CorruptFileError, RunDir, RunState, RunStatus, succeeded, write_model
 from mjsweep.runindex import IndexEntry
 from mjsweep.schemas import SCHEMA, CheckpointRecord, RunResult, Timing
-from mjsweep.sweep import Action, _decide_one
+from mjsweep.sweep import Action, _decide_one, prepare
 
 RESULT = RunResult(run_id="v_s0", eval_mean_return=1.5, eval_std_return=0.5, timesteps=512, fps=900.0,
                    early_fps=950.0, torch_threads=1, versions={"python": "3.11"})
@@ -82,3 +84,14 @@ def test_one_rule_says_a_run_succeeded(tmp_path, state, result_data, expected):
     assert read_row(run).ok is expected
     assert (_decide_one(spec, run).action is Action.SKIP) is expected
     assert run.has_complete_result() is (result_data is not None and "eval_mean_return" in result_data)
+
+
+def test_tensorboard_travels_in_spec_json_outside_the_content_hash(tmp_path):
+    base = {"name": "tb", "env": "HalfCheetah-v5", "variants": [{"name": "walker", "xml": str(TINY_XML)}],
+            "total_timesteps": 256, "runs_dir": "runs"}
+    plain = prepare(write_spec(tmp_path, base, "plain.yaml"), check_envs=False).runs
+    logged = prepare(write_spec(tmp_path, {**base, "tensorboard": True}, "logged.yaml"), check_envs=False).runs
+    assert [r.run_id for r in logged] == [r.run_id for r in plain]
+    assert [r.tensorboard for r in logged] == [True] and [r.tensorboard for r in plain] == [False]
+    older = {k: v for k, v in logged[0].model_dump(mode="json").items() if k != "tensorboard"}
+    assert RunSpec.model_validate_json(json.dumps(older)).tensorboard is False  # a spec.json from before

@@ -152,6 +152,7 @@ class RunDir:
     checkpoints = property(lambda self: self.path / "checkpoints")
     checkpoint_json = property(lambda self: self.path / "checkpoints" / "checkpoint.json")
     variant_xml = property(lambda self: self.path / "variant.xml")
+    tensorboard = property(lambda self: self.path / "tensorboard")
 
     def checkpoint_model(self, timesteps: int) -> Path:
         """Where the checkpoint taken at `timesteps` keeps its model."""

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Callable
 
 import torch
-import yaml
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
@@ -24,7 +23,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 
 from .envs import make_env
 from .plan import RunSpec
-from .rundir import RunDir, SweepDir, write_model
+from .rundir import RunDir, write_model
 from .schemas import CheckpointRecord, Timing
 
 PROGRESS_FIELDS = ("iteration", "timesteps", "wall_s", "fps", "ep_rew_mean", "ep_len_mean",
@@ -203,27 +202,20 @@ def make_vec_env(spec: RunSpec, run: RunDir, resume: CheckpointRecord | None) ->
     return monitored
 
 
-def tensorboard_dir(run: RunDir) -> str | None:
-    """<run dir>/tensorboard when the sweep's spec (sweep.yaml) sets tensorboard: true and it is installed.
-
-    Read from sweep.yaml, not spec.json: logging does not change what a run computes, so it is no part
-    of the run's content hash.
-    """
-    try:
-        resolved = yaml.safe_load(SweepDir(run.path.parent).sweep_yaml.read_text(encoding="utf-8")) or {}
-    except OSError:
-        return None
-    if not resolved.get("tensorboard"):
+def tensorboard_dir(spec: RunSpec, run: RunDir) -> str | None:
+    """<run dir>/tensorboard when the run's spec.json sets tensorboard (from the sweep's spec) and the
+    package is installed."""
+    if not spec.tensorboard:
         return None
     if importlib.util.find_spec("tensorboard") is None:
         print("mjsweep.worker: warning: the spec sets tensorboard: true, but the tensorboard package is not "
               "installed (pip install tensorboard); training without TensorBoard logs", flush=True)
         return None
-    return str(run.path / "tensorboard")
+    return str(run.tensorboard)
 
 
 def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer, resume: CheckpointRecord | None) -> PPO:
-    tensorboard_log = tensorboard_dir(checkpointer.run)
+    tensorboard_log = tensorboard_dir(spec, checkpointer.run)
     if resume:
         model = PPO.load(str(checkpointer.run.checkpoints / resume.model_file), env=venv, device=spec.device,
                          tensorboard_log=tensorboard_log)
