@@ -71,3 +71,5 @@ def test_run_on_the_same_spec_resumes_the_stopped_run(old_sweep):
     assert result["resumed_from"] == 1024 and result["timesteps"] == 2048
     status = json.loads((sweep_dir / STOPPED / "status.json").read_text())
     assert status["state"] == "succeeded" and status["attempts"] == 2
+    variants = json.loads((sweep_dir / "variants.json").read_text())["variants"]
+    assert [v["name"] for v in variants] == ["walker"]  # written by this version's launcher

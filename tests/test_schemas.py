@@ -6,14 +6,16 @@ import json
 
 import pytest
 from conftest import TINY_XML, write_spec
-from helpers.fake_sweep import make_run, run_spec
+from helpers.fake_sweep import make_run, result, run_spec
+from typer.testing import CliRunner
 
+from mjsweep.cli import app
 from mjsweep.plan import RunSpec
 from mjsweep.results import read_row
-from mjsweep.rundir import CorruptFileError, RunDir, RunState, RunStatus, succeeded, write_model
+from mjsweep.rundir import CorruptFileError, RunDir, RunState, RunStatus, SweepDir, succeeded, write_model
 from mjsweep.runindex import IndexEntry
-from mjsweep.schemas import SCHEMA, CheckpointRecord, RunResult, Timing
-from mjsweep.sweep import Action, _decide_one, prepare
+from mjsweep.schemas import SCHEMA, CheckpointRecord, RunResult, SweepVariants, Timing, VariantRecord
+from mjsweep.sweep import Action, _decide_one, prepare, variants_record
 
 RESULT = RunResult(run_id="v_s0", eval_mean_return=1.5, eval_std_return=0.5, timesteps=512, fps=900.0,
                    early_fps=950.0, torch_threads=1, versions={"python": "3.11"})
@@ -22,9 +24,11 @@ CHECKPOINT = CheckpointRecord(timesteps=256, iteration=2, model_file="model_256.
 STATUS = RunStatus(state=RunState.FAILED, attempts=2, returncode=1, error_tail="Traceback")
 ENTRY = IndexEntry(run_id="v_s0", variant="v", grid={"ppo.gamma": 0.9}, seed=0, state="succeeded", attempts=1,
                    timesteps=512, total_timesteps=512, fps=900.0, final_return=1.5, problems=("a problem",))
+VARIANTS = SweepVariants(variants=[VariantRecord(name="v", xml="/x.xml", sha256="ab", bodies=3, joints=4,
+                                                 actuators=2, total_mass=1.25, obs_shape=(17,), act_shape=(6,))])
 
 
-@pytest.mark.parametrize("record", [RESULT, CHECKPOINT, STATUS, ENTRY], ids=lambda r: type(r).__name__)
+@pytest.mark.parametrize("record", [RESULT, CHECKPOINT, STATUS, ENTRY, VARIANTS], ids=lambda r: type(r).__name__)
 def test_each_file_model_round_trips_through_its_file(tmp_path, record):
     path = tmp_path / "file.json"
     write_model(path, record)
@@ -84,6 +88,26 @@ def test_one_rule_says_a_run_succeeded(tmp_path, state, result_data, expected):
     assert read_row(run).ok is expected
     assert (_decide_one(spec, run).action is Action.SKIP) is expected
     assert run.has_complete_result() is (result_data is not None and "eval_mean_return" in result_data)
+
+
+def test_variants_json_is_what_report_reads_instead_of_compiling(tmp_path):
+    spec = write_spec(tmp_path, {"name": "v", "env": "HalfCheetah-v5", "max_episode_steps": 50,
+                                 "variants": [{"name": "walker", "xml": str(TINY_XML)}], "total_timesteps": 256,
+                                 "runs_dir": "runs"})
+    record = variants_record(prepare(spec))
+    (walker,) = record.variants
+    assert (walker.name, walker.xml) == ("walker", str(TINY_XML))
+    assert walker.bodies > 0 and walker.obs_shape and walker.act_shape  # compiled, and from the env probe
+
+    sweep = SweepDir(tmp_path / "runs" / "v")
+    make_run(sweep.path, run_spec("walker", 0, xml=str(tmp_path / "gone.xml")), RunState.SUCCEEDED,
+             result=result(1.0))
+    made_up = record.model_copy(update={"variants": [walker.model_copy(update={"bodies": 99, "total_mass": 7.0})]})
+    write_model(sweep.variants_json, made_up)
+    out = CliRunner().invoke(app, ["report", str(sweep.path), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    (group,) = json.loads(out.stdout)["groups"]
+    assert (group["model"]["bodies"], group["model"]["total_mass"]) == (99, 7.0)  # not compiled: its XML is gone
 
 
 def test_tensorboard_travels_in_spec_json_outside_the_content_hash(tmp_path):

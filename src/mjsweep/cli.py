@@ -165,7 +165,7 @@ def report(
     rows = collect(folder)
     if not rows:
         raise _invalid(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
-    groups = reportlib.aggregate(rows, reportlib.model_stats_by_xml(rows))
+    groups = reportlib.aggregate(rows, reportlib.model_stats(folder, rows))
     warnings = [str(w) for w in read_sweep(folder.path).warnings]
     csv_text = reportlib.to_csv(groups)
     md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings)

@@ -12,6 +12,7 @@ from typing import Any
 
 from . import stats
 from .results import ResultRow
+from .rundir import CorruptFileError, SweepDir
 from .variants import ModelStats
 
 
@@ -38,12 +39,12 @@ class GroupRow:
 def aggregate(rows: list[ResultRow], models: dict[str, ModelStats | None] | None = None) -> list[GroupRow]:
     """Group runs that differ only by seed; best mean return first, groups without results last.
 
-    `models` maps a run's xml path to its model statistics (see model_stats_by_xml).
+    `models` maps a variant's name to its model statistics (see model_stats).
     """
     groups: dict[str, list[ResultRow]] = {}
     for row in rows:
         groups.setdefault(row.group, []).append(row)
-    out = [_group_row(name, members, (models or {}).get(members[0].xml or "")) for name, members in groups.items()]
+    out = [_group_row(name, members, (models or {}).get(members[0].variant)) for name, members in groups.items()]
     return sorted(out, key=lambda g: (g.mean_return is None, -(g.mean_return or 0.0), g.group))
 
 
@@ -60,17 +61,29 @@ def _group_row(name: str, members: list[ResultRow], model: ModelStats | None) ->
     )
 
 
-def model_stats_by_xml(rows: list[ResultRow]) -> dict[str, ModelStats | None]:
-    """Compile each distinct model once (imports mujoco); a missing or broken XML gives None."""
+def model_stats(sweep_dir: SweepDir, rows: list[ResultRow]) -> dict[str, ModelStats | None]:
+    """Each variant's model statistics, from variants.json as the launcher wrote it; a variant it does not
+    list (a sweep from before variants.json) is compiled from its runs' XML, None if that fails."""
+    try:
+        written = sweep_dir.read_variants()
+    except CorruptFileError:
+        written = None
+    out: dict[str, ModelStats | None] = {
+        v.name: ModelStats(v.bodies, v.joints, v.actuators, v.total_mass) for v in (written.variants if written else [])}
+    for row in rows:
+        if row.variant not in out and row.xml:
+            out[row.variant] = _compiled_stats(Path(row.xml))
+    return out
+
+
+def _compiled_stats(xml: Path) -> ModelStats | None:
+    """Compiles the model (imports mujoco); a missing or broken XML gives None."""
     from .variants import compile_model, model_stats
 
-    out: dict[str, ModelStats | None] = {}
-    for xml in {r.xml for r in rows if r.xml}:
-        try:
-            out[xml] = model_stats(compile_model(Path(xml))) if Path(xml).is_file() else None
-        except ValueError:
-            out[xml] = None
-    return out
+    try:
+        return model_stats(compile_model(xml)) if xml.is_file() else None
+    except ValueError:
+        return None
 
 
 CSV_FIELDS = ("variant", "grid", "runs", "succeeded", "failed", "mean_return", "std_return", "iqm_return",

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from .schemas import CheckpointRecord, FileModel, RunResult
+from .schemas import CheckpointRecord, FileModel, RunResult, SweepVariants
 
 M = TypeVar("M", bound=FileModel)
 
@@ -202,8 +202,12 @@ class SweepDir:
     sweep_yaml = property(lambda self: self.path / "sweep.yaml")
     lock_file = property(lambda self: self.path / "sweep.lock")
     index_jsonl = property(lambda self: self.path / "index.jsonl")
+    variants_json = property(lambda self: self.path / "variants.json")
     report_csv = property(lambda self: self.path / "report.csv")
     report_md = property(lambda self: self.path / "report.md")
+
+    def read_variants(self) -> SweepVariants | None:
+        return read_model(self.variants_json, SweepVariants)
 
     def run(self, run_id: str) -> RunDir:
         return RunDir(self.path / run_id)

@@ -89,3 +89,26 @@ class CheckpointRecord(FileModel):
     monitor_bytes: int
     progress_bytes: int
     timing: Timing
+
+
+class VariantRecord(BaseModel):
+    """One variant of the sweep and its compiled model's statistics."""
+
+    name: str
+    xml: str
+    """The XML as the spec names it (a generated variant: its base)."""
+    sha256: str
+    bodies: int
+    joints: int
+    actuators: int
+    total_mass: float
+    obs_shape: tuple[int, ...] = ()
+    """The env's observation and action shapes from the pre-launch probe; () when it was skipped."""
+    act_shape: tuple[int, ...] = ()
+
+
+class SweepVariants(FileModel):
+    """<sweep>/variants.json: every variant, written when the sweep starts, so that `sweep report` need not
+    compile the models again."""
+
+    variants: list[VariantRecord]

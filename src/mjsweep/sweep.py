@@ -26,9 +26,10 @@ from . import variants as variantlib
 from .envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
 from .launchers.base import Launcher
 from .plan import RunSpec
-from .rundir import (CorruptFileError, RunDir, RunState, SweepDir, succeeded, write_json_atomic,
+from .rundir import (CorruptFileError, RunDir, RunState, SweepDir, succeeded, write_json_atomic, write_model,
                      write_text_atomic)
 from .runindex import IndexEntry
+from .schemas import SweepVariants, VariantRecord
 from .scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
 
 
@@ -216,6 +217,7 @@ def _reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
 def _write_sweep_files(plan: SweepPlan, planned: list[PlannedRun]) -> None:
     resolved = plan.spec.model_dump(mode="json")
     write_text_atomic(plan.sweep_dir.sweep_yaml, yaml.safe_dump(resolved, sort_keys=False))
+    write_model(plan.sweep_dir.variants_json, variants_record(plan))
     generated = {c.variant.name: c.variant.xml_text for c in plan.checks if c.variant.xml_text is not None}
     for item in planned:
         if item.action is Action.SKIP:
@@ -225,6 +227,18 @@ def _write_sweep_files(plan: SweepPlan, planned: list[PlannedRun]) -> None:
         if item.run.variant in generated:
             write_text_atomic(run_dir.variant_xml, generated[item.run.variant])
         write_json_atomic(run_dir.spec_json, item.run.model_dump(mode="json"))
+
+
+def variants_record(plan: SweepPlan) -> SweepVariants:
+    """variants.json: what deep validation found of each variant (all compiled, or prepare() raised)."""
+    records = []
+    for check in plan.checks:
+        v, stats = check.variant, check.stats
+        assert stats is not None, "prepare() lets no variant that fails to compile through"
+        records.append(VariantRecord(name=v.name, xml=str(v.xml), sha256=v.sha256, bodies=stats.bodies,
+                                     joints=stats.joints, actuators=stats.actuators, total_mass=stats.total_mass,
+                                     obs_shape=check.probe.obs_shape, act_shape=check.probe.act_shape))
+    return SweepVariants(variants=records)
 
 
 def _kill_orphan(run_dir: RunDir) -> None:
