@@ -131,6 +131,10 @@ def read_bytes(path: Path) -> bytes:
         os.close(fd)
 
 
+SPEC_JSON = "spec.json"
+"""The file that makes a folder a run folder."""
+
+
 class RunDir:
     """<sweep>/<run_id>/: one run's files."""
 
@@ -141,7 +145,7 @@ class RunDir:
     def run_id(self) -> str:
         return self.path.name
 
-    spec_json = property(lambda self: self.path / "spec.json")
+    spec_json = property(lambda self: self.path / SPEC_JSON)
     status_json = property(lambda self: self.path / "status.json")
     result_json = property(lambda self: self.path / "result.json")
     log = property(lambda self: self.path / "log.txt")
@@ -216,14 +220,14 @@ class SweepDir:
         """Whether any subfolder is a run folder (stops at the first)."""
         try:
             with os.scandir(self.path) as entries:
-                return any(e.is_dir() and os.path.exists(os.path.join(e.path, "spec.json")) for e in entries)
+                return any(e.is_dir() and os.path.exists(os.path.join(e.path, SPEC_JSON)) for e in entries)
         except (FileNotFoundError, NotADirectoryError):
             return False
 
     def run_dirs(self) -> list[RunDir]:
         """Every run folder, in name order: those with a spec.json."""
         base = str(self.path)
-        return [self.run(n) for n in self.folder_names() if os.path.exists(os.path.join(base, n, "spec.json"))]
+        return [self.run(n) for n in self.folder_names() if os.path.exists(os.path.join(base, n, SPEC_JSON))]
 
     def folder_names(self) -> list[str]:
         """The names of the sweep folder's subfolders, sorted; [] if there is no sweep folder."""
