@@ -20,7 +20,7 @@ from mjsweep.sweep import Action, PlannedRun, _reindex
 
 def index_as_launcher_would(sweep: SweepDir) -> None:
     """One line per ended run, read from its files."""
-    runindex.rewrite(sweep.index_jsonl, [IndexEntry.of_run(run_dir).to_line() for run_dir in sweep.run_dirs()])
+    runindex.rewrite(sweep.index_jsonl, [IndexEntry.of_run(run_dir) for run_dir in sweep.run_dirs()])
 
 
 def test_status_from_the_index_equals_status_from_the_files(tmp_path):
@@ -53,8 +53,8 @@ def test_torn_blank_and_foreign_lines_are_skipped(tmp_path):
     for seed in (0, 1):
         make_run(tmp_path, run_spec("v", seed), RunState.SUCCEEDED, result=result(5.0))
     sweep = SweepDir(tmp_path)
-    good = IndexEntry.of_run(sweep.run("v_s0")).to_line()
-    foreign = {**IndexEntry.of_run(sweep.run("v_s1")).to_line(), "final_return": 99.0,
+    good = IndexEntry.of_run(sweep.run("v_s0")).to_file()
+    foreign = {**IndexEntry.of_run(sweep.run("v_s1")).to_file(), "final_return": 99.0,
                "from_a_later_version": 1}
     sweep.index_jsonl.write_text("\n".join([json.dumps({**good, "final_return": 42.0}), "", "[1, 2]",
                                             json.dumps(foreign), '{"run_id": "v_s1", "sta']) + "\n")
@@ -77,7 +77,7 @@ def test_a_failed_append_removes_the_index(tmp_path, monkeypatch):
         patch.setattr(runindex.os, "write", disk_full)
         writer.restarting("v_s0")
     assert writer.broken and not sweep.index_jsonl.exists()
-    writer.ended(IndexEntry.of_run(sweep.run("v_s0")).to_line())
+    writer.ended(IndexEntry.of_run(sweep.run("v_s0")))
     assert not sweep.index_jsonl.exists()  # never written again by this launcher: absent, not wrong
 
 
@@ -95,8 +95,8 @@ def test_the_scheduler_indexes_each_end_and_each_restart(tmp_path):
     r1 = [(e["state"], e.get("attempts")) for e in lines if e["run_id"] == "r1"]
     assert r1 == [("running", None), ("failed", 1), ("running", None), ("succeeded", 2)]
     entries = runindex.ended_entries(sweep.index_jsonl)
-    assert {k: e["state"] for k, e in entries.items()} == {"r0": "succeeded", "r1": "succeeded", "r2": "failed"}
-    assert [entries[k] for k in sorted(entries)] == [IndexEntry.of_run(sweep.run(k)).to_line()
+    assert {k: e.state for k, e in entries.items()} == {"r0": "succeeded", "r1": "succeeded", "r2": "failed"}
+    assert [entries[k] for k in sorted(entries)] == [IndexEntry.of_run(sweep.run(k))
                                                       for k in sorted(entries)]
 
 
@@ -113,7 +113,7 @@ def test_a_launcher_keeps_the_lines_of_runs_it_leaves_alone(tmp_path):
                      PlannedRun(unindexed, Action.SKIP)])
     after = runindex.ended_entries(sweep.index_jsonl)
     assert sorted(after) == ["v_s0", "v_s2", "v_s3"]  # the run to start again is read from its files
-    assert after["v_s3"] == IndexEntry.of_run(sweep.run("v_s3")).to_line()
+    assert after["v_s3"] == IndexEntry.of_run(sweep.run("v_s3"))
 
 
 def test_the_live_view_takes_skipped_runs_from_the_index(tmp_path):

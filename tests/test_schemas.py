@@ -9,6 +9,7 @@ from conftest import TINY_XML, write_spec
 from helpers.fake_sweep import make_run, result, run_spec
 from typer.testing import CliRunner
 
+from mjsweep import runindex
 from mjsweep.cli import app
 from mjsweep.plan import RunSpec
 from mjsweep.results import read_row
@@ -59,14 +60,20 @@ def test_a_file_of_the_wrong_shape_is_corrupt(tmp_path):
         run.read_result()
 
 
-def test_the_index_trusts_only_lines_it_fully_understands():
-    line = ENTRY.to_line()
-    assert IndexEntry.from_line(line) == ENTRY
-    old = {k: v for k, v in line.items() if k != "schema"}
-    assert IndexEntry.from_line(old).schema_version == 1  # written before versions: still read
-    assert IndexEntry.from_line({**line, "new_column": 1}) is None  # the run's files are read instead
-    assert IndexEntry.from_line({**line, "schema": SCHEMA + 1}) is None
-    assert IndexEntry.from_line({"run_id": "v_s0", "state": "succeeded"}) is None
+def test_the_index_trusts_only_lines_it_fully_understands(tmp_path):
+    index = tmp_path / "index.jsonl"
+
+    def read_back(line: dict) -> IndexEntry | None:
+        index.write_text(json.dumps(line) + "\n")
+        return runindex.ended_entries(index)["v_s0"]
+
+    line = ENTRY.to_file()
+    assert read_back(line) == ENTRY
+    old = read_back({k: v for k, v in line.items() if k != "schema"})  # written before versions: still read
+    assert (old.schema_version, old.final_return) == (1, 1.5)
+    assert read_back({**line, "new_column": 1}) is None  # the run's files are read instead
+    assert read_back({**line, "schema": SCHEMA + 1}) is None
+    assert read_back({"run_id": "v_s0", "state": "succeeded"}) is None
     assert ENTRY.to_view().problems == ("a problem",)
 
 

@@ -24,7 +24,6 @@ from rich.text import Text
 from . import runindex
 from .render import PLAIN_ROWS, PlainLines, fixed, plain_table
 from .rundir import SweepDir
-from .runindex import IndexEntry
 from .runview import STALE, RunView, read_run
 from .scheduler import EventKind
 from .status import STATE_ORDER, Contention, SweepView, contention_warnings, load_warnings, machine_load, totals
@@ -67,8 +66,7 @@ class Tracker:
             for item in planned:
                 run = item.run
                 state = "succeeded" if item.action.value == "skip" else "pending"
-                entry = IndexEntry.from_line(indexed[run.run_id]) if state == "succeeded" and run.run_id in indexed \
-                    else None
+                entry = indexed.get(run.run_id) if state == "succeeded" else None
                 view = entry.to_view() if entry else None
                 if view is None:
                     view = RunView(run.run_id, run.variant, run.grid, run.seed, state,

@@ -87,30 +87,45 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 def read_json(path: Path) -> dict[str, Any] | None:
     """The file's object, None if it does not exist; CorruptFileError if it is not a JSON object."""
+    raw = _read_if_exists(path)
+    return None if raw is None else _json_object(path, raw)
+
+
+def read_model(path: Path, model: type[M]) -> M | None:
+    """The file as `model`, None if it does not exist; CorruptFileError if it is not one."""
+    raw = _read_if_exists(path)
+    if raw is None:
+        return None
     try:
-        text = read_bytes(path).decode("utf-8")
+        return model.from_json(raw)  # parsed and checked in one pass: `sweep status` reads 10,000 of these
+    except ValidationError:
+        pass
+    data = _json_object(path, raw)  # raises with what is wrong with the JSON itself, if anything
+    try:
+        return model.from_file(data)
+    except ValidationError as exc:
+        raise CorruptFileError(f"{path}: not a valid {path.name} ({exc.error_count()} errors)") from None
+
+
+def _read_if_exists(path: Path) -> bytes | None:
+    try:
+        return read_bytes(path)
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise CorruptFileError(f"{path}: unreadable: {exc}") from None
+
+
+def _json_object(path: Path, raw: bytes) -> dict[str, Any]:
     try:
-        data = json.loads(text)
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CorruptFileError(f"{path}: unreadable: {exc}") from None
     except json.JSONDecodeError as exc:
         raise CorruptFileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict):
         raise CorruptFileError(f"{path}: expected a JSON object")
     return data
-
-
-def read_model(path: Path, model: type[M]) -> M | None:
-    """The file as `model`, None if it does not exist; CorruptFileError if it is not one."""
-    data = read_json(path)
-    if data is None:
-        return None
-    try:
-        return model.from_file(data)
-    except ValidationError as exc:
-        raise CorruptFileError(f"{path}: not a valid {path.name} ({exc.error_count()} errors)") from None
 
 
 def write_model(path: Path, record: FileModel) -> None:

@@ -239,7 +239,7 @@ class Scheduler:
             self.on_event(Event(EventKind.WARNING, run_dir.run_id, f"cannot write status.json: {exc}"))
             return
         if status.state.value in ENDED_STATES:
-            self._index.ended(IndexEntry.of_run(run_dir).to_line())
+            self._index.ended(IndexEntry.of_run(run_dir))
 
     def _classify(self, active: _Active, code: int, run_dir) -> FailureClass | None:
         if self._stop_requests and active.interrupted_at is not None:

@@ -28,7 +28,16 @@ class FileModel(BaseModel):
     @classmethod
     def from_file(cls: type[M], data: dict[str, Any]) -> M:
         """The model of an object read from a file; ValidationError if it is not one."""
-        return cls.model_validate(data if "schema" in data else {**data, "schema": 1})
+        return cls.model_validate(data)._versioned()
+
+    @classmethod
+    def from_json(cls: type[M], text: str | bytes) -> M:
+        """The model of a JSON text, parsed and checked in one pass; ValidationError if it is not one."""
+        return cls.model_validate_json(text)._versioned()
+
+    def _versioned(self: M) -> M:
+        # The field's default is for records made in code: in a file, a missing version means 1.
+        return self if "schema_version" in self.model_fields_set else self.model_copy(update={"schema_version": 1})
 
     def to_file(self) -> dict[str, Any]:
         """The object to write, with the current schema version whatever version was read."""

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from . import runindex
 from .rundir import RunState, SweepDir
-from .runindex import IndexEntry
 from .runview import STALE, RunView, read_run
 
 STATE_ORDER = ("running", STALE, "pending", "failed", "interrupted", "unknown", "succeeded")
@@ -68,7 +67,7 @@ def read_sweep(path: Path, load5: float | None = None, cores: int | None = None)
     indexed = runindex.ended_entries(sweep_dir.index_jsonl)
     runs = []
     for name in sweep_dir.folder_names():
-        entry = IndexEntry.from_line(indexed[name]) if name in indexed else None
+        entry = indexed.get(name)
         view = entry.to_view() if entry else None
         if view is None:
             run_dir = sweep_dir.run(name)

@@ -26,11 +26,19 @@ from . import variants as variantlib
 from .envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
 from .launchers.base import Launcher
 from .plan import RunSpec
-from .rundir import (CorruptFileError, RunDir, RunState, SweepDir, succeeded, write_json_atomic, write_model,
-                     write_text_atomic)
+from .rundir import (
+    CorruptFileError,
+    RunDir,
+    RunState,
+    SweepDir,
+    succeeded,
+    write_json_atomic,
+    write_model,
+    write_text_atomic,
+)
 from .runindex import IndexEntry
-from .schemas import SweepVariants, VariantRecord
 from .scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
+from .schemas import SweepVariants, VariantRecord
 
 
 class SweepLockedError(Exception):
@@ -209,9 +217,9 @@ def _reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
         run_id = item.run.run_id
         if item.action is not Action.SKIP:
             old.pop(run_id, None)
-        elif old.get(run_id, {}).get("state") != RunState.SUCCEEDED.value:
-            old[run_id] = IndexEntry.of_run(sweep_dir.run(run_id)).to_line()
-    runindex.rewrite(sweep_dir.index_jsonl, list(old.values()))
+        elif (entry := old.get(run_id)) is None or entry.state != RunState.SUCCEEDED.value:
+            old[run_id] = IndexEntry.of_run(sweep_dir.run(run_id))
+    runindex.rewrite(sweep_dir.index_jsonl, [e for e in old.values() if e is not None])
 
 
 def _write_sweep_files(plan: SweepPlan, planned: list[PlannedRun]) -> None:

@@ -71,8 +71,7 @@ def _train(run_path: Path) -> int:
     from .rundir import RunDir, write_model
     from .runview import read_progress
     from .schemas import RunResult
-    from .training import (Checkpointer, IterationRecorder, build_model, evaluate, make_vec_env, truncate_logs,
-                           versions)
+    from .training import Checkpointer, IterationRecorder, build_model, evaluate, make_vec_env, truncate_logs, versions
 
     stop_if_requested()
     started = time.monotonic()

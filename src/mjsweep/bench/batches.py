@@ -17,10 +17,10 @@ from rich.console import Console
 from .. import live
 from ..launchers.local import THREAD_VARS, LocalLauncher
 from ..rundir import CorruptFileError, RunDir
-from ..schemas import RunResult
 from ..scheduler import SchedulerOptions, SweepOutcome
+from ..schemas import RunResult
 from ..sweep import SweepPlan, execute, prepare
-from .figures import BenchConfig, Batch
+from .figures import Batch, BenchConfig
 from .naive import NaiveJob, train_default_threads
 
 

@@ -46,7 +46,7 @@ def _fill_sweep_dir(path: Path, specs: list[dict]) -> None:
                            ep_rew_mean=2.5)
         run.result_json.write_text(json.dumps(result.to_file()), encoding="utf-8")
         run.progress_csv.write_text(_progress_csv(spec["total_timesteps"]), encoding="utf-8")
-    runindex.rewrite(sweep_dir.index_jsonl, [IndexEntry.of_run(run_dir).to_line() for run_dir in sweep_dir.run_dirs()])
+    runindex.rewrite(sweep_dir.index_jsonl, [IndexEntry.of_run(run_dir) for run_dir in sweep_dir.run_dirs()])
 
 
 def _progress_csv(timesteps: int, iterations: int = 4) -> str:
