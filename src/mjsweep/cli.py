@@ -187,7 +187,7 @@ def status(
     interval: float = typer.Option(2.0, "--interval", min=0.5, help="Seconds between refreshes with --watch."),
 ) -> None:
     """Counts by state and one row per run, while the sweep runs or after; flags stale runs and contention."""
-    from . import live
+    from . import render_runs
     from .rundir import SweepDir
     from .status import read_sweep, to_json
 
@@ -198,10 +198,10 @@ def status(
         return
     out = render.make_console()
     if not watch:
-        out.print(live.status_renderable(read_sweep(sweep_dir)))
+        out.print(render_runs.status_renderable(read_sweep(sweep_dir)))
         return
     try:
-        live.watch(out, lambda: live.status_renderable(read_sweep(sweep_dir)), interval)
+        render_runs.watch(out, lambda: render_runs.status_renderable(read_sweep(sweep_dir)), interval)
     except KeyboardInterrupt:
         pass
 
