@@ -1,31 +1,60 @@
-"""Reading a sweep dir back: one ResultRow per run folder; a missing or corrupt file is a row, not a crash."""
+"""Reading a sweep dir back: one ResultRow per run folder; a missing or corrupt file is a row, not a crash.
+
+A ResultRow is the one read model of a run's files (its spec, status and result): `sweep report` and
+`sweep plot` use it as it is, and `sweep status`, the live view and the index summarize it as a RunView
+(runview.py).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from .plan import RunSpec
-from .rundir import CorruptFileError, RunDir, RunStatus, SweepDir, succeeded
+from .rundir import CorruptFileError, RunDir, RunState, RunStatus, SweepDir, read_bytes, succeeded
 from .schemas import RunResult
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class ResultRow:
     run_id: str
-    variant: str
-    grid: dict[str, Any]
-    seed: int
-    group: str
-    state: str
-    """status.json's state, or 'unknown' when it is missing or corrupt."""
+    spec: RunSpec | None
+    """None when spec.json cannot be read; the status and result are not read then."""
     status: RunStatus | None
     result: RunResult | None
-    problems: list[str] = field(default_factory=list)
+    problems: tuple[str, ...] = ()
     """Files that could not be read, each with why."""
-    xml: str | None = None
-    """spec.json's model path, for the model statistics in a report."""
+
+    @property
+    def variant(self) -> str:
+        return self.spec.variant if self.spec else "?"
+
+    @property
+    def grid(self) -> dict[str, Any]:
+        return self.spec.grid if self.spec else {}
+
+    @property
+    def seed(self) -> int:
+        return self.spec.seed if self.spec else -1
+
+    @property
+    def group(self) -> str:
+        return self.spec.group if self.spec else "?"
+
+    @property
+    def xml(self) -> str | None:
+        """spec.json's model path, for the model statistics in a report."""
+        return self.spec.xml if self.spec else None
+
+    @property
+    def state(self) -> str:
+        """status.json's state; 'pending' without one, 'unknown' when a file could not be read."""
+        if self.status:
+            return self.status.state.value
+        return "unknown" if self.problems else RunState.PENDING.value
 
     @property
     def ok(self) -> bool:
@@ -39,31 +68,24 @@ class ResultRow:
 
 def collect(sweep_dir: SweepDir | Path) -> list[ResultRow]:
     sweep_dir = sweep_dir if isinstance(sweep_dir, SweepDir) else SweepDir(Path(sweep_dir))
-    rows = []
-    for run_dir in sweep_dir.run_dirs():
-        row = read_row(run_dir)
-        if row is not None:
-            rows.append(row)
-    return rows
+    return [read_row(run_dir) for run_dir in sweep_dir.run_dirs()]
 
 
-def read_row(run_dir: RunDir) -> ResultRow | None:
-    problems = []
+def read_row(run_dir: RunDir) -> ResultRow:
     try:
-        spec = RunSpec.model_validate_json(run_dir.spec_json.read_text(encoding="utf-8"))
+        spec = RunSpec.model_validate_json(read_bytes(run_dir.spec_json))
     except (OSError, ValueError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return ResultRow(run_dir.run_id, "?", {}, -1, "?", "unknown", None, None,
-                         [f"{run_dir.spec_json}: corrupt ({first})"])
-    status = result = None
+        return ResultRow(run_dir.run_id, None, None, None, (f"{run_dir.spec_json}: corrupt ({first})",))
+    problems: list[str] = []
+    status = _read(run_dir.read_status, problems)
+    result = _read(run_dir.read_result, problems)
+    return ResultRow(spec.run_id, spec, status, result, tuple(problems))
+
+
+def _read(reader: Callable[[], T | None], problems: list[str]) -> T | None:
     try:
-        status = run_dir.read_status()
+        return reader()
     except CorruptFileError as exc:
         problems.append(str(exc))
-    try:
-        result = run_dir.read_result()
-    except CorruptFileError as exc:
-        problems.append(str(exc))
-    state = status.state.value if status else ("unknown" if problems else "pending")
-    return ResultRow(spec.run_id, spec.variant, spec.grid, spec.seed, spec.group, state, status, result, problems,
-                     spec.xml)
+        return None

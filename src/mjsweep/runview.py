@@ -1,5 +1,6 @@
-"""One run's state read from its folder alone: the read model that `sweep status`, the live view and the
-index share. A missing or corrupt file is a problem on the view, never an exception.
+"""One run's state as `sweep status`, the live view and the index show it: its files as read
+(results.read_row) summarized with its progress. A missing or corrupt file is a problem on the view,
+never an exception.
 
 Reads only small files and the head and tail of progress.csv, and imports nothing heavy.
 """
@@ -12,13 +13,11 @@ import os
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any
 
-from .plan import RunSpec
-from .rundir import CorruptFileError, RunDir, RunState, RunStatus, read_bytes
+from .results import read_row
+from .rundir import RunDir, RunState, RunStatus
 from .schemas import RunResult
-
-T = TypeVar("T")
 
 STALE = "stale"
 """Display state of a run whose status.json says running but whose launcher or process is gone."""
@@ -79,14 +78,11 @@ class RunView:
 
 def read_run(run_dir: RunDir, launcher_alive: bool, host: str) -> RunView:
     """One run's view; a missing or corrupt file is a problem on the row, never an exception."""
-    try:
-        spec = RunSpec.model_validate_json(read_bytes(run_dir.spec_json))
-    except (OSError, ValueError):
+    row = read_row(run_dir)
+    spec, status, result = row.spec, row.status, row.result
+    if spec is None:
         return RunView(run_dir.run_id, "?", {}, -1, "unknown", problems=(f"{run_dir.spec_json}: unreadable",))
-    problems: list[str] = []
-    status = _read(run_dir.read_status, problems)
-    result = _read(run_dir.read_result, problems)
-    state = status.state.value if status else ("unknown" if problems else RunState.PENDING.value)
+    state = row.state
     if status and status.state is RunState.RUNNING and _is_stale(status, launcher_alive, host):
         state = STALE
     progress = _progress_of(run_dir, state, result)
@@ -101,7 +97,7 @@ def read_run(run_dir: RunDir, launcher_alive: bool, host: str) -> RunView:
         ep_rew_mean=progress.ep_rew_mean if progress else None,
         final_return=result.eval_mean_return if result else None,
         torch_threads=result.torch_threads if result else None, pid=status.pid if status else None,
-        host=status.host if status else None, problems=tuple(problems))
+        host=status.host if status else None, problems=row.problems)
 
 
 def _progress_of(run_dir: RunDir, state: str, result: RunResult | None) -> Progress | None:
@@ -111,14 +107,6 @@ def _progress_of(run_dir: RunDir, state: str, result: RunResult | None) -> Progr
     if result is not None and "early_fps" in result.model_fields_set:
         return Progress(result.timesteps or 0, result.fps, result.ep_rew_mean, result.early_fps)
     return read_progress(run_dir.progress_csv)
-
-
-def _read(reader: Callable[[], T | None], problems: list[str]) -> T | None:
-    try:
-        return reader()
-    except CorruptFileError as exc:
-        problems.append(str(exc))
-        return None
 
 
 def _is_stale(status: RunStatus, launcher_alive: bool, host: str) -> bool:
