@@ -68,8 +68,9 @@ def model_stats(sweep_dir: SweepDir, rows: list[ResultRow]) -> dict[str, ModelSt
         written = sweep_dir.read_variants()
     except CorruptFileError:
         written = None
-    out: dict[str, ModelStats | None] = {
-        v.name: ModelStats(v.bodies, v.joints, v.actuators, v.total_mass) for v in (written.variants if written else [])}
+    listed = written.variants if written else []
+    out: dict[str, ModelStats | None] = {v.name: ModelStats(v.bodies, v.joints, v.actuators, v.total_mass)
+                                         for v in listed}
     for row in rows:
         if row.variant not in out and row.xml:
             out[row.variant] = _compiled_stats(Path(row.xml))

@@ -26,16 +26,8 @@ from . import variants as variantlib
 from .envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
 from .launchers.base import Launcher
 from .plan import RunSpec
-from .rundir import (
-    CorruptFileError,
-    RunDir,
-    RunState,
-    SweepDir,
-    succeeded,
-    write_json_atomic,
-    write_model,
-    write_text_atomic,
-)
+from .rundir import (CorruptFileError, RunDir, RunState, SweepDir, succeeded, write_json_atomic, write_model,
+                     write_text_atomic)
 from .runindex import IndexEntry
 from .scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
 from .schemas import SweepVariants, VariantRecord

@@ -20,7 +20,7 @@ from ..rundir import CorruptFileError, RunDir
 from ..scheduler import SchedulerOptions, SweepOutcome
 from ..schemas import RunResult
 from ..sweep import SweepPlan, execute, prepare
-from .figures import Batch, BenchConfig
+from .figures import BenchConfig, Batch
 from .naive import NaiveJob, train_default_threads
 
 
