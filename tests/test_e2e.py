@@ -119,7 +119,7 @@ def test_a_variant_failing_at_run_time_does_not_stop_the_others(tmp_path, tiny_s
     tiny_spec.update({
         "env": "helpers.flaky_env:FlakyCheetah",
         "variants": [{"name": "good", "xml": str(TINY_XML)},
-                     {"name": "bad", "xml": str(TINY_XML), "env_kwargs": {"fail_after": 300}}],
+                     {"name": "bad", "xml": str(TINY_XML), "env_kwargs": {"fail_after": 400}}],
         "seeds": 2,
     })
     spec = write_spec(tmp_path, tiny_spec)
@@ -134,7 +134,7 @@ def test_a_variant_failing_at_run_time_does_not_stop_the_others(tmp_path, tiny_s
         states.setdefault(variant, []).append(status["state"])
         if variant == "bad":
             assert status["failure"] == "error" and status["returncode"] == 1 and status["attempts"] == 1
-            assert "FloatingPointError: simulation diverged after 300 steps" in status["error_tail"]
+            assert "FloatingPointError: simulation diverged after 400 steps" in status["error_tail"]
             assert not (run_dir / "result.json").exists()
         else:
             assert (run_dir / "result.json").exists()

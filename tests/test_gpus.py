@@ -6,14 +6,13 @@ import ast
 import sys
 
 import pytest
-
 from conftest import run_sweep, write_spec
+from test_scheduler import make_run
+
 from mjsweep.gpus import GpuSlots, detect_gpus
 from mjsweep.launchers.local import LocalLauncher
 from mjsweep.rundir import SweepDir
 from mjsweep.scheduler import Scheduler, SchedulerOptions
-from mjsweep.status import index_entry
-from test_scheduler import make_run
 
 RECORD = """
 import os, sys, time
@@ -52,7 +51,7 @@ def test_cuda_runs_share_gpus_by_slot_and_cpu_runs_see_none(tmp_path):
     for run in runs:
         sweep.run(run.run_id).path.mkdir(parents=True)
     options = SchedulerOptions(max_workers=4, poll_s=0.05)
-    outcome = Scheduler(launcher, sweep, options, index_entry=index_entry).run(runs)
+    outcome = Scheduler(launcher, sweep, options).run(runs)
     assert outcome.exit_code == 0 and len(outcome.succeeded) == 6
     holding: dict[str, str] = {}
     seen_gpus = set()

@@ -9,15 +9,16 @@ import math
 import mujoco
 import numpy as np
 import pytest
+from conftest import TINY_XML
 from helpers.fake_sweep import make_run, result, run_spec
 from typer.testing import CliRunner
 
-from conftest import TINY_XML
 from mjsweep import stats
 from mjsweep.cli import app
 from mjsweep.report import aggregate
-from mjsweep.results import collect, training_fps
+from mjsweep.results import collect
 from mjsweep.rundir import RunState
+from mjsweep.schemas import RunResult
 
 RETURNS_A = [10.0, 20.0, 30.0, 100.0]  # mean 40, IQM 25 (drops 10 and 100)
 RETURNS_B = [1.0, 2.0, 3.0]
@@ -124,6 +125,9 @@ OLD_RESULT = result(1.0, fps=212.9, **TIMED)
 
 
 def test_fps_counts_training_alone_in_results_of_every_version():
+    def training_fps(data: dict) -> float | None:
+        return RunResult.from_file(data).training_fps
+
     assert training_fps(NEW_RESULT) == 512.0
     assert training_fps(OLD_RESULT) == 512.0  # recomputed from rollout + update
     assert training_fps(result(1.0, fps=300.0)) == 300.0  # no timings at all: the fps it has

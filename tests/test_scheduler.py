@@ -15,7 +15,6 @@ from mjsweep.launchers.local import LocalLauncher
 from mjsweep.plan import RunSpec
 from mjsweep.rundir import FailureClass, RunState, SweepDir, write_json_atomic
 from mjsweep.scheduler import EventKind, Scheduler, SchedulerOptions
-from mjsweep.status import index_entry
 
 
 def make_run(i: int, cpus: int = 1) -> RunSpec:
@@ -96,7 +95,7 @@ class FakeLauncher(Launcher):
 def scheduler(tmp_path, launcher, clock, **options):
     opts = SchedulerOptions(**{"max_workers": 2, "memory_guard": False, "poll_s": 0.5, **options})
     events = []
-    sched = Scheduler(launcher, SweepDir(tmp_path), opts, index_entry=index_entry, on_event=events.append,
+    sched = Scheduler(launcher, SweepDir(tmp_path), opts, on_event=events.append,
                       clock=clock, sleep=clock.sleep)
     return sched, events
 
@@ -197,7 +196,7 @@ def test_real_processes_respect_the_cap_and_get_thread_caps(tmp_path):
     for run in runs:
         sweep.run(run.run_id).path.mkdir(parents=True)
     options = SchedulerOptions(max_workers=2, poll_s=0.05)
-    outcome = Scheduler(launcher, sweep, options, index_entry=index_entry).run(runs)
+    outcome = Scheduler(launcher, sweep, options).run(runs)
     assert outcome.exit_code == 0 and len(outcome.succeeded) == 6
     events = []
     for line in log.read_text().splitlines():

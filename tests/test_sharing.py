@@ -9,17 +9,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import TINY_LONG_XML, TINY_XML, run_sweep, write_spec
+from helpers.fake_sweep import run_spec
+from helpers.rendering import CHROMEDRIVER, CHROMIUM, needs_browser, needs_gl
 from PIL import Image
 
-from conftest import TINY_LONG_XML, TINY_XML, run_sweep, write_spec
-from helpers.rendering import CHROMEDRIVER, CHROMIUM, needs_browser, needs_gl
 from mjsweep.rendering.videos import NoVideo, choose
 from mjsweep.results import ResultRow
+from mjsweep.rundir import RunState, RunStatus
+from mjsweep.schemas import RunResult
 
 
 def row(seed: int, final: float, variant: str = "walker", ok: bool = True) -> ResultRow:
-    result = {"eval_mean_return": final} if ok else None
-    return ResultRow(f"{variant}_s{seed}", variant, {}, seed, variant, "succeeded" if ok else "failed", None, result)
+    status = RunStatus(state=RunState.SUCCEEDED if ok else RunState.FAILED, attempts=1)
+    return ResultRow(f"{variant}_s{seed}", run_spec(variant, seed), status,
+                     RunResult(eval_mean_return=final) if ok else None)
 
 
 def test_a_video_shows_the_seed_with_the_median_final_return(tmp_path):

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from conftest import run_sweep, sweep_exe, write_spec
 from mjsweep.cli import app
 from mjsweep.rundir import RunState, SweepDir
-from mjsweep.status import STALE, load_warnings, lock_holder, read_progress, read_sweep, totals
+from mjsweep.runview import STALE, read_progress
+from mjsweep.status import load_warnings, lock_holder, read_sweep, totals
 from mjsweep.sweep import sweep_lock
 
 WAIT = 300.0

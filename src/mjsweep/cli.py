@@ -212,12 +212,12 @@ def report(
     rows = collect(folder)
     if not rows:
         raise _invalid(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
-    groups = reportlib.aggregate(rows, reportlib.model_stats_by_xml(rows))
+    groups = reportlib.aggregate(rows, reportlib.model_stats(folder, rows))
     warnings = [str(w) for w in read_sweep(folder.path).warnings]
     csv_text = reportlib.to_csv(groups)
     md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings)
     write_text_atomic(folder.report_csv, csv_text)
-    write_text_atomic(folder.report_csv.with_suffix(".md"), md_text)
+    write_text_atomic(folder.report_md, md_text)
     if fmt == "table":
         render.report_table(render.make_console(), groups, rows, warnings)
     elif fmt == "html":
@@ -297,20 +297,21 @@ def status(
     interval: float = typer.Option(2.0, "--interval", min=0.5, help="Seconds between refreshes with --watch."),
 ) -> None:
     """Counts by state and one row per run, while the sweep runs or after; flags stale runs and contention."""
-    from . import live
+    from . import render_runs
+    from .rundir import SweepDir
     from .status import read_sweep, to_json
 
-    if not (sweep_dir.is_dir() and any(sweep_dir.glob("*/spec.json"))):
+    if not SweepDir(sweep_dir).has_runs():
         raise _invalid(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
     if as_json:
         sys.stdout.write(to_json(read_sweep(sweep_dir)))
         return
     out = render.make_console()
     if not watch:
-        out.print(live.status_renderable(read_sweep(sweep_dir)))
+        out.print(render_runs.status_renderable(read_sweep(sweep_dir)))
         return
     try:
-        live.watch(out, lambda: live.status_renderable(read_sweep(sweep_dir)), interval)
+        render_runs.watch(out, lambda: render_runs.status_renderable(read_sweep(sweep_dir)), interval)
     except KeyboardInterrupt:
         pass
 

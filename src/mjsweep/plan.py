@@ -56,6 +56,8 @@ class RunSpec(BaseModel):
     """CPU slots the run takes from the scheduler's cap (processes or threads it uses)."""
     device: str = "cpu"
     """torch device of the run; "cuda" runs take a GPU slot."""
+    tensorboard: bool = False
+    """Log to <run dir>/tensorboard. Kept out of content_hash: logging does not change what a run computes."""
 
     @property
     def group(self) -> str:
@@ -104,7 +106,7 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         n_envs=spec.n_envs, vec_env=spec.vec_env, checkpoint_every=spec.checkpoint_every,
         checkpoint_every_s=spec.checkpoint_every_s,
         eval_episodes=spec.eval.episodes, eval_deterministic=spec.eval.deterministic, content_hash=digest,
-        cpus=cpus_per_run(spec), device=spec.device,
+        cpus=cpus_per_run(spec), device=spec.device, tensorboard=spec.tensorboard,
     )
 
 

@@ -143,7 +143,7 @@ def _final_figure(rows: list[ResultRow], colors: dict, title: str, output: Path)
     fig, ax = plt.subplots(figsize=(9, 1.2 + 0.6 * len(groups)))
     for y, g in enumerate(reversed(groups)):
         color = colors.get(g.group, "black")
-        seeds = [float(r.result["eval_mean_return"]) for r in rows if r.group == g.group and r.ok]
+        seeds = [r.final_return for r in rows if r.group == g.group and r.final_return is not None]
         ax.scatter(seeds, [y - 0.2] * len(seeds), color=color, alpha=0.6, s=25, zorder=2)
         ax.errorbar([g.mean_return], [y], xerr=[[g.mean_return - g.ci_low], [g.ci_high - g.mean_return]],
                     fmt="D", color=color, capsize=5, markersize=7, zorder=3)

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from .rundir import CorruptFileError, RunDir, RunStatus, SweepDir
-from .runindex import ENDED_STATES, IndexWriter
+from .runindex import ENDED_STATES, IndexEntry, IndexWriter
 
 
 class StatusRecorder:
-    """index_entry reads an ended run's index line back from its files (status.index_entry); it is handed
-    in because the reading side of a sweep is no business of the launching side. A write that fails (a
-    full disk) is reported through `warn(run_id, message)`, and the sweep goes on."""
+    """A write that fails (a full disk) is reported through `warn(run_id, message)`, and the sweep goes on."""
 
-    def __init__(self, sweep_dir: SweepDir, index_entry: Callable[[RunDir], dict[str, Any]],
-                 warn: Callable[[str, str], None]):
+    def __init__(self, sweep_dir: SweepDir, warn: Callable[[str, str], None]):
         self.sweep_dir = sweep_dir
-        self._index_entry, self._warn = index_entry, warn
+        self._warn = warn
         self._index = IndexWriter(sweep_dir.index_jsonl)
 
     def previous(self, run_dir: RunDir) -> RunStatus | None:
@@ -43,4 +40,4 @@ class StatusRecorder:
             self._warn(run_dir.run_id, f"cannot write status.json: {exc}")
             return
         if status.state.value in ENDED_STATES:
-            self._index.ended(self._index_entry(run_dir))
+            self._index.ended(IndexEntry.of_run(run_dir))

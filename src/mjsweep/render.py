@@ -167,4 +167,4 @@ def outcome_summary(out: Console, plan: SweepPlan, outcome: SweepOutcome) -> Non
     out.print(f"sweep {plan.spec.name}: {len(outcome.succeeded)} succeeded, {len(outcome.failed)} failed, "
               f"{len(outcome.interrupted)} interrupted -> {plan.sweep_dir.path}")
     for run_id in outcome.failed:
-        out.print(f"  failed: {run_id} (see {plan.sweep_dir.path / run_id / 'log.txt'})")
+        out.print(f"  failed: {run_id} (see {plan.sweep_dir.run(run_id).log})")

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from . import stats
-from .results import ResultRow, training_fps
+from .results import ResultRow
+from .rundir import CorruptFileError, SweepDir
 from .variants import ModelStats
 
 
@@ -41,24 +42,24 @@ class GroupRow:
 def aggregate(rows: list[ResultRow], models: dict[str, ModelStats | None] | None = None) -> list[GroupRow]:
     """Group runs that differ only by seed; best mean return first, groups without results last.
 
-    `models` maps a run's xml path to its model statistics (see model_stats_by_xml).
+    `models` maps a variant's name to its model statistics (see model_stats).
     """
     groups: dict[str, list[ResultRow]] = {}
     for row in rows:
         groups.setdefault(row.group, []).append(row)
-    out = [_group_row(name, members, (models or {}).get(members[0].xml or "")) for name, members in groups.items()]
+    out = [_group_row(name, members, (models or {}).get(members[0].variant)) for name, members in groups.items()]
     return sorted(out, key=lambda g: (g.mean_return is None, -(g.mean_return or 0.0), g.group))
 
 
 def _group_row(name: str, members: list[ResultRow], model: ModelStats | None) -> GroupRow:
-    ok = [m for m in members if m.ok]
-    returns = [float(m.result["eval_mean_return"]) for m in ok]
-    fps = [f for f in (training_fps(m.result) for m in ok) if f is not None]
-    eval_s = [float(m.result["eval_s"]) for m in ok if m.result.get("eval_s") is not None]
+    returns = [m.final_return for m in members if m.final_return is not None]
+    ok = [m.result for m in members if m.ok and m.result]
+    fps = [f for f in (r.training_fps for r in ok) if f is not None]
+    eval_s = [r.eval_s for r in ok if r.eval_s is not None]
     summary = stats.summarize(returns) if returns else None
     return GroupRow(
         group=name, variant=members[0].variant, grid=members[0].grid, runs=len(members),
-        succeeded=len(ok), failed=sum(1 for m in members if m.state == "failed"),
+        succeeded=len(returns), failed=sum(1 for m in members if m.state == "failed"),
         mean_return=summary.mean if summary else None, std_return=summary.std if summary else None,
         mean_fps=statistics.fmean(fps) if fps else None, iqm_return=summary.iqm if summary else None,
         ci_low=summary.ci_low if summary else None, ci_high=summary.ci_high if summary else None, model=model,
@@ -66,17 +67,30 @@ def _group_row(name: str, members: list[ResultRow], model: ModelStats | None) ->
     )
 
 
-def model_stats_by_xml(rows: list[ResultRow]) -> dict[str, ModelStats | None]:
-    """Compile each distinct model once (imports mujoco); a missing or broken XML gives None."""
+def model_stats(sweep_dir: SweepDir, rows: list[ResultRow]) -> dict[str, ModelStats | None]:
+    """Each variant's model statistics, from variants.json as the launcher wrote it; a variant it does not
+    list (a sweep from before variants.json) is compiled from its runs' XML, None if that fails."""
+    try:
+        written = sweep_dir.read_variants()
+    except CorruptFileError:
+        written = None
+    listed = written.variants if written else []
+    out: dict[str, ModelStats | None] = {v.name: ModelStats(v.bodies, v.joints, v.actuators, v.total_mass)
+                                         for v in listed}
+    for row in rows:
+        if row.variant not in out and row.xml:
+            out[row.variant] = _compiled_stats(Path(row.xml))
+    return out
+
+
+def _compiled_stats(xml: Path) -> ModelStats | None:
+    """Compiles the model (imports mujoco); a missing or broken XML gives None."""
     from .variants import compile_model, model_stats
 
-    out: dict[str, ModelStats | None] = {}
-    for xml in {r.xml for r in rows if r.xml}:
-        try:
-            out[xml] = model_stats(compile_model(Path(xml))) if Path(xml).is_file() else None
-        except ValueError:
-            out[xml] = None
-    return out
+    try:
+        return model_stats(compile_model(xml)) if xml.is_file() else None
+    except ValueError:
+        return None
 
 
 CSV_FIELDS = ("variant", "grid", "runs", "succeeded", "failed", "mean_return", "std_return", "iqm_return",

@@ -1,84 +1,91 @@
-"""Reading a sweep dir back: one ResultRow per run folder; a missing or corrupt file is a row, not a crash."""
+"""Reading a sweep dir back: one ResultRow per run folder; a missing or corrupt file is a row, not a crash.
+
+A ResultRow is the one read model of a run's files (its spec, status and result): `sweep report` and
+`sweep plot` use it as it is, and `sweep status`, the live view and the index summarize it as a RunView
+(runview.py).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from .plan import RunSpec
-from .rundir import CorruptFileError, RunDir, RunStatus, SweepDir
+from .rundir import CorruptFileError, RunDir, RunState, RunStatus, SweepDir, read_bytes, succeeded
+from .schemas import RunResult
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class ResultRow:
     run_id: str
-    variant: str
-    grid: dict[str, Any]
-    seed: int
-    group: str
-    state: str
-    """status.json's state, or 'unknown' when it is missing or corrupt."""
+    spec: RunSpec | None
+    """None when spec.json cannot be read; the status and result are not read then."""
     status: RunStatus | None
-    result: dict[str, Any] | None
-    problems: list[str] = field(default_factory=list)
+    result: RunResult | None
+    problems: tuple[str, ...] = ()
     """Files that could not be read, each with why."""
-    xml: str | None = None
-    """spec.json's model path, for the model statistics in a report."""
+
+    @property
+    def variant(self) -> str:
+        return self.spec.variant if self.spec else "?"
+
+    @property
+    def grid(self) -> dict[str, Any]:
+        return self.spec.grid if self.spec else {}
+
+    @property
+    def seed(self) -> int:
+        return self.spec.seed if self.spec else -1
+
+    @property
+    def group(self) -> str:
+        return self.spec.group if self.spec else "?"
+
+    @property
+    def xml(self) -> str | None:
+        """spec.json's model path, for the model statistics in a report."""
+        return self.spec.xml if self.spec else None
+
+    @property
+    def state(self) -> str:
+        """status.json's state; 'pending' without one, 'unknown' when a file could not be read."""
+        if self.status:
+            return self.status.state.value
+        return "unknown" if self.problems else RunState.PENDING.value
 
     @property
     def ok(self) -> bool:
-        return self.state == "succeeded" and self.result is not None and "eval_mean_return" in self.result
+        return succeeded(self.status, self.result)
+
+    @property
+    def final_return(self) -> float | None:
+        """The final evaluation's mean return of a run that succeeded."""
+        return self.result.eval_mean_return if self.ok and self.result else None
 
 
 def collect(sweep_dir: SweepDir | Path) -> list[ResultRow]:
     sweep_dir = sweep_dir if isinstance(sweep_dir, SweepDir) else SweepDir(Path(sweep_dir))
-    rows = []
-    for run_dir in sweep_dir.run_dirs():
-        row = read_row(run_dir)
-        if row is not None:
-            rows.append(row)
-    return rows
+    return [read_row(run_dir) for run_dir in sweep_dir.run_dirs()]
 
 
-def read_row(run_dir: RunDir) -> ResultRow | None:
-    problems = []
+def read_row(run_dir: RunDir) -> ResultRow:
     try:
-        spec = RunSpec.model_validate_json(run_dir.spec_json.read_text(encoding="utf-8"))
+        spec = RunSpec.model_validate_json(read_bytes(run_dir.spec_json))
     except (OSError, ValueError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return ResultRow(run_dir.run_id, "?", {}, -1, "?", "unknown", None, None,
-                         [f"{run_dir.spec_json}: corrupt ({first})"])
-    status = result = None
+        return ResultRow(run_dir.run_id, None, None, None, (f"{run_dir.spec_json}: corrupt ({first})",))
+    problems: list[str] = []
+    status = _read(run_dir.read_status, problems)
+    result = _read(run_dir.read_result, problems)
+    return ResultRow(spec.run_id, spec, status, result, tuple(problems))
+
+
+def _read(reader: Callable[[], T | None], problems: list[str]) -> T | None:
     try:
-        status = run_dir.read_status()
+        return reader()
     except CorruptFileError as exc:
         problems.append(str(exc))
-    try:
-        result = run_dir.read_result()
-    except CorruptFileError as exc:
-        problems.append(str(exc))
-    state = status.state.value if status else ("unknown" if problems else "pending")
-    return ResultRow(spec.run_id, spec.variant, spec.grid, spec.seed, spec.group, state, status, result, problems,
-                     spec.xml)
-
-
-def training_fps(result: dict[str, Any]) -> float | None:
-    """Environment steps per second of training (rollout + update) in a result.json of any version.
-
-    Files without `training_s` were written when fps also counted saving and the final evaluation; their
-    fps is recomputed from rollout_s + train_s where they have those, so old and new runs compare.
-    """
-    if "training_s" not in result:
-        seconds = _number(result.get("rollout_s"), 0.0) + _number(result.get("train_s"), 0.0)
-        timesteps = _number(result.get("timesteps"), 0.0)
-        if seconds > 0 and timesteps > 0:
-            return round(timesteps / seconds, 1)
-    return _number(result.get("fps"), None)
-
-
-def _number(value: Any, default: float | None) -> float | None:
-    try:
-        return float(value) if value not in (None, "") else default
-    except (TypeError, ValueError):
-        return default
+        return None

@@ -12,9 +12,13 @@ import tempfile
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
+
+from .schemas import CheckpointRecord, FileModel, RunResult, SweepVariants
+
+M = TypeVar("M", bound=FileModel)
 
 
 class CorruptFileError(Exception):
@@ -37,10 +41,8 @@ class FailureClass(str, Enum):
     LOST = "lost"                # its launcher or node went away while it ran
 
 
-class RunStatus(BaseModel):
+class RunStatus(FileModel):
     """status.json: what the launcher knows about one run."""
-
-    model_config = ConfigDict(frozen=True)
 
     state: RunState = RunState.PENDING
     attempts: int = 0
@@ -53,6 +55,11 @@ class RunStatus(BaseModel):
     error_tail: str | None = None
     """Last lines of log.txt when the run failed."""
     peak_rss_mb: float | None = None
+
+
+def succeeded(status: RunStatus | None, result: RunResult | None) -> bool:
+    """The one rule for a run that is done: its launcher saw it succeed and its result is complete."""
+    return status is not None and status.state is RunState.SUCCEEDED and result is not None and result.complete
 
 
 def now_iso() -> str:
@@ -84,19 +91,49 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
 
 def read_json(path: Path) -> dict[str, Any] | None:
     """The file's object, None if it does not exist; CorruptFileError if it is not a JSON object."""
+    raw = _read_if_exists(path)
+    return None if raw is None else _json_object(path, raw)
+
+
+def read_model(path: Path, model: type[M]) -> M | None:
+    """The file as `model`, None if it does not exist; CorruptFileError if it is not one."""
+    raw = _read_if_exists(path)
+    if raw is None:
+        return None
     try:
-        text = read_bytes(path).decode("utf-8")
+        return model.from_json(raw)  # parsed and checked in one pass: `sweep status` reads 10,000 of these
+    except ValidationError:
+        pass
+    data = _json_object(path, raw)  # raises with what is wrong with the JSON itself, if anything
+    try:
+        return model.from_file(data)
+    except ValidationError as exc:
+        raise CorruptFileError(f"{path}: not a valid {path.name} ({exc.error_count()} errors)") from None
+
+
+def _read_if_exists(path: Path) -> bytes | None:
+    try:
+        return read_bytes(path)
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise CorruptFileError(f"{path}: unreadable: {exc}") from None
+
+
+def _json_object(path: Path, raw: bytes) -> dict[str, Any]:
     try:
-        data = json.loads(text)
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CorruptFileError(f"{path}: unreadable: {exc}") from None
     except json.JSONDecodeError as exc:
         raise CorruptFileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict):
         raise CorruptFileError(f"{path}: expected a JSON object")
     return data
+
+
+def write_model(path: Path, record: FileModel) -> None:
+    write_json_atomic(path, record.to_file())
 
 
 def read_bytes(path: Path) -> bytes:
@@ -113,6 +150,10 @@ def read_bytes(path: Path) -> bytes:
         os.close(fd)
 
 
+SPEC_JSON = "spec.json"
+"""The file that makes a folder a run folder."""
+
+
 class RunDir:
     """<sweep>/<run_id>/: one run's files."""
 
@@ -123,34 +164,48 @@ class RunDir:
     def run_id(self) -> str:
         return self.path.name
 
-    spec_json = property(lambda self: self.path / "spec.json")
+    spec_json = property(lambda self: self.path / SPEC_JSON)
     status_json = property(lambda self: self.path / "status.json")
     result_json = property(lambda self: self.path / "result.json")
     log = property(lambda self: self.path / "log.txt")
     monitor_csv = property(lambda self: self.path / "monitor.csv")
     progress_csv = property(lambda self: self.path / "progress.csv")
     model_zip = property(lambda self: self.path / "model.zip")
+    model_zip_tmp = property(lambda self: self.path / ".model.zip.tmp")
     vecnormalize = property(lambda self: self.path / "vecnormalize.pkl")
     best_model_zip = property(lambda self: self.path / "best_model.zip")
     best_vecnormalize = property(lambda self: self.path / "best_vecnormalize.pkl")
     checkpoints = property(lambda self: self.path / "checkpoints")
     checkpoint_json = property(lambda self: self.path / "checkpoints" / "checkpoint.json")
     variant_xml = property(lambda self: self.path / "variant.xml")
+    tensorboard = property(lambda self: self.path / "tensorboard")
+
+    def checkpoint_model(self, timesteps: int) -> Path:
+        """Where the checkpoint taken at `timesteps` keeps its model."""
+        return self.checkpoints / f"model_{timesteps}.zip"
+
+    def checkpoint_models(self) -> list[Path]:
+        return list(self.checkpoints.glob("model_*.zip"))
 
     def read_status(self) -> RunStatus | None:
-        data = read_json(self.status_json)
-        if data is None:
-            return None
-        try:
-            return RunStatus.model_validate(data)
-        except ValidationError as exc:
-            raise CorruptFileError(f"{self.status_json}: not a run status ({exc.error_count()} errors)") from None
+        return read_model(self.status_json, RunStatus)
 
     def write_status(self, status: RunStatus) -> None:
-        write_json_atomic(self.status_json, status.model_dump(mode="json"))
+        write_model(self.status_json, status)
 
-    def read_result(self) -> dict[str, Any] | None:
-        return read_json(self.result_json)
+    def read_result(self) -> RunResult | None:
+        return read_model(self.result_json, RunResult)
+
+    def has_complete_result(self) -> bool:
+        """result.json holds the final evaluation (a corrupt one does not)."""
+        try:
+            result = self.read_result()
+        except CorruptFileError:
+            return False
+        return result is not None and result.complete
+
+    def read_checkpoint(self) -> CheckpointRecord | None:
+        return read_model(self.checkpoint_json, CheckpointRecord)
 
     def error_tail(self, lines: int = 20) -> str:
         """The end of log.txt, where a traceback's last line is."""
@@ -173,19 +228,32 @@ class SweepDir:
     sweep_yaml = property(lambda self: self.path / "sweep.yaml")
     lock_file = property(lambda self: self.path / "sweep.lock")
     index_jsonl = property(lambda self: self.path / "index.jsonl")
+    variants_json = property(lambda self: self.path / "variants.json")
     report_csv = property(lambda self: self.path / "report.csv")
     report_html = property(lambda self: self.path / "report.html")
     pictures = property(lambda self: self.path / "pictures")
     contact_sheet = property(lambda self: self.path / "pictures" / "contact_sheet.png")
     videos = property(lambda self: self.path / "videos")
+    report_md = property(lambda self: self.path / "report.md")
+
+    def read_variants(self) -> SweepVariants | None:
+        return read_model(self.variants_json, SweepVariants)
 
     def run(self, run_id: str) -> RunDir:
         return RunDir(self.path / run_id)
 
+    def has_runs(self) -> bool:
+        """Whether any subfolder is a run folder (stops at the first)."""
+        try:
+            with os.scandir(self.path) as entries:
+                return any(e.is_dir() and os.path.exists(os.path.join(e.path, SPEC_JSON)) for e in entries)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+
     def run_dirs(self) -> list[RunDir]:
         """Every run folder, in name order: those with a spec.json."""
         base = str(self.path)
-        return [self.run(n) for n in self.folder_names() if os.path.exists(os.path.join(base, n, "spec.json"))]
+        return [self.run(n) for n in self.folder_names() if os.path.exists(os.path.join(base, n, SPEC_JSON))]
 
     def folder_names(self) -> list[str]:
         """The names of the sweep folder's subfolders, sorted; [] if there is no sweep folder."""

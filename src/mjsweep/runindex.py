@@ -8,7 +8,9 @@ folders stay the truth:
   it skips) and appends a line when a run ends;
 - before a run starts again, a {"run_id": ..., "state": "running"} line says "read its files";
 - a reader trusts a run's last line only if it is an ended state, skips lines it cannot parse, and
-  reads the run's files for every run the index does not vouch for;
+  reads the run's files for every run the index does not vouch for (a line with keys this version does
+  not know, from a later schema, or without training_s (written when fps counted wall time) vouches for
+  nothing, and the next `sweep run` writes it again);
 - if a line cannot be written, the index is removed, so that it is never wrong, only absent.
 """
 
@@ -16,31 +18,74 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .rundir import read_bytes, write_text_atomic
+from pydantic import ConfigDict, ValidationError
 
-ENDED_STATES = frozenset({"succeeded", "failed", "interrupted"})
-RESTARTED = "running"
+from .rundir import RunDir, RunState, read_bytes, write_text_atomic
+from .runview import RunView, read_run
+from .schemas import SCHEMA, FileModel
+
+ENDED_STATES = frozenset({RunState.SUCCEEDED.value, RunState.FAILED.value, RunState.INTERRUPTED.value})
+RESTARTED = RunState.RUNNING.value
 
 
-def ended_entries(path: Path) -> dict[str, dict[str, Any]]:
-    """run_id -> its last entry, for runs whose last line is an ended state; {} without a readable index."""
+class IndexEntry(FileModel):
+    """An ended run's line: everything `sweep status` shows of it. Its own model, so that a change to
+    what the screen shows does not change the file."""
+
+    # The index is only a cache: a line this version does not fully understand is not trusted, and the
+    # run's files are read instead.
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    variant: str
+    grid: dict[str, Any]
+    seed: int
+    state: str
+    attempts: int = 0
+    timesteps: int = 0
+    total_timesteps: int = 0
+    fps: float | None = None
+    early_fps: float | None = None
+    ep_rew_mean: float | None = None
+    final_return: float | None = None
+    training_s: float | None = None
+    eval_s: float | None = None
+    save_s: float | None = None
+    startup_s: float | None = None
+    torch_threads: int | None = None
+    pid: int | None = None
+    host: str | None = None
+    problems: tuple[str, ...] = ()
+
+    @classmethod
+    def of_run(cls, run_dir: RunDir) -> IndexEntry:
+        """Read from the run's files. Written once the run has ended, when whether its launcher lives
+        (which tells running from stale) no longer matters."""
+        return cls(**asdict(read_run(run_dir, True, socket.gethostname())))
+
+    def to_view(self) -> RunView:
+        return RunView(**self.model_dump(exclude={"schema_version"}))
+
+
+def ended_entries(path: Path) -> dict[str, IndexEntry | None]:
+    """run_id -> its last entry, for runs whose last line is an ended state; None where that line is one
+    this version cannot vouch for (the run's files tell); {} without a readable index."""
     try:
         data = read_bytes(path)
     except OSError:
         return {}
-    entries: dict[str, dict[str, Any]] = {}
+    entries: dict[str, IndexEntry | None] = {}
     for line in data.splitlines():
-        try:
-            entry = json.loads(line)
-            run_id = entry["run_id"]
-            state = entry["state"]
-        except (ValueError, TypeError, KeyError):
+        entry = _entry(line)
+        said = (entry.run_id, entry.state) if entry else _run_and_state(line)
+        if said is None:
             continue  # a blank line, or one a crash cut short
-        if not isinstance(run_id, str):
-            continue
+        run_id, state = said
         if state in ENDED_STATES:
             entries[run_id] = entry
         else:
@@ -48,10 +93,31 @@ def ended_entries(path: Path) -> dict[str, dict[str, Any]]:
     return entries
 
 
-def rewrite(path: Path, entries: list[dict[str, Any]]) -> None:
+def _entry(line: bytes) -> IndexEntry | None:
+    # One pass of pydantic's JSON parser per line: `sweep status` reads 10,000 of them.
+    try:
+        entry = IndexEntry.from_json(line)
+    except ValidationError:
+        return None
+    if entry.schema_version > SCHEMA or "training_s" not in entry.model_fields_set:
+        return None  # a later version's, or written when fps counted wall time: the run's files tell
+    return entry
+
+
+def _run_and_state(line: bytes) -> tuple[str, Any] | None:
+    """What any line says, whatever else it holds: its run and that run's state."""
+    try:
+        data = json.loads(line)
+        run_id, state = data["run_id"], data["state"]
+    except (ValueError, TypeError, KeyError):
+        return None
+    return (run_id, state) if isinstance(run_id, str) else None
+
+
+def rewrite(path: Path, entries: list[IndexEntry]) -> None:
     """Replace the index with these ended runs' entries, atomically; remove it if that fails."""
     try:
-        write_text_atomic(path, "".join(_line(e) for e in entries if e.get("state") in ENDED_STATES))
+        write_text_atomic(path, "".join(_line(e.to_file()) for e in entries if e.state in ENDED_STATES))
     except OSError:
         _remove(path)
 
@@ -63,9 +129,9 @@ class IndexWriter:
         self.path = path
         self.broken = False
 
-    def ended(self, entry: dict[str, Any]) -> None:
-        if entry.get("state") in ENDED_STATES:
-            self._append(_line(entry))
+    def ended(self, entry: IndexEntry) -> None:
+        if entry.state in ENDED_STATES:
+            self._append(_line(entry.to_file()))
 
     def restarting(self, run_id: str) -> None:
         """Called before the run's worker starts: from then on its files, not its old entry, are the truth."""

@@ -12,7 +12,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable
+from typing import Callable
 
 import psutil
 
@@ -22,7 +22,7 @@ from .launchers.base import Launcher, RunExit, RunHandle
 from .memory import memory_admits, run_memory_mb
 from .plan import RunSpec
 from .recorder import StatusRecorder
-from .rundir import CorruptFileError, FailureClass, RunDir, RunState, RunStatus, SweepDir, now_iso
+from .rundir import FailureClass, RunState, RunStatus, SweepDir, now_iso
 
 
 @dataclass(frozen=True)
@@ -85,14 +85,13 @@ class Scheduler:
     memory.py's; status.json and index.jsonl are written by the StatusRecorder alone."""
 
     def __init__(self, launcher: Launcher, sweep_dir: SweepDir, options: SchedulerOptions, *,
-                 index_entry: Callable[[RunDir], dict[str, Any]],
                  on_event: Callable[[Event], None] = lambda e: None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
                  available_mb: Callable[[], float] = lambda: psutil.virtual_memory().available / 2**20):
         self.launcher, self.sweep_dir, self.options = launcher, sweep_dir, options
         self.on_event, self.clock, self.sleep = on_event, clock, sleep
         self.available_mb = available_mb
-        self.recorder = StatusRecorder(sweep_dir, index_entry, warn=self._warn)
+        self.recorder = StatusRecorder(sweep_dir, warn=self._warn)
         self._stop_requests = 0
         self._active: dict[str, _Active] = {}
         self._measured_rss_mb: list[float] = []
@@ -202,7 +201,7 @@ class Scheduler:
         run_dir = self.sweep_dir.run(active.run.run_id)
         stopped = bool(self._stop_requests) and active.interrupted_at is not None
         failure = classify(end, stopped=stopped, timed_out=active.timed_out_at is not None,
-                           succeeded=_has_result(run_dir))
+                           succeeded=run_dir.has_complete_result())
         peak = active.handle.peak_rss_mb()
         if peak:
             self._measured_rss_mb.append(peak)
@@ -285,11 +284,3 @@ class _NoScope:
 
     def __exit__(self, *exc):
         pass
-
-
-def _has_result(run_dir: RunDir) -> bool:
-    try:
-        result = run_dir.read_result()
-    except CorruptFileError:
-        return False
-    return result is not None and "eval_mean_return" in result

@@ -28,9 +28,11 @@ from .launchers.base import Launcher
 from .modelfiles import error_location
 from .plan import RunSpec
 from .planned import Action, PlannedRun, Reason
-from .rundir import CorruptFileError, RunDir, RunState, SweepDir, write_json_atomic, write_text_atomic
+from .rundir import (CorruptFileError, RunDir, RunState, SweepDir, succeeded, write_json_atomic, write_model,
+                     write_text_atomic)
+from .runindex import IndexEntry
 from .scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
-from .status import index_entry, view_of_entry
+from .schemas import SweepVariants, VariantRecord
 
 
 class BrokenVariantsError(speclib.SpecError):
@@ -156,7 +158,7 @@ def _decide_one(run: RunSpec, run_dir: RunDir) -> PlannedRun:
         result = run_dir.read_result()
     except CorruptFileError as exc:
         return PlannedRun(run, _restart_action(run_dir), f"corrupt: {exc}", Reason.CORRUPT)
-    if status and status.state is RunState.SUCCEEDED and result and "eval_mean_return" in result:
+    if succeeded(status, result):
         return PlannedRun(run, Action.SKIP, "succeeded", Reason.SUCCEEDED)
     if not status:
         return PlannedRun(run, _restart_action(run_dir), "", Reason.NEW)
@@ -190,7 +192,7 @@ def execute(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
         todo = [p.run for p in planned if p.action is not Action.SKIP]
         if todo:
             launcher.submit(todo, plan.sweep_dir)
-        outcome = Scheduler(launcher, plan.sweep_dir, options, index_entry=index_entry, on_event=on_event).run(todo)
+        outcome = Scheduler(launcher, plan.sweep_dir, options, on_event=on_event).run(todo)
         outcome.succeeded[:0] = [p.run.run_id for p in planned if p.action is Action.SKIP]
         return outcome
 
@@ -203,14 +205,15 @@ def _reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
         run_id = item.run.run_id
         if item.action is not Action.SKIP:
             old.pop(run_id, None)
-        elif old.get(run_id, {}).get("state") != RunState.SUCCEEDED.value or view_of_entry(old[run_id]) is None:
-            old[run_id] = index_entry(sweep_dir.run(run_id))  # absent, not ended, or of an older version
-    runindex.rewrite(sweep_dir.index_jsonl, list(old.values()))
+        elif (entry := old.get(run_id)) is None or entry.state != RunState.SUCCEEDED.value:
+            old[run_id] = IndexEntry.of_run(sweep_dir.run(run_id))  # absent, not ended, or of an older version
+    runindex.rewrite(sweep_dir.index_jsonl, [e for e in old.values() if e is not None])
 
 
 def _write_sweep_files(plan: SweepPlan, planned: list[PlannedRun]) -> None:
     resolved = plan.spec.model_dump(mode="json")
     write_text_atomic(plan.sweep_dir.sweep_yaml, yaml.safe_dump(resolved, sort_keys=False))
+    write_model(plan.sweep_dir.variants_json, variants_record(plan))
     generated = {c.variant.name: c.variant.xml_text for c in plan.checks if c.variant.xml_text is not None}
     for item in planned:
         if item.action is Action.SKIP:
@@ -220,6 +223,18 @@ def _write_sweep_files(plan: SweepPlan, planned: list[PlannedRun]) -> None:
         if item.run.variant in generated:
             write_text_atomic(run_dir.variant_xml, generated[item.run.variant])
         write_json_atomic(run_dir.spec_json, item.run.model_dump(mode="json"))
+
+
+def variants_record(plan: SweepPlan) -> SweepVariants:
+    """variants.json: what deep validation found of each variant (all compiled, or prepare() raised)."""
+    records = []
+    for check in plan.checks:
+        v, stats = check.variant, check.stats
+        assert stats is not None, "prepare() lets no variant that fails to compile through"
+        records.append(VariantRecord(name=v.name, xml=str(v.xml), sha256=v.sha256, bodies=stats.bodies,
+                                     joints=stats.joints, actuators=stats.actuators, total_mass=stats.total_mass,
+                                     obs_shape=check.probe.obs_shape, act_shape=check.probe.act_shape))
+    return SweepVariants(variants=records)
 
 
 def _kill_orphan(run_dir: RunDir) -> None:

@@ -10,13 +10,11 @@ import importlib.util
 import os
 import platform
 import time
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
 import torch
-import yaml
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
@@ -25,7 +23,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 
 from .envs import make_env
 from .plan import RunSpec
-from .rundir import RunDir, SweepDir, read_json, write_json_atomic
+from .rundir import RunDir, write_model
+from .schemas import CheckpointRecord, Timing
 
 PROGRESS_FIELDS = ("iteration", "timesteps", "wall_s", "fps", "ep_rew_mean", "ep_len_mean",
                    "rollout_s", "train_s")
@@ -33,41 +32,11 @@ ACTIVATION_CLASSES = {"tanh": "Tanh", "relu": "ReLU", "elu": "ELU", "leaky_relu"
                       "gelu": "GELU", "silu": "SiLU"}
 
 
-@dataclass(frozen=True)
-class Timing:
-    """Seconds a run spent, summed over its attempts up to a checkpoint (or the end)."""
-
-    wall_s: float = 0.0
-    """From the start of training: training, checkpoints, and at the end the final save and evaluation."""
-    rollout_s: float = 0.0
-    """Collecting rollouts: env steps and the policy's forward pass."""
-    train_s: float = 0.0
-    """PPO updates (forward, backward, optimizer)."""
-    save_s: float = 0.0
-    """Writing checkpoints; absent from checkpoint.json files of earlier versions."""
-
-    @property
-    def training_s(self) -> float:
-        """Rollout + update: the seconds a run's fps counts."""
-        return self.rollout_s + self.train_s
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """checkpoints/checkpoint.json: a saved model and where the logs stood when it was saved."""
-
-    timesteps: int
-    iteration: int
-    model_file: str
-    monitor_bytes: int
-    progress_bytes: int
-    timing: Timing
-
-    def truncate_logs(self, run: RunDir) -> None:
-        """Drop log rows written after this checkpoint, so a resumed run does not repeat them."""
-        for path, size in ((run.monitor_csv, self.monitor_bytes), (run.progress_csv, self.progress_bytes)):
-            if path.exists() and path.stat().st_size > size:
-                os.truncate(path, size)
+def truncate_logs(run: RunDir, checkpoint: CheckpointRecord) -> None:
+    """Drop log rows written after this checkpoint, so a resumed run does not repeat them."""
+    for path, size in ((run.monitor_csv, checkpoint.monitor_bytes), (run.progress_csv, checkpoint.progress_bytes)):
+        if path.exists() and path.stat().st_size > size:
+            os.truncate(path, size)
 
 
 def checkpoint_due(steps_since: int, seconds_since: float, every_steps: int, every_s: float | None) -> bool:
@@ -80,29 +49,25 @@ class Checkpointer:
     def __init__(self, run: RunDir, every: int, every_s: float | None = None):
         self.run, self.every, self.every_s = run, every, every_s
 
-    def latest(self) -> Checkpoint | None:
-        data = read_json(self.run.checkpoint_json)
-        if data is None or not (self.run.checkpoints / data["model_file"]).exists():
+    def latest(self) -> CheckpointRecord | None:
+        checkpoint = self.run.read_checkpoint()
+        if checkpoint is None or not (self.run.checkpoints / checkpoint.model_file).exists():
             return None
-        return Checkpoint(data["timesteps"], data["iteration"], data["model_file"], data["monitor_bytes"],
-                          data["progress_bytes"], Timing(**data["timing"]))
+        return checkpoint
 
-    def save(self, model: PPO, iteration: int, timing: Timing, log_sizes: tuple[int, int]) -> Checkpoint:
+    def save(self, model: PPO, iteration: int, timing: Timing, log_sizes: tuple[int, int]) -> CheckpointRecord:
         # The model file is written first under a new name, then checkpoint.json points at it:
         # a kill at any moment leaves the previous pair intact.
         self.run.checkpoints.mkdir(exist_ok=True)
-        name = f"model_{model.num_timesteps}.zip"
-        tmp = self.run.checkpoints / f".{name}.tmp"
+        path = self.run.checkpoint_model(int(model.num_timesteps))
+        tmp = path.with_name(f".{path.name}.tmp")
         model.save(str(tmp))
-        os.replace(tmp, self.run.checkpoints / name)
-        ckpt = Checkpoint(int(model.num_timesteps), iteration, name, *log_sizes, timing)
-        write_json_atomic(self.run.checkpoint_json, {
-            "timesteps": ckpt.timesteps, "iteration": iteration, "model_file": name,
-            "monitor_bytes": ckpt.monitor_bytes, "progress_bytes": ckpt.progress_bytes,
-            "timing": timing.__dict__,
-        })
-        for old in self.run.checkpoints.glob("model_*.zip"):
-            if old.name != name:
+        os.replace(tmp, path)
+        ckpt = CheckpointRecord(timesteps=int(model.num_timesteps), iteration=iteration, model_file=path.name,
+                                monitor_bytes=log_sizes[0], progress_bytes=log_sizes[1], timing=timing)
+        write_model(self.run.checkpoint_json, ckpt)
+        for old in self.run.checkpoint_models():
+            if old.name != path.name:
                 old.unlink(missing_ok=True)
         return ckpt
 
@@ -155,7 +120,7 @@ class PhaseTimer(BaseCallback):
 class IterationRecorder(PhaseTimer):
     """Writes one progress.csv row per PPO iteration (rollout + update) and checkpoints when due."""
 
-    def __init__(self, checkpointer: Checkpointer, resume: Checkpoint | None,
+    def __init__(self, checkpointer: Checkpointer, resume: CheckpointRecord | None,
                  stop_if_requested: Callable[[], None]):
         super().__init__()
         self.checkpointer = checkpointer
@@ -228,8 +193,8 @@ class IterationRecorder(PhaseTimer):
 
     def totals(self) -> Timing:
         elapsed = time.monotonic() - self._t0 if self._t0 else 0.0
-        return Timing(self.base.wall_s + elapsed, self.base.rollout_s + self.rollout_s,
-                      self.base.train_s + self.train_s, self.base.save_s + self.save_s)
+        return Timing(wall_s=self.base.wall_s + elapsed, rollout_s=self.base.rollout_s + self.rollout_s,
+                      train_s=self.base.train_s + self.train_s, save_s=self.base.save_s + self.save_s)
 
     def save_interrupted(self) -> None:
         """Checkpoint on a stop request, rewound to the start of the unfinished iteration.
@@ -259,7 +224,7 @@ def process_age_s() -> float:
     return time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / os.sysconf("SC_CLK_TCK")
 
 
-def make_vec_env(spec: RunSpec, run: RunDir, resume: Checkpoint | None) -> VecEnv:
+def make_vec_env(spec: RunSpec, run: RunDir, resume: CheckpointRecord | None) -> VecEnv:
     """n_envs copies (in this process, or one subprocess each), with one monitor.csv in SB3's format."""
     xml = Path(spec.xml)
     factories = [(lambda: make_env(spec.env, xml, spec.env_kwargs, spec.max_episode_steps))
@@ -278,27 +243,20 @@ def make_vec_env(spec: RunSpec, run: RunDir, resume: Checkpoint | None) -> VecEn
     return monitored
 
 
-def tensorboard_dir(run: RunDir) -> str | None:
-    """<run dir>/tensorboard when the sweep's spec (sweep.yaml) sets tensorboard: true and it is installed.
-
-    Read from sweep.yaml, not spec.json: logging does not change what a run computes, so it is no part
-    of the run's content hash.
-    """
-    try:
-        resolved = yaml.safe_load(SweepDir(run.path.parent).sweep_yaml.read_text(encoding="utf-8")) or {}
-    except OSError:
-        return None
-    if not resolved.get("tensorboard"):
+def tensorboard_dir(spec: RunSpec, run: RunDir) -> str | None:
+    """<run dir>/tensorboard when the run's spec.json sets tensorboard (from the sweep's spec) and the
+    package is installed."""
+    if not spec.tensorboard:
         return None
     if importlib.util.find_spec("tensorboard") is None:
         print("mjsweep.worker: warning: the spec sets tensorboard: true, but the tensorboard package is not "
               "installed (pip install tensorboard); training without TensorBoard logs", flush=True)
         return None
-    return str(run.path / "tensorboard")
+    return str(run.tensorboard)
 
 
-def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer, resume: Checkpoint | None) -> PPO:
-    tensorboard_log = tensorboard_dir(checkpointer.run)
+def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer, resume: CheckpointRecord | None) -> PPO:
+    tensorboard_log = tensorboard_dir(spec, checkpointer.run)
     if resume:
         model = PPO.load(str(checkpointer.run.checkpoints / resume.model_file), env=venv, device=spec.device,
                          tensorboard_log=tensorboard_log)

@@ -75,9 +75,10 @@ def _train(run_path: Path) -> int:
     torch.set_num_interop_threads(1)
 
     from .plan import RunSpec
-    from .rundir import RunDir, write_json_atomic
-    from .status import read_progress
-    from .training import Checkpointer, IterationRecorder, build_model, evaluate, make_vec_env, versions
+    from .rundir import RunDir, write_model
+    from .runview import read_progress
+    from .schemas import RunResult
+    from .training import Checkpointer, IterationRecorder, build_model, evaluate, make_vec_env, truncate_logs, versions
 
     stop_if_requested()
     started = time.monotonic()
@@ -87,7 +88,7 @@ def _train(run_path: Path) -> int:
     resume = checkpointer.latest()
     if resume:
         print(f"mjsweep.worker: resuming {spec.run_id} from {resume.timesteps} timesteps", flush=True)
-        resume.truncate_logs(run)
+        truncate_logs(run, resume)
     venv = make_vec_env(spec, run, resume)
     try:
         stop_if_requested()
@@ -105,44 +106,45 @@ def _train(run_path: Path) -> int:
         venv.close()
     timing = recorder.totals()
     progress = read_progress(run.progress_csv)
-    write_json_atomic(run.result_json, {
-        "run_id": spec.run_id,
-        "eval_mean_return": mean,
-        "eval_std_return": std,
-        "eval_episodes": spec.eval_episodes,
-        "timesteps": int(model.num_timesteps),
-        "wall_s": round(timing.wall_s, 3),
+    training_s = round(timing.training_s, 3)
+    write_model(run.result_json, RunResult(
+        run_id=spec.run_id,
+        eval_mean_return=mean,
+        eval_std_return=std,
+        eval_episodes=spec.eval_episodes,
+        timesteps=int(model.num_timesteps),
+        wall_s=round(timing.wall_s, 3),
         # fps counts training alone (rollout + update), as progress.csv's rows do; saving, evaluation
         # and start-up have figures of their own.
-        "fps": round(model.num_timesteps / max(timing.training_s, 1e-9), 1),
-        "rollout_s": round(timing.rollout_s, 3),
-        "train_s": round(timing.train_s, 3),
-        "training_s": round(timing.training_s, 3),
-        "save_s": round(timing.save_s + final_save_s, 3),
-        "eval_s": round(eval_s, 3),
+        fps=round(model.num_timesteps / max(training_s, 1e-9), 1),  # from the figure as written
+        rollout_s=round(timing.rollout_s, 3),
+        train_s=round(timing.train_s, 3),
+        training_s=training_s,
+        save_s=round(timing.save_s + final_save_s, 3),
+        eval_s=round(eval_s, 3),
         # progress.csv's summary, so that `sweep status` need not open it for a finished run
-        "early_fps": progress.early_fps if progress else None,
-        "ep_rew_mean": progress.ep_rew_mean if progress else None,
-        "attempt_wall_s": round(time.monotonic() - started, 3),
-        "startup_s": round(recorder.startup_s, 3) if recorder.startup_s is not None else None,
-        "resumed_from": resume.timesteps if resume else None,
-        "device": spec.device,
-        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-        "torch_threads": torch.get_num_threads(),
-        "torch_interop_threads": torch.get_num_interop_threads(),
-        "xml_sha256": spec.xml_sha256,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "host": platform.node(),
-        "node": os.environ.get("MJSWEEP_NODE") or platform.node(),  # the cluster node (Ray id, SLURM name)
-        "versions": versions(),
-    })
+        early_fps=progress.early_fps if progress else None,
+        ep_rew_mean=progress.ep_rew_mean if progress else None,
+        attempt_wall_s=round(time.monotonic() - started, 3),
+        startup_s=round(recorder.startup_s, 3) if recorder.startup_s is not None else None,
+        resumed_from=resume.timesteps if resume else None,
+        device=spec.device,
+        cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+        torch_threads=torch.get_num_threads(),
+        torch_interop_threads=torch.get_num_interop_threads(),
+        xml_sha256=spec.xml_sha256,
+        peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        host=platform.node(),
+        node=os.environ.get("MJSWEEP_NODE") or platform.node(),  # the cluster node (Ray id, SLURM name)
+        versions=versions(),
+    ))
     print(f"mjsweep.worker: done, eval return {mean:.2f} +- {std:.2f}", flush=True)
     return EXIT_OK
 
 
 def _save_model(model: PPO, run: RunDir) -> None:
-    model.save(str(run.path / ".model.zip.tmp"))
-    os.replace(run.path / ".model.zip.tmp", run.model_zip)
+    model.save(str(run.model_zip_tmp))
+    os.replace(run.model_zip_tmp, run.model_zip)
 
 
 def timed(fn: Callable[..., T], *args: Any) -> tuple[T, float]:

@@ -19,6 +19,7 @@ from ..launchers.local import LocalLauncher
 from ..launchers.spawn import THREAD_VARS
 from ..rundir import CorruptFileError, RunDir
 from ..scheduler import SchedulerOptions, SweepOutcome
+from ..schemas import RunResult
 from ..sweep import SweepPlan, execute, prepare
 from .figures import BenchConfig, Batch
 from .naive import NaiveJob, train_default_threads
@@ -51,8 +52,8 @@ def mjsweep_batch(config: BenchConfig, xml: Path, n: int, folder: Path) -> Batch
     results = [_result(plan.sweep_dir.run(run.run_id)) for run in plan.runs]
     done = [r for r in results if r is not None]
     return Batch(
-        kind="mjsweep", n=n, wall_s=round(wall, 3), timesteps=sum(int(r["timesteps"]) for r in done),
-        run_fps=round(mean(training_fps(r["timesteps"], r["rollout_s"], r["train_s"]) for r in done), 1)
+        kind="mjsweep", n=n, wall_s=round(wall, 3), timesteps=sum(r.timesteps or 0 for r in done),
+        run_fps=round(mean(training_fps(r.timesteps or 0, r.rollout_s or 0.0, r.train_s or 0.0) for r in done), 1)
         if done else 0.0,
         rollout_s=_mean(done, "rollout_s"), train_s=_mean(done, "train_s"),
         startup_s=_max(done, "startup_s"), peak_rss_mb=_max(done, "peak_rss_mb"),
@@ -128,28 +129,28 @@ def children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _result(run_dir: RunDir) -> dict[str, Any] | None:
+def _result(run_dir: RunDir) -> RunResult | None:
     try:
         return run_dir.read_result()
     except CorruptFileError:
         return None
 
 
-def _mean(results: list[dict[str, Any]], key: str) -> float | None:
+def _mean(results: list[RunResult], key: str) -> float | None:
     values = _values(results, key)
     return round(mean(values), 3) if values else None
 
 
-def _max(results: list[dict[str, Any]], key: str) -> float | None:
+def _max(results: list[RunResult], key: str) -> float | None:
     values = _values(results, key)
     return round(max(values), 3) if values else None
 
 
-def _spread(results: list[dict[str, Any]], key: str) -> float | None:
+def _spread(results: list[RunResult], key: str) -> float | None:
     values = _values(results, key)
     return round(max(values) - min(values), 3) if values else None
 
 
-def _values(results: list[dict[str, Any]], key: str) -> list[float]:
-    """The key's value in each run's result.json that has one."""
-    return [float(r[key]) for r in results if r.get(key) is not None]
+def _values(results: list[RunResult], key: str) -> list[float]:
+    """The field's value in each run's result.json that has one."""
+    return [float(value) for r in results if (value := getattr(r, key)) is not None]

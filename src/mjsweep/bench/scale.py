@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 
 from .. import runindex
-from ..rundir import SweepDir
-from ..status import index_entry
+from ..rundir import RunState, RunStatus, SweepDir
+from ..runindex import IndexEntry
+from ..schemas import RunResult
 from ..sweep import prepare
 from .batches import bench_spec, children_cpu_s, write_spec
 from .figures import BenchConfig, ScaleFigures
@@ -31,21 +32,21 @@ def _fill_sweep_dir(path: Path, specs: list[dict]) -> None:
     """What a finished sweep leaves that `sweep status` reads: spec.json, status.json, result.json and
     progress.csv per run (plain writes: this is a fixture, not a sweep, so it skips the per-file fsync),
     and index.jsonl, built from those files as the launcher builds it."""
-    status = json.dumps({"state": "succeeded", "attempts": 1, "returncode": 0, "pid": 1, "host": "bench",
-                         "started_at": "2026-01-01T00:00:00+00:00", "ended_at": "2026-01-01T00:10:00+00:00",
-                         "peak_rss_mb": 300.0})
-    for spec in specs:
-        run = path / spec["run_id"]
-        run.mkdir(parents=True, exist_ok=True)
-        (run / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
-        (run / "status.json").write_text(status, encoding="utf-8")
-        result = {"run_id": spec["run_id"], "eval_mean_return": float(spec["seed"] % 7), "eval_std_return": 0.0,
-                  "timesteps": spec["total_timesteps"], "fps": 700.0, "torch_threads": 1,
-                  "early_fps": 700.0, "ep_rew_mean": 2.5}
-        (run / "result.json").write_text(json.dumps(result), encoding="utf-8")
-        (run / "progress.csv").write_text(_progress_csv(spec["total_timesteps"]), encoding="utf-8")
     sweep_dir = SweepDir(path)
-    runindex.rewrite(sweep_dir.index_jsonl, [index_entry(run_dir) for run_dir in sweep_dir.run_dirs()])
+    status = json.dumps(RunStatus(state=RunState.SUCCEEDED, attempts=1, returncode=0, pid=1, host="bench",
+                                  started_at="2026-01-01T00:00:00+00:00", ended_at="2026-01-01T00:10:00+00:00",
+                                  peak_rss_mb=300.0).to_file())
+    for spec in specs:
+        run = sweep_dir.run(spec["run_id"])
+        run.path.mkdir(parents=True, exist_ok=True)
+        run.spec_json.write_text(json.dumps(spec), encoding="utf-8")
+        run.status_json.write_text(status, encoding="utf-8")
+        result = RunResult(run_id=spec["run_id"], eval_mean_return=float(spec["seed"] % 7), eval_std_return=0.0,
+                           timesteps=spec["total_timesteps"], fps=700.0, torch_threads=1, early_fps=700.0,
+                           ep_rew_mean=2.5)
+        run.result_json.write_text(json.dumps(result.to_file()), encoding="utf-8")
+        run.progress_csv.write_text(_progress_csv(spec["total_timesteps"]), encoding="utf-8")
+    runindex.rewrite(sweep_dir.index_jsonl, [IndexEntry.of_run(run_dir) for run_dir in sweep_dir.run_dirs()])
 
 
 def _progress_csv(timesteps: int, iterations: int = 4) -> str:

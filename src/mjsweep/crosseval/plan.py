@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..plan import RunSpec
-from ..rundir import CorruptFileError, RunDir, SweepDir, read_json
+from ..rundir import CorruptFileError, RunDir, SweepDir, read_json, succeeded
 from ..stats import bootstrap_ci
 
 CROSS_FOLDER = "cross"
@@ -148,8 +148,7 @@ def trained_runs(sweep: SweepDir) -> tuple[list[RunSpec], list[RunSpec]]:
 
 def _succeeded(run_dir: RunDir) -> bool:
     try:
-        status, result = run_dir.read_status(), run_dir.read_result()
+        done = succeeded(run_dir.read_status(), run_dir.read_result())
     except CorruptFileError:
         return False
-    return bool(status and status.state.value == "succeeded" and result and "eval_mean_return" in result
-                and run_dir.model_zip.is_file())
+    return done and run_dir.model_zip.is_file()

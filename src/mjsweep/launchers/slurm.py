@@ -158,7 +158,8 @@ class SlurmHandle:
 
     def peak_rss_mb(self) -> float | None:
         try:
-            return (self.run_dir.read_result() or {}).get("peak_rss_mb")
+            result = self.run_dir.read_result()
+            return result.peak_rss_mb if result else None
         except CorruptFileError:
             return None
 

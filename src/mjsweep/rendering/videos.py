@@ -49,7 +49,7 @@ def choose(rows: list[ResultRow], folder: Path, variant: str | None = None, seed
         raise NoVideo(f"no succeeded run{' of ' + wanted if wanted else ''} with a trained model")
     choices = []
     for group, members in groups.items():
-        members.sort(key=lambda r: (r.result["eval_mean_return"], r.seed))
+        members.sort(key=lambda r: (r.final_return, r.seed))
         row = members[(len(members) - 1) // 2]
         run_dir = RunDir(folder / row.run_id)
         model, stats = (run_dir.best_model_zip, run_dir.best_vecnormalize) if best and \
@@ -65,7 +65,7 @@ def render_videos(choices: list[VideoChoice], sweep_folder: Path, output: Path, 
     output.mkdir(parents=True, exist_ok=True)
     items = [{"run_dir": str(sweep_folder / c.row.run_id), "model": str(c.model),
               "vecnormalize": str(c.vecnormalize) if c.vecnormalize else None,
-              "title": f"{c.title}: final eval return {c.row.result['eval_mean_return']:.1f}",
+              "title": f"{c.title}: final eval return {c.row.final_return:.1f}",
               "output": str(output / c.output)} for c in choices]
     with tempfile.TemporaryDirectory(prefix="mjsweep-videos-") as tmp:
         job = Path(tmp) / "job.json"

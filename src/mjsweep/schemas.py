@@ -1,0 +1,151 @@
+"""The typed contents of the JSON files in a sweep folder, each written with its schema version.
+
+Reads are tolerant, so that a folder written by an older or newer version stays readable: a file without
+a `schema` key predates versioning (version 1), and keys a model does not know are ignored. The JSON key
+names are those earlier versions wrote.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA = 2
+"""The version written now. 1: files written before they carried a `schema` key (same keys otherwise)."""
+
+M = TypeVar("M", bound="FileModel")
+
+
+class FileModel(BaseModel):
+    """One JSON file's object. `schema_version` is written and read as `schema`."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", validate_by_name=True, validate_by_alias=True,
+                              serialize_by_alias=True)
+
+    schema_version: int = Field(default=SCHEMA, alias="schema")
+
+    @classmethod
+    def from_file(cls: type[M], data: dict[str, Any]) -> M:
+        """The model of an object read from a file; ValidationError if it is not one."""
+        return cls.model_validate(data)._versioned()
+
+    @classmethod
+    def from_json(cls: type[M], text: str | bytes) -> M:
+        """The model of a JSON text, parsed and checked in one pass; ValidationError if it is not one."""
+        return cls.model_validate_json(text)._versioned()
+
+    def _versioned(self: M) -> M:
+        # The field's default is for records made in code: in a file, a missing version means 1.
+        return self if "schema_version" in self.model_fields_set else self.model_copy(update={"schema_version": 1})
+
+    def to_file(self) -> dict[str, Any]:
+        """The object to write, with the current schema version whatever version was read."""
+        return {**self.model_dump(mode="json"), "schema": SCHEMA}
+
+
+class RunResult(FileModel):
+    """result.json: what the worker measured once its training and evaluation were done."""
+
+    run_id: str | None = None
+    eval_mean_return: float | None = None
+    eval_std_return: float | None = None
+    eval_episodes: int | None = None
+    timesteps: int | None = None
+    wall_s: float | None = None
+    """Seconds from the first env step to the end: training, saving and evaluation, over all attempts."""
+    fps: float | None = None
+    """Env steps per second of training (rollout + update); see training_fps for files of any version."""
+    rollout_s: float | None = None
+    train_s: float | None = None
+    """Seconds of PPO updates (rollout_s: of collecting rollouts), over all attempts."""
+    training_s: float | None = None
+    """rollout_s + train_s: the seconds fps counts. Absent in files written when fps counted wall time."""
+    eval_s: float | None = None
+    """Seconds of the final evaluation."""
+    save_s: float | None = None
+    """Seconds writing checkpoints and the final model, over all attempts."""
+    early_fps: float | None = None
+    """progress.csv's early fps and last ep_rew_mean, so that `sweep status` need not open that file."""
+    ep_rew_mean: float | None = None
+    attempt_wall_s: float | None = None
+    startup_s: float | None = None
+    resumed_from: int | None = None
+    device: str | None = None
+    cuda_visible_devices: str | None = None
+    torch_threads: int | None = None
+    torch_interop_threads: int | None = None
+    xml_sha256: str | None = None
+    peak_rss_mb: float | None = None
+    host: str | None = None
+    node: str | None = None
+    versions: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def training_fps(self) -> float | None:
+        """Env steps per second of training in a result.json of any version: files without training_s
+        were written when fps also counted saving and the final evaluation, so theirs is recomputed from
+        rollout_s + train_s where they have those, and old and new runs compare."""
+        if self.training_s is None and self.timesteps and (self.rollout_s or 0) + (self.train_s or 0) > 0:
+            return round(self.timesteps / ((self.rollout_s or 0) + (self.train_s or 0)), 1)
+        return self.fps
+
+    @property
+    def complete(self) -> bool:
+        """The worker got to the end: its final evaluation is here."""
+        return self.eval_mean_return is not None
+
+
+class Timing(BaseModel):
+    """Seconds a run has spent so far, summed over its attempts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    wall_s: float = 0.0
+    """From the start of training: training, checkpoints, and at the end the final save and evaluation."""
+    rollout_s: float = 0.0
+    """Collecting rollouts: env steps and the policy's forward pass."""
+    train_s: float = 0.0
+    """PPO updates (forward, backward, optimizer)."""
+    save_s: float = 0.0
+    """Writing checkpoints; absent from checkpoint.json files of earlier versions."""
+
+    @property
+    def training_s(self) -> float:
+        """Rollout + update: the seconds a run's fps counts."""
+        return self.rollout_s + self.train_s
+
+
+class CheckpointRecord(FileModel):
+    """checkpoints/checkpoint.json: a saved model and where the logs stood when it was saved."""
+
+    timesteps: int
+    iteration: int
+    model_file: str
+    """The model's file name in checkpoints/."""
+    monitor_bytes: int
+    progress_bytes: int
+    timing: Timing
+
+
+class VariantRecord(BaseModel):
+    """One variant of the sweep and its compiled model's statistics."""
+
+    name: str
+    xml: str
+    """The XML as the spec names it (a generated variant: its base)."""
+    sha256: str
+    bodies: int
+    joints: int
+    actuators: int
+    total_mass: float
+    obs_shape: tuple[int, ...] = ()
+    """The env's observation and action shapes from the pre-launch probe; () when it was skipped."""
+    act_shape: tuple[int, ...] = ()
+
+
+class SweepVariants(FileModel):
+    """<sweep>/variants.json: every variant, written when the sweep starts, so that `sweep report` need not
+    compile the models again."""
+
+    variants: list[VariantRecord]
