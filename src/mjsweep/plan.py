@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from .naming import format_value, sanitize
-from .spec import SweepSpec
+from .spec import SweepSpec, WandbSpec
 
 if TYPE_CHECKING:  # variants imports MuJoCo's edit machinery, which `sweep status` never needs
     from .variants import Variant
@@ -58,6 +58,8 @@ class RunSpec(BaseModel):
     """torch device of the run; "cuda" runs take a GPU slot."""
     tensorboard: bool = False
     """Log to <run dir>/tensorboard. Kept out of content_hash: logging does not change what a run computes."""
+    wandb: WandbSpec | None = None
+    """Log to Weights & Biases (tracking.py); out of content_hash as tensorboard is."""
 
     @property
     def group(self) -> str:
@@ -106,7 +108,7 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         n_envs=spec.n_envs, vec_env=spec.vec_env, checkpoint_every=spec.checkpoint_every,
         checkpoint_every_s=spec.checkpoint_every_s,
         eval_episodes=spec.eval.episodes, eval_deterministic=spec.eval.deterministic, content_hash=digest,
-        cpus=cpus_per_run(spec), device=spec.device, tensorboard=spec.tensorboard,
+        cpus=cpus_per_run(spec), device=spec.device, tensorboard=spec.tensorboard, wandb=spec.tracking.wandb,
     )
 
 

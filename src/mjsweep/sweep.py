@@ -32,6 +32,7 @@ from .rundir import (CorruptFileError, RunDir, RunState, SweepDir, succeeded, wr
                      write_text_atomic)
 from .runindex import IndexEntry
 from .scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
+from .tracking import check_tracking
 from .schemas import SweepVariants, VariantRecord
 
 
@@ -68,6 +69,7 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
     compile or whose env fails the random-action probe (see _check_variant).
     """
     spec = speclib.load(spec_path)
+    check_tracking(spec)
     if check_envs:
         _check_env_kwargs(spec)
     variants = variantlib.resolve(spec)

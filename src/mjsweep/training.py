@@ -12,7 +12,7 @@ import platform
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 from stable_baselines3 import PPO
@@ -121,9 +121,11 @@ class IterationRecorder(PhaseTimer):
     """Writes one progress.csv row per PPO iteration (rollout + update) and checkpoints when due."""
 
     def __init__(self, checkpointer: Checkpointer, resume: CheckpointRecord | None,
-                 stop_if_requested: Callable[[], None]):
+                 stop_if_requested: Callable[[], None], on_row: Callable[[dict[str, Any]], None] | None = None):
         super().__init__()
         self.checkpointer = checkpointer
+        self.on_row = on_row
+        """Also given each progress row once it is written (experiment tracking)."""
         self.stop_if_requested = stop_if_requested
         """Called at every env step: raises KeyboardInterrupt when the worker was asked to stop."""
         self.base = resume.timing if resume else Timing()
@@ -175,7 +177,7 @@ class IterationRecorder(PhaseTimer):
         self.iteration += 1
         steps = self.model.num_timesteps - self._iter_start[0]
         infos = list(self.model.ep_info_buffer or [])
-        self._writer.writerow({
+        row = {
             "iteration": self.iteration,
             "timesteps": self.model.num_timesteps,
             "wall_s": round(self.totals().wall_s, 3),
@@ -184,8 +186,11 @@ class IterationRecorder(PhaseTimer):
             "ep_len_mean": round(sum(i["l"] for i in infos) / len(infos), 1) if infos else "",
             "rollout_s": round(rollout_s, 4),
             "train_s": round(update_s, 4),
-        })
+        }
+        self._writer.writerow(row)
         self._file.flush()
+        if self.on_row:
+            self.on_row(row)
         if checkpoint_due(self.model.num_timesteps - self.last_checkpoint_at,
                           time.monotonic() - self.last_checkpoint_time, self.checkpointer.every,
                           self.checkpointer.every_s):
