@@ -70,8 +70,9 @@ class PlainLines:
 def plan_table(out: Console, plan: SweepPlan, planned: list[PlannedRun]) -> None:
     title = f"sweep {plan.spec.name}: {len(planned)} runs -> {plan.sweep_dir.path}"
     columns = ("run id", "variant", "grid", "seed", "action")
-    rows = [(item.run.run_id, item.run.variant, _grid_text(item.run.grid), str(item.run.seed),
-             item.action.value + (f" ({item.note})" if item.note else "")) for item in planned]
+    rows: list[tuple[str, ...]] = [
+        (item.run.run_id, item.run.variant, _grid_text(item.run.grid), str(item.run.seed),
+         item.action.value + (f" ({item.note})" if item.note else "")) for item in planned]
     if len(rows) > PLAIN_ROWS:
         out.print(PlainLines(f"{title}\n{plain_table(columns, rows)}"))
     else:
