@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..launchers.spawn import spawn_worker, worker_env
-from ..rundir import SweepDir, write_text_atomic
+from ..rundir import RunDir, SweepDir, write_text_atomic
 from .plan import Cell, PolicyJob, cross_folder, jobs, matrix, to_csv, trained_runs
 
 GRACE_S = 5.0
@@ -57,9 +57,9 @@ def evaluate_cross(sweep: SweepDir, episodes: int, workers: int, deterministic: 
 
 
 def _job_file(job: PolicyJob, folder: Path, episodes: int, deterministic: bool) -> Path:
-    run_dir = Path(job.run_dir)
-    stats = run_dir / "vecnormalize.pkl"
-    data = {"model": str(run_dir / "model.zip"), "vecnormalize": str(stats) if stats.is_file() else None,
+    run_dir = RunDir(Path(job.run_dir))
+    stats = run_dir.vecnormalize
+    data = {"model": str(run_dir.model_zip), "vecnormalize": str(stats) if stats.is_file() else None,
             "seed": job.run.seed, "episodes": episodes, "deterministic": deterministic,
             "targets": [{**asdict(t), "result": str(t.result)} for t in job.targets]}
     path = folder / f"{job.run.run_id}.json"

@@ -33,9 +33,10 @@ def rollout_frames(mujoco, item: dict, width: int, height: int, seconds: float):
 
     from ..envs import make_env
     from ..plan import RunSpec
+    from ..rundir import RunDir
 
     torch.set_num_threads(1)
-    spec = RunSpec.model_validate_json(Path(item["run_dir"], "spec.json").read_text(encoding="utf-8"))
+    spec = RunSpec.model_validate_json(RunDir(Path(item["run_dir"])).spec_json.read_text(encoding="utf-8"))
     plain = DummyVecEnv([lambda: make_env(spec.env, Path(spec.xml), spec.env_kwargs, spec.max_episode_steps)])
     venv: VecEnv = frozen_statistics(item["vecnormalize"], plain) if item.get("vecnormalize") else plain
     policy = PPO.load(item["model"], device="cpu")
