@@ -50,7 +50,8 @@ PLAIN_ROWS = 500
 def plain_table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
     """Columns padded to their widest cell, two spaces apart: fast for any number of rows."""
     widths = [max([len(col), *(len(row[i]) for row in rows)]) for i, col in enumerate(columns)]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [columns, *rows])
+    lines = ("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [columns, *rows])
+    return "\n".join(lines)
 
 
 class PlainLines:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live

@@ -168,7 +168,7 @@ def _row(header: list[str], line: str) -> dict[str, str] | None:
     values = next(csv.reader(io.StringIO(line)), None)
     if not values or len(values) != len(header) or values == header:
         return None
-    return dict(zip(header, values))
+    return dict(zip(header, values, strict=True))
 
 
 def _float(value: Any) -> float | None:

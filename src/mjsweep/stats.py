@@ -6,8 +6,8 @@ so the same returns always give the same interval, in every report and plot.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
