@@ -14,6 +14,8 @@ import pytest
 from conftest import TINY_XML, run_sweep, write_spec
 from mjsweep.bench import Batch, BenchConfig, BenchReport, ScaleFigures, batch_sizes, recommend
 from mjsweep.bench.contender import MISSING, command, gnu_parallel, parallel_batch
+from mjsweep.bench.figures import LaunchFigures
+from mjsweep.bench.launch import measure_launch
 from mjsweep.bench.table import COLUMNS, render
 from mjsweep.launchers.spawn import THREAD_VARS
 
@@ -81,6 +83,11 @@ def test_tiny_bench_reports_every_figure_consistently(tmp_path: Path):
         assert parallel["peak_rss_mb"] > 50 and parallel["rollout_s"] > 0 and parallel["train_s"] > 0
         assert report["ratio_to_parallel"] == pytest.approx(at_cores["aggregate_fps"] / parallel["aggregate_fps"],
                                                             rel=0.01)
+
+    launch = report["launch"]
+    assert 0 < launch["to_first_run_s"] and 0 < launch["worker_startup_s"]
+    assert launch["to_first_env_step_s"] == pytest.approx(launch["to_first_run_s"] + launch["worker_startup_s"],
+                                                          abs=0.002)
 
     scale = report["scale"]
     assert scale["runs"] == 40
@@ -271,3 +278,20 @@ def test_a_real_gnu_parallel_batch_reports_consistent_figures(tmp_path: Path):
     # the mean of each run's fps, next to the fps of the mean run: near, not equal, when runs differ
     assert batch.run_fps == pytest.approx(STEPS / (batch.rollout_s + batch.train_s), rel=0.5)
     assert 0 < batch.startup_s < batch.wall_s
+
+
+def test_the_launch_figures_are_in_the_summary_and_the_json():
+    base = _report()
+    report = BenchReport(base.config, base.mjsweep, base.naive, base.scale, "host", "cpu", 0.1,
+                         launch=LaunchFigures(1.25, 2.5))
+    assert report.to_dict()["launch"] == {"to_first_run_s": 1.25, "worker_startup_s": 2.5, "to_first_env_step_s": 3.75}
+    assert ("- `sweep run` to first run started: 1.25 s; to its first env step: 3.75 s (the worker's own "
+            "start-up 2.50 s)") in render(report)
+    assert "sweep run` to first run" not in render(base) and base.to_dict()["launch"] is None
+
+
+def test_a_real_launch_is_timed_to_its_first_run_and_first_env_step(tmp_path: Path):
+    config = BenchConfig(env="HalfCheetah-v5", steps=STEPS, ppo={"n_steps": N_STEPS}, max_episode_steps=100)
+    figures = measure_launch(config, TINY_XML, tmp_path / "launch")
+    assert 0 < figures.to_first_run_s and 0 < figures.worker_startup_s
+    assert figures.to_first_env_step_s == pytest.approx(figures.to_first_run_s + figures.worker_startup_s)

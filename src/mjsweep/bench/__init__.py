@@ -16,10 +16,10 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from .figures import Batch, BenchConfig, BenchReport, ScaleFigures
+from .figures import Batch, BenchConfig, BenchReport, LaunchFigures, ScaleFigures
 from .recommend import cpu_model
 
-__all__ = ["Batch", "BenchConfig", "BenchReport", "ScaleFigures", "batch_sizes", "run_bench"]
+__all__ = ["Batch", "BenchConfig", "BenchReport", "LaunchFigures", "ScaleFigures", "batch_sizes", "run_bench"]
 
 
 def batch_sizes(max_workers: int, cores: int) -> list[int]:
@@ -35,6 +35,7 @@ def run_bench(config: BenchConfig, on_step: Callable[[str], None] = lambda line:
     """Every batch, in turn, in a temporary folder that is removed afterwards."""
     from .batches import mjsweep_batch, naive_batch
     from .contender import MISSING, gnu_parallel, parallel_batch
+    from .launch import measure_launch
     from .scale import measure_scale
 
     xml = config.xml or env_default_xml(config.env)
@@ -54,12 +55,14 @@ def run_bench(config: BenchConfig, on_step: Callable[[str], None] = lambda line:
             parallel = parallel_batch(config, xml, config.cores, root / "parallel", program)
         on_step(f"naive: multiprocessing.Pool({config.cores}), default torch threads")
         naive = naive_batch(config, xml, config.cores)
+        on_step("launch: `sweep run` of one run, to its first run started and its first env step")
+        launch = measure_launch(config, xml, root / "launch")
         scale = None
         if config.scale_runs:
             on_step(f"scale: dry run and status over {config.scale_runs} generated runs")
             scale = measure_scale(config, xml, root / "scale")
     return BenchReport(config, batches, naive, scale, socket.gethostname(), cpu_model(), round(load_before, 2),
-                       parallel=parallel, parallel_skipped=skipped)
+                       parallel=parallel, parallel_skipped=skipped, launch=launch)
 
 
 def env_default_xml(env: str) -> Path:

@@ -83,6 +83,19 @@ class ScaleFigures:
 
 
 @dataclass(frozen=True)
+class LaunchFigures:
+    to_first_run_s: float
+    """From starting `sweep run` to the first run's status.json saying running (its worker process exists)."""
+    worker_startup_s: float | None
+    """That worker's time from process start to its first env step (result.json's startup_s)."""
+
+    @property
+    def to_first_env_step_s(self) -> float | None:
+        """`sweep run` to the first env step of its first run."""
+        return None if self.worker_startup_s is None else self.to_first_run_s + self.worker_startup_s
+
+
+@dataclass(frozen=True)
 class BenchReport:
     config: BenchConfig
     mjsweep: list[Batch]
@@ -96,6 +109,8 @@ class BenchReport:
     """GNU parallel -j N at N = usable cores over a plain script with one thread each; None when skipped."""
     parallel_skipped: str | None = None
     """Why the GNU parallel contender was not measured (one line), when it was not."""
+    launch: LaunchFigures | None = None
+    """`sweep run` to its first run started and to that run's first env step."""
 
     @property
     def solo(self) -> Batch:
@@ -156,4 +171,6 @@ class BenchReport:
             "ratio_to_parallel": round(ratio, 3) if (ratio := self.ratio_to_parallel) is not None else None,
             "recommended_workers": self.recommended_workers(),
             "scale": asdict(self.scale) if self.scale else None,
+            "launch": {**asdict(self.launch), "to_first_env_step_s": self.launch.to_first_env_step_s}
+            if self.launch else None,
         }

@@ -55,6 +55,11 @@ def _summary(report: BenchReport) -> list[str]:
                      f"{fixed(p.peak_rss_mb, 0)} MiB")
     elif report.parallel_skipped:
         lines.append(f"- {report.parallel_skipped}")
+    if report.launch:
+        launch = report.launch
+        lines.append(f"- `sweep run` to first run started: {launch.to_first_run_s:.2f} s; to its first env step: "
+                     f"{fixed(launch.to_first_env_step_s, 2)} s (the worker's own start-up "
+                     f"{fixed(launch.worker_startup_s, 2)} s)")
     if report.scale:
         s = report.scale
         lines.append(f"- {s.runs} runs: `sweep run --dry-run` {s.dry_run_s:.2f} s ({s.dry_run_cpu_s:.2f} s CPU); "
