@@ -10,9 +10,9 @@ import signal
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable
 
 import psutil
 
@@ -206,7 +206,7 @@ class Scheduler:
         if peak:
             self._measured_rss_mb.append(peak)
         code = end.returncode
-        ended = dict(returncode=code, ended_at=now_iso(), peak_rss_mb=peak, pid=active.status.pid)
+        ended = {"returncode": code, "ended_at": now_iso(), "peak_rss_mb": peak, "pid": active.status.pid}
         if failure is None:
             self.recorder.record(run_dir, active.status.model_copy(update={"state": RunState.SUCCEEDED, **ended}))
             outcome.succeeded.append(active.run.run_id)

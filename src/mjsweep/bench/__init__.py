@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import socket
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .figures import Batch, BenchConfig, BenchReport, LaunchFigures, ScaleFigures
 from .recommend import cpu_model

@@ -6,10 +6,11 @@ import multiprocessing
 import os
 import resource
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from statistics import mean
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 from rich.console import Console
@@ -21,7 +22,7 @@ from ..rundir import CorruptFileError, RunDir
 from ..scheduler import SchedulerOptions, SweepOutcome
 from ..schemas import RunResult
 from ..sweep import SweepPlan, execute, prepare
-from .figures import BenchConfig, Batch
+from .figures import Batch, BenchConfig
 from .naive import NaiveJob, train_default_threads
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..rundir import write_text_atomic
@@ -69,7 +69,7 @@ def save(workers: int, cores: int, env: str, aggregate_fps: float) -> Path:
     path = cache_file()
     entries = _read(path)
     key = machine_key(cores)
-    entries[key] = asdict(Recommendation(workers, key, datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    entries[key] = asdict(Recommendation(workers, key, datetime.now(UTC).isoformat(timespec="seconds"),
                                          env, round(aggregate_fps, 1)))
     path.parent.mkdir(parents=True, exist_ok=True)
     # Atomic: a concurrent `sweep run` reads the old file or the new one, never half.

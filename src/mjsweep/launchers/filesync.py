@@ -62,8 +62,8 @@ class ChangeTracker:
             self._sent[rel] = _Sent(len(data), st.st_mtime_ns, _tail_crc(data, len(data)))
 
     def changes(self, exit_code: int | None = None) -> Shipment:
-        chunks = [self._chunk(rel, path) for rel, path in run_files(self.root, self.skip)]
-        chunks = sorted((c for c in chunks if c is not None), key=_apply_order)
+        found = (self._chunk(rel, path) for rel, path in run_files(self.root, self.skip))
+        chunks = sorted((c for c in found if c is not None), key=_apply_order)
         ckpt_dir = self.root / CHECKPOINTS
         kept = tuple(sorted(p.name for p in ckpt_dir.iterdir() if p.is_file())) if ckpt_dir.is_dir() else None
         return Shipment(tuple(chunks), kept, exit_code)
@@ -78,9 +78,10 @@ class ChangeTracker:
         except FileNotFoundError:  # replaced or deleted while we looked: the next round sees it
             return None
         self._sent[rel] = _Sent(len(data), st.st_mtime_ns, _tail_crc(data, len(data)))
-        grew = (old is not None and rel.endswith(APPEND_ONLY) and len(data) >= old.size
-                and _tail_crc(data, old.size) == old.tail_crc)
-        return FileChunk(rel, old.size, data[old.size:]) if grew and old.size else FileChunk(rel, 0, data)
+        if old is not None and old.size and rel.endswith(APPEND_ONLY) and len(data) >= old.size \
+                and _tail_crc(data, old.size) == old.tail_crc:
+            return FileChunk(rel, old.size, data[old.size:])  # the file grew: only what it gained travels
+        return FileChunk(rel, 0, data)
 
 
 

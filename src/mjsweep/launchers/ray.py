@@ -10,6 +10,7 @@ which starts again from the last checkpoint that came back.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -19,7 +20,7 @@ from pathlib import Path
 import ray
 from ray.exceptions import ActorUnavailableError, RayError
 
-from ..errors import LaunchError, LauncherConfigError
+from ..errors import LauncherConfigError, LaunchError
 from ..plan import RunSpec
 from ..rundir import CorruptFileError, RunDir
 from .base import Launcher, RunExit
@@ -116,7 +117,7 @@ class RayLauncher(Launcher):
                                       "(is `ray start --head` running there?)")
         try:
             ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                     logging_level="ERROR", configure_logging=True)
+                     logging_level=logging.ERROR, configure_logging=True)
         except (ConnectionError, RuntimeError, ValueError, RayError) as exc:
             # Something answers, but not as this client's Ray expects: most often token auth on one side only.
             hint = "" if address == "local" else (" (same Ray version there? RAY_AUTH_MODE and the auth token "
@@ -133,7 +134,8 @@ class RayLauncher(Launcher):
         files = {rel: path.read_bytes() for rel, path in run_files(run_dir.path, LAUNCHER_OWNED)}
         cuda = run.device == "cuda"
         try:
-            actor = RunAttempt.options(num_cpus=run.cpus, num_gpus=(1 / self.runs_per_gpu) if cuda else 0).remote(
+            options = {"num_cpus": run.cpus, "num_gpus": (1 / self.runs_per_gpu) if cuda else 0}
+            actor = RunAttempt.options(**options).remote(  # type: ignore[attr-defined]  # added by @ray.remote
                 spec, files, pack_model(Path(run.xml)), cuda)
             return RayHandle(actor, run_dir, actor.start.remote())
         except RayError as exc:  # the cluster refused the actor: this run fails, the sweep goes on

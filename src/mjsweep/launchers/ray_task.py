@@ -58,6 +58,7 @@ class RunAttempt:
 
     def sync(self) -> Shipment:
         """What changed since the last call; with the exit code once the worker has ended."""
+        assert self.proc is not None, "start() first"
         deadline = time.monotonic() + SYNC_WAIT_S
         while self.proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)

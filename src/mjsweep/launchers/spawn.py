@@ -9,8 +9,8 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS")
@@ -24,7 +24,7 @@ def worker_command(run_dir: Path) -> list[str]:
 def worker_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """The parent's environment with every thread pool capped at one thread and output unbuffered."""
     env = dict(os.environ if base is None else base)
-    env.update({var: "1" for var in THREAD_VARS})
+    env.update(dict.fromkeys(THREAD_VARS, "1"))
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
