@@ -91,6 +91,7 @@ def run(
         plan = prepare(spec_file, runs_dir)
     except InputError as exc:
         raise _invalid(str(exc)) from None
+    render.warn_spec(plan.spec)
     render.warn_missing_tensorboard(plan.spec)
     if pictures:
         _render_pictures(plan, pictures)
@@ -185,6 +186,7 @@ def validate(
         raise _invalid(str(exc)) from None
     except SpecError as exc:
         raise _invalid(str(exc)) from None
+    render.warn_spec(plan.spec)
     render.warn_missing_tensorboard(plan.spec)
     render.variant_table(render.make_console(), plan)
     if pictures:

@@ -30,6 +30,12 @@ def error(message: str) -> None:
     print(f"error: {message}", file=sys.stderr, flush=True)
 
 
+def warn_spec(spec: SweepSpec) -> None:
+    """The spec's warnings (values that work but are likely unintended), one line each on stderr."""
+    for warning in spec.warnings:
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
+
+
 def warn_missing_tensorboard(spec: SweepSpec) -> None:
     """tensorboard: true is a wish, not a need: without the package the runs train and log as usual."""
     import importlib.util
