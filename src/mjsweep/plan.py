@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from .naming import format_value, sanitize
-from .spec import SweepSpec
+from .spec import SweepSpec, normalize_kwargs
 
 if TYPE_CHECKING:  # variants imports MuJoCo's edit machinery, which `sweep status` never needs
     from .variants import Variant
@@ -58,6 +58,9 @@ class RunSpec(BaseModel):
     """torch device of the run; "cuda" runs take a GPU slot."""
     tensorboard: bool = False
     """Log to <run dir>/tensorboard. Kept out of content_hash: logging does not change what a run computes."""
+    normalize: dict[str, Any] | None = None
+    """VecNormalize's keyword arguments, every one written out; None: no normalization. In content_hash
+    when set (a run without it keeps the id it had before the key existed)."""
 
     @property
     def group(self) -> str:
@@ -83,9 +86,14 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
     ppo = copy.deepcopy(spec.ppo)
     env_kwargs = {**copy.deepcopy(spec.env_kwargs), **copy.deepcopy(variant.env_kwargs)}
     total = spec.total_timesteps
+    normalize: Any = spec.normalize
+    if variant.loc[:1] == ("variants",) and spec.variants[int(variant.loc[1])].normalize is not None:
+        normalize = spec.variants[int(variant.loc[1])].normalize
     for key, value in point.items():
         if key == "total_timesteps":
             total = value
+        elif key == "normalize":
+            normalize = value
         elif key.startswith("ppo."):
             _set_dotted(ppo, key[len("ppo."):], value)
         else:
@@ -96,6 +104,9 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         "max_episode_steps": spec.max_episode_steps, "policy": policy, "ppo": ppo,
         "seed": seed, "total_timesteps": total, "n_envs": spec.n_envs, "vec_env": spec.vec_env, "device": spec.device,
     }
+    normalized = normalize_kwargs(normalize, ppo.get("gamma", 0.99))
+    if normalized is not None:
+        content["normalize"] = normalized
     digest = hashlib.sha256(json.dumps(content, sort_keys=True, default=repr).encode()).hexdigest()
     readable = "_".join([variant.name, *(f"{short[k]}={format_value(v)}" for k, v in point.items()), f"s{seed}"])
     readable = sanitize(readable)[: MAX_ID_LENGTH - 9]
@@ -106,7 +117,7 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         n_envs=spec.n_envs, vec_env=spec.vec_env, checkpoint_every=spec.checkpoint_every,
         checkpoint_every_s=spec.checkpoint_every_s,
         eval_episodes=spec.eval.episodes, eval_deterministic=spec.eval.deterministic, content_hash=digest,
-        cpus=cpus_per_run(spec), device=spec.device, tensorboard=spec.tensorboard,
+        cpus=cpus_per_run(spec), device=spec.device, tensorboard=spec.tensorboard, normalize=normalized,
     )
 
 

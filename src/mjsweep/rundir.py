@@ -187,6 +187,13 @@ class RunDir:
     def checkpoint_models(self) -> list[Path]:
         return list(self.checkpoints.glob("model_*.zip"))
 
+    def checkpoint_vecnormalize(self, timesteps: int) -> Path:
+        """Where the checkpoint taken at `timesteps` keeps its normalization statistics."""
+        return self.checkpoints / f"vecnormalize_{timesteps}.pkl"
+
+    def checkpoint_vecnormalizes(self) -> list[Path]:
+        return list(self.checkpoints.glob("vecnormalize_*.pkl"))
+
     def read_status(self) -> RunStatus | None:
         return read_model(self.status_json, RunStatus)
 

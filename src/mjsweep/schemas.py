@@ -126,6 +126,8 @@ class CheckpointRecord(FileModel):
     monitor_bytes: int
     progress_bytes: int
     timing: Timing
+    vecnormalize_file: str | None = None
+    """The normalization statistics saved with the model (a file in checkpoints/), for a normalized run."""
 
 
 class VariantRecord(BaseModel):

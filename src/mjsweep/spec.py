@@ -147,6 +147,18 @@ NormalizeValue = bool | NormalizeSpec
 """`normalize: true` (VecNormalize's defaults), `false`, or a mapping of VecNormalize arguments."""
 
 
+def normalize_kwargs(value: NormalizeValue | dict[str, Any] | None, ppo_gamma: float) -> dict[str, Any] | None:
+    """VecNormalize's keyword arguments for a `normalize` value, or None when it is off. Every argument is
+    written out (gamma defaults to the run's PPO gamma), so spec.json and the content hash hold them all."""
+    if value is None or value is False:
+        return None
+    resolved = NormalizeSpec() if value is True else NormalizeSpec.model_validate(value)
+    kwargs = resolved.model_dump()
+    if kwargs["gamma"] is None:
+        kwargs["gamma"] = ppo_gamma
+    return kwargs
+
+
 class EvalSpec(_Strict):
     episodes: int = Field(10, ge=1)
     """Episodes of the final evaluation (eval_mean_return / eval_std_return in result.json)."""
@@ -341,11 +353,22 @@ def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
         # A misspelt key also shows up as a missing one; the unknown key is the one to report.
-        err = min(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-        raise locator.error(tuple(err["loc"]), _explain(err)) from None
+        # A value that may be true/false or a mapping (normalize) fails both ways: the way that fits
+        # the value written is the one to report, and its key path drops pydantic's union tags.
+        err = min(exc.errors(), key=lambda e: (e["type"] != "extra_forbidden", _wrong_union_member(e)))
+        loc = tuple(part for part in err["loc"] if part not in UNION_TAGS)
+        raise locator.error(loc, _explain({**err, "loc": loc})) from None
     spec._locator = locator
     _check_semantics(spec, locator)
     return spec
+
+
+UNION_TAGS = ("bool", "NormalizeSpec")
+
+
+def _wrong_union_member(err: dict[str, Any]) -> bool:
+    """An error of the union member the value was not written as (a mapping checked as a bool)."""
+    return "bool" in err["loc"] and isinstance(err.get("input"), dict)
 
 
 def _explain(err: dict[str, Any]) -> str:

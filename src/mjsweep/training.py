@@ -5,6 +5,7 @@ Imported only by the worker process (it imports torch and stable-baselines3).
 
 from __future__ import annotations
 
+import copy
 import csv
 import importlib.util
 import os
@@ -19,7 +20,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor, ResultsWriter
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor, VecNormalize
 
 from .envs import make_env
 from .plan import RunSpec
@@ -45,29 +46,46 @@ def checkpoint_due(steps_since: int, seconds_since: float, every_steps: int, eve
     return steps_since >= every_steps or (every_s is not None and seconds_since >= every_s)
 
 
+def save_atomic(save: Callable[[str], None], path: Path) -> None:
+    """save(a temporary name beside path), then rename it to path: a reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    save(str(tmp))
+    os.replace(tmp, path)
+
+
 class Checkpointer:
-    def __init__(self, run: RunDir, every: int, every_s: float | None = None):
+    def __init__(self, run: RunDir, every: int, every_s: float | None = None, normalized: bool = False):
         self.run, self.every, self.every_s = run, every, every_s
+        self.normalized = normalized
+        """The run normalizes: a checkpoint without its statistics cannot be resumed."""
 
     def latest(self) -> CheckpointRecord | None:
         checkpoint = self.run.read_checkpoint()
         if checkpoint is None or not (self.run.checkpoints / checkpoint.model_file).exists():
             return None
+        if self.normalized and (checkpoint.vecnormalize_file is None
+                                or not (self.run.checkpoints / checkpoint.vecnormalize_file).exists()):
+            return None
         return checkpoint
 
-    def save(self, model: PPO, iteration: int, timing: Timing, log_sizes: tuple[int, int]) -> CheckpointRecord:
-        # The model file is written first under a new name, then checkpoint.json points at it:
-        # a kill at any moment leaves the previous pair intact.
+    def save(self, model: PPO, iteration: int, timing: Timing, log_sizes: tuple[int, int],
+             vecnormalize: VecNormalize | None = None) -> CheckpointRecord:
+        # The model (and the normalization statistics) are written first under new names, then
+        # checkpoint.json points at them: a kill at any moment leaves the previous set intact.
         self.run.checkpoints.mkdir(exist_ok=True)
-        path = self.run.checkpoint_model(int(model.num_timesteps))
-        tmp = path.with_name(f".{path.name}.tmp")
-        model.save(str(tmp))
-        os.replace(tmp, path)
-        ckpt = CheckpointRecord(timesteps=int(model.num_timesteps), iteration=iteration, model_file=path.name,
-                                monitor_bytes=log_sizes[0], progress_bytes=log_sizes[1], timing=timing)
+        timesteps = int(model.num_timesteps)
+        path = self.run.checkpoint_model(timesteps)
+        save_atomic(model.save, path)
+        stats = None
+        if vecnormalize is not None:
+            stats = self.run.checkpoint_vecnormalize(timesteps)
+            save_atomic(vecnormalize.save, stats)
+        ckpt = CheckpointRecord(timesteps=timesteps, iteration=iteration, model_file=path.name,
+                                monitor_bytes=log_sizes[0], progress_bytes=log_sizes[1], timing=timing,
+                                vecnormalize_file=stats.name if stats else None)
         write_model(self.run.checkpoint_json, ckpt)
-        for old in self.run.checkpoint_models():
-            if old.name != path.name:
+        for old in [*self.run.checkpoint_models(), *self.run.checkpoint_vecnormalizes()]:
+            if old.name not in (path.name, ckpt.vecnormalize_file):
                 old.unlink(missing_ok=True)
         return ckpt
 
@@ -134,6 +152,8 @@ class IterationRecorder(PhaseTimer):
         self.save_s = 0.0
         self._t0 = 0.0
         self._iter_start = (0, 0, (0, 0))  # timesteps, iteration, log sizes when this iteration began
+        self._stats_start: tuple[object, object] | None = None
+        """The normalization statistics (obs_rms, ret_rms) when this iteration began."""
         self._file = None
         self._writer = None
         self.startup_s: float | None = None
@@ -157,6 +177,8 @@ class IterationRecorder(PhaseTimer):
 
     def _mark_iteration_start(self) -> None:
         self._iter_start = (self.model.num_timesteps, self.iteration, self._log_sizes())
+        if (normalizer := self.model.get_vec_normalize_env()) is not None:
+            self._stats_start = (copy.deepcopy(normalizer.obs_rms), copy.deepcopy(normalizer.ret_rms))
 
     def _log_sizes(self) -> tuple[int, int]:
         run = self.checkpointer.run
@@ -207,11 +229,15 @@ class IterationRecorder(PhaseTimer):
         if self._file:
             self._file.flush()
         self.model.num_timesteps, iteration, log_sizes = self._iter_start
+        normalizer = self.model.get_vec_normalize_env()
+        if normalizer is not None and self._stats_start is not None:
+            # The statistics as they were before the dropped partial rollout, to pair with the model.
+            normalizer.obs_rms, normalizer.ret_rms = self._stats_start
         self._save(iteration, log_sizes)
 
     def _save(self, iteration: int, log_sizes: tuple[int, int]) -> None:
         started = time.monotonic()
-        self.checkpointer.save(self.model, iteration, self.totals(), log_sizes)
+        self.checkpointer.save(self.model, iteration, self.totals(), log_sizes, self.model.get_vec_normalize_env())
         self.last_checkpoint_time = time.monotonic()
         self.save_s += self.last_checkpoint_time - started
         self.last_checkpoint_at = self.model.num_timesteps
@@ -240,7 +266,25 @@ def make_vec_env(spec: RunSpec, run: RunDir, resume: CheckpointRecord | None) ->
         str(run.monitor_csv), header={"t_start": monitored.t_start, "env_id": spec.env},
         override_existing=resume is None,
     )
-    return monitored
+    if spec.normalize is None:
+        return monitored
+    # Below the normalization, the monitor records the env's own rewards.
+    if resume and resume.vecnormalize_file:
+        normalized = VecNormalize.load(str(run.checkpoints / resume.vecnormalize_file), monitored)
+        normalized.training = True
+        return normalized
+    return VecNormalize(monitored, training=True, **spec.normalize)
+
+
+def frozen_normalization(venv: VecEnv, training: VecNormalize) -> VecNormalize:
+    """venv normalized with a copy of `training`'s observation statistics, which it never updates, and
+    its own rewards: how an evaluation sees the env the policy was trained on."""
+    frozen = VecNormalize(venv, training=False, norm_obs=training.norm_obs, norm_reward=False,
+                          clip_obs=training.clip_obs, clip_reward=training.clip_reward, gamma=training.gamma,
+                          epsilon=training.epsilon)
+    frozen.obs_rms = copy.deepcopy(training.obs_rms)
+    frozen.ret_rms = copy.deepcopy(training.ret_rms)
+    return frozen
 
 
 def tensorboard_dir(spec: RunSpec, run: RunDir) -> str | None:
@@ -271,11 +315,15 @@ def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer, resume:
                policy_kwargs=policy_kwargs or None, tensorboard_log=tensorboard_log, **kwargs)
 
 
-def evaluate(spec: RunSpec, model: PPO, stop_if_requested: Callable[[], None]) -> tuple[float, float]:
+def evaluate(spec: RunSpec, model: PPO, stop_if_requested: Callable[[], None],
+             vecnormalize: VecNormalize | None = None) -> tuple[float, float]:
     """Mean and std of the return over eval_episodes fresh episodes of a separately seeded env;
-    stop_if_requested is called at every step."""
-    env = DummyVecEnv([lambda: Monitor(make_env(spec.env, Path(spec.xml), spec.env_kwargs,
-                                                spec.max_episode_steps))])
+    stop_if_requested is called at every step. A normalized run's policy sees observations normalized
+    with its training statistics, frozen; the returns are the env's own."""
+    env: VecEnv = DummyVecEnv([lambda: Monitor(make_env(spec.env, Path(spec.xml), spec.env_kwargs,
+                                                        spec.max_episode_steps))])
+    if vecnormalize is not None:
+        env = frozen_normalization(env, vecnormalize)
     env.seed(spec.seed + 1_000_003)
     try:
         mean, std = evaluate_policy(model, env, n_eval_episodes=spec.eval_episodes,

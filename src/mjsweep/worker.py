@@ -84,7 +84,8 @@ def _train(run_path: Path) -> int:
     started = time.monotonic()
     run = RunDir(run_path)
     spec = RunSpec.model_validate_json(run.spec_json.read_text(encoding="utf-8"))
-    checkpointer = Checkpointer(run, spec.checkpoint_every, spec.checkpoint_every_s)
+    checkpointer = Checkpointer(run, spec.checkpoint_every, spec.checkpoint_every_s,
+                                normalized=spec.normalize is not None)
     resume = checkpointer.latest()
     if resume:
         print(f"mjsweep.worker: resuming {spec.run_id} from {resume.timesteps} timesteps", flush=True)
@@ -101,7 +102,7 @@ def _train(run_path: Path) -> int:
             recorder.save_interrupted()
             raise
         _, final_save_s = timed(_save_model, model, run)
-        (mean, std), eval_s = timed(evaluate, spec, model, stop_if_requested)
+        (mean, std), eval_s = timed(evaluate, spec, model, stop_if_requested, model.get_vec_normalize_env())
     finally:
         venv.close()
     timing = recorder.totals()
@@ -143,8 +144,12 @@ def _train(run_path: Path) -> int:
 
 
 def _save_model(model: PPO, run: RunDir) -> None:
+    from .training import save_atomic
+
     model.save(str(run.model_zip_tmp))
     os.replace(run.model_zip_tmp, run.model_zip)
+    if (normalizer := model.get_vec_normalize_env()) is not None:
+        save_atomic(normalizer.save, run.vecnormalize)
 
 
 def timed(fn: Callable[..., T], *args: Any) -> tuple[T, float]:
