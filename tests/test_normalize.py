@@ -82,7 +82,8 @@ def test_statistics_survive_sigint_and_resume(tmp_path, tiny_spec):
 
     from mjsweep.training import make_vec_env
 
-    tiny_spec.update({"normalize": True, "total_timesteps": 4096, "checkpoint_every": 256})
+    tiny_spec.update({"normalize": True, "total_timesteps": 4096, "checkpoint_every": 256,
+                      "eval": {"every": 256, "episodes": 1}})
     [run_spec] = runs_of(tmp_path, tiny_spec)
     run = RunDir(tmp_path / "run")
     run.path.mkdir()
@@ -114,3 +115,9 @@ def test_statistics_survive_sigint_and_resume(tmp_path, tiny_spec):
     final = VecNormalize.load(str(run.vecnormalize), make_vec_env(run_spec, run, None))
     assert final.obs_rms.count > ckpt.timesteps and run.read_result().resumed_from == ckpt.timesteps
     final.close()
+    # evaluations.csv went on where the checkpoint left it: every multiple of 256 once, no torn row.
+    lines = run.evaluations_csv.read_text().splitlines()
+    assert lines[0] == "timesteps,mean_return,std_return,returns,lengths,wall_s"
+    assert [int(line.split(",")[0]) for line in lines[1:]] == list(range(256, 4097, 256))
+    assert all(len(line.split(",")) == 6 for line in lines[1:])
+    assert run.best_model_zip.exists() and run.best_vecnormalize.exists()

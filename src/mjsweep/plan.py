@@ -51,6 +51,9 @@ class RunSpec(BaseModel):
     as checkpoint_every is not: when a run saves does not change what it computes."""
     eval_episodes: int
     eval_deterministic: bool
+    eval_every: int | None = None
+    """Timesteps between periodic evaluations; None: the final one only. Not in content_hash: an
+    evaluation runs on its own env and random state, so training computes the same with or without."""
     content_hash: str
     cpus: int = 1
     """CPU slots the run takes from the scheduler's cap (processes or threads it uses)."""
@@ -116,7 +119,8 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         max_episode_steps=spec.max_episode_steps, policy=policy, ppo=ppo, total_timesteps=total,
         n_envs=spec.n_envs, vec_env=spec.vec_env, checkpoint_every=spec.checkpoint_every,
         checkpoint_every_s=spec.checkpoint_every_s,
-        eval_episodes=spec.eval.episodes, eval_deterministic=spec.eval.deterministic, content_hash=digest,
+        eval_episodes=spec.eval.episodes, eval_deterministic=spec.eval.deterministic, eval_every=spec.eval.every,
+        content_hash=digest,
         cpus=cpus_per_run(spec), device=spec.device, tensorboard=spec.tensorboard, normalize=normalized,
     )
 

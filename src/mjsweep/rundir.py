@@ -170,6 +170,7 @@ class RunDir:
     log = property(lambda self: self.path / "log.txt")
     monitor_csv = property(lambda self: self.path / "monitor.csv")
     progress_csv = property(lambda self: self.path / "progress.csv")
+    evaluations_csv = property(lambda self: self.path / "evaluations.csv")
     model_zip = property(lambda self: self.path / "model.zip")
     model_zip_tmp = property(lambda self: self.path / ".model.zip.tmp")
     vecnormalize = property(lambda self: self.path / "vecnormalize.pkl")

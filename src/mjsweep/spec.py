@@ -160,8 +160,11 @@ def normalize_kwargs(value: NormalizeValue | dict[str, Any] | None, ppo_gamma: f
 
 
 class EvalSpec(_Strict):
-    episodes: int = Field(10, ge=1)
-    """Episodes of the final evaluation (eval_mean_return / eval_std_return in result.json)."""
+    every: WholeInt | None = Field(None, gt=0)
+    """Also evaluate each time training passes a multiple of this many timesteps: a row of
+    evaluations.csv each, and best_model.zip kept for the best. Default: only the final evaluation."""
+    episodes: WholeInt = Field(10, ge=1)
+    """Episodes of each evaluation (the final one: eval_mean_return / eval_std_return in result.json)."""
     deterministic: bool = True
     """Evaluate the policy's mean action rather than sampling."""
 

@@ -15,6 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
@@ -29,13 +30,16 @@ from .schemas import CheckpointRecord, Timing
 
 PROGRESS_FIELDS = ("iteration", "timesteps", "wall_s", "fps", "ep_rew_mean", "ep_len_mean",
                    "rollout_s", "train_s")
+EVALUATION_FIELDS = ("timesteps", "mean_return", "std_return", "returns", "lengths", "wall_s")
+"""evaluations.csv's header; returns and lengths are each episode's, space-separated."""
 ACTIVATION_CLASSES = {"tanh": "Tanh", "relu": "ReLU", "elu": "ELU", "leaky_relu": "LeakyReLU",
                       "gelu": "GELU", "silu": "SiLU"}
 
 
 def truncate_logs(run: RunDir, checkpoint: CheckpointRecord) -> None:
     """Drop log rows written after this checkpoint, so a resumed run does not repeat them."""
-    for path, size in ((run.monitor_csv, checkpoint.monitor_bytes), (run.progress_csv, checkpoint.progress_bytes)):
+    for path, size in ((run.monitor_csv, checkpoint.monitor_bytes), (run.progress_csv, checkpoint.progress_bytes),
+                       (run.evaluations_csv, checkpoint.evaluations_bytes)):
         if path.exists() and path.stat().st_size > size:
             os.truncate(path, size)
 
@@ -68,7 +72,7 @@ class Checkpointer:
             return None
         return checkpoint
 
-    def save(self, model: PPO, iteration: int, timing: Timing, log_sizes: tuple[int, int],
+    def save(self, model: PPO, iteration: int, timing: Timing, log_sizes: tuple[int, ...],
              vecnormalize: VecNormalize | None = None) -> CheckpointRecord:
         # The model (and the normalization statistics) are written first under new names, then
         # checkpoint.json points at them: a kill at any moment leaves the previous set intact.
@@ -81,7 +85,8 @@ class Checkpointer:
             stats = self.run.checkpoint_vecnormalize(timesteps)
             save_atomic(vecnormalize.save, stats)
         ckpt = CheckpointRecord(timesteps=timesteps, iteration=iteration, model_file=path.name,
-                                monitor_bytes=log_sizes[0], progress_bytes=log_sizes[1], timing=timing,
+                                monitor_bytes=log_sizes[0], progress_bytes=log_sizes[1],
+                                evaluations_bytes=log_sizes[2] if len(log_sizes) > 2 else 0, timing=timing,
                                 vecnormalize_file=stats.name if stats else None)
         write_model(self.run.checkpoint_json, ckpt)
         for old in [*self.run.checkpoint_models(), *self.run.checkpoint_vecnormalizes()]:
@@ -139,9 +144,10 @@ class IterationRecorder(PhaseTimer):
     """Writes one progress.csv row per PPO iteration (rollout + update) and checkpoints when due."""
 
     def __init__(self, checkpointer: Checkpointer, resume: CheckpointRecord | None,
-                 stop_if_requested: Callable[[], None]):
+                 stop_if_requested: Callable[[], None], evaluator: PeriodicEvaluator | None = None):
         super().__init__()
         self.checkpointer = checkpointer
+        self.evaluator = evaluator
         self.stop_if_requested = stop_if_requested
         """Called at every env step: raises KeyboardInterrupt when the worker was asked to stop."""
         self.base = resume.timing if resume else Timing()
@@ -150,8 +156,10 @@ class IterationRecorder(PhaseTimer):
         self.last_checkpoint_time = 0.0
         """time.monotonic() of the last checkpoint, or of this attempt's start of training."""
         self.save_s = 0.0
+        self.eval_s = 0.0
         self._t0 = 0.0
-        self._iter_start = (0, 0, (0, 0))  # timesteps, iteration, log sizes when this iteration began
+        # timesteps, iteration, log sizes when this iteration began
+        self._iter_start: tuple[int, int, tuple[int, ...]] = (0, 0, (0, 0, 0))
         self._stats_start: tuple[object, object] | None = None
         """The normalization statistics (obs_rms, ret_rms) when this iteration began."""
         self._file = None
@@ -180,9 +188,9 @@ class IterationRecorder(PhaseTimer):
         if (normalizer := self.model.get_vec_normalize_env()) is not None:
             self._stats_start = (copy.deepcopy(normalizer.obs_rms), copy.deepcopy(normalizer.ret_rms))
 
-    def _log_sizes(self) -> tuple[int, int]:
+    def _log_sizes(self) -> tuple[int, int, int]:
         run = self.checkpointer.run
-        return _size(run.monitor_csv), _size(run.progress_csv)
+        return _size(run.monitor_csv), _size(run.progress_csv), _size(run.evaluations_csv)
 
     def _on_step(self) -> bool:
         self.stop_if_requested()
@@ -208,6 +216,10 @@ class IterationRecorder(PhaseTimer):
             "train_s": round(update_s, 4),
         })
         self._file.flush()
+        if self.evaluator and self.evaluator.due(self._iter_start[0], self.model.num_timesteps):
+            started = time.monotonic()
+            self.evaluator.evaluate(self.model, self.totals().wall_s)
+            self.eval_s += time.monotonic() - started
         if checkpoint_due(self.model.num_timesteps - self.last_checkpoint_at,
                           time.monotonic() - self.last_checkpoint_time, self.checkpointer.every,
                           self.checkpointer.every_s):
@@ -216,7 +228,8 @@ class IterationRecorder(PhaseTimer):
     def totals(self) -> Timing:
         elapsed = time.monotonic() - self._t0 if self._t0 else 0.0
         return Timing(wall_s=self.base.wall_s + elapsed, rollout_s=self.base.rollout_s + self.rollout_s,
-                      train_s=self.base.train_s + self.train_s, save_s=self.base.save_s + self.save_s)
+                      train_s=self.base.train_s + self.train_s, save_s=self.base.save_s + self.save_s,
+                      eval_s=self.base.eval_s + self.eval_s)
 
     def save_interrupted(self) -> None:
         """Checkpoint on a stop request, rewound to the start of the unfinished iteration.
@@ -235,7 +248,7 @@ class IterationRecorder(PhaseTimer):
             normalizer.obs_rms, normalizer.ret_rms = self._stats_start
         self._save(iteration, log_sizes)
 
-    def _save(self, iteration: int, log_sizes: tuple[int, int]) -> None:
+    def _save(self, iteration: int, log_sizes: tuple[int, ...]) -> None:
         started = time.monotonic()
         self.checkpointer.save(self.model, iteration, self.totals(), log_sizes, self.model.get_vec_normalize_env())
         self.last_checkpoint_time = time.monotonic()
@@ -320,18 +333,76 @@ def evaluate(spec: RunSpec, model: PPO, stop_if_requested: Callable[[], None],
     """Mean and std of the return over eval_episodes fresh episodes of a separately seeded env;
     stop_if_requested is called at every step. A normalized run's policy sees observations normalized
     with its training statistics, frozen; the returns are the env's own."""
+    returns, _ = evaluate_episodes(spec, model, stop_if_requested, vecnormalize)
+    return float(np.mean(returns)), float(np.std(returns))
+
+
+def evaluate_episodes(spec: RunSpec, model: PPO, stop_if_requested: Callable[[], None],
+                      vecnormalize: VecNormalize | None = None) -> tuple[list[float], list[int]]:
+    """Each episode's return and length, as `evaluate` runs them."""
     env: VecEnv = DummyVecEnv([lambda: Monitor(make_env(spec.env, Path(spec.xml), spec.env_kwargs,
                                                         spec.max_episode_steps))])
     if vecnormalize is not None:
         env = frozen_normalization(env, vecnormalize)
     env.seed(spec.seed + 1_000_003)
     try:
-        mean, std = evaluate_policy(model, env, n_eval_episodes=spec.eval_episodes,
-                                    deterministic=spec.eval_deterministic,
-                                    callback=lambda _locals, _globals: stop_if_requested())
+        returns, lengths = evaluate_policy(model, env, n_eval_episodes=spec.eval_episodes,
+                                           deterministic=spec.eval_deterministic, return_episode_rewards=True,
+                                           callback=lambda _locals, _globals: stop_if_requested())
     finally:
         env.close()
-    return float(mean), float(std)
+    return [float(r) for r in returns], [int(n) for n in lengths]
+
+
+class PeriodicEvaluator:
+    """eval.every: an evaluation each time training passes a multiple of `every` timesteps, a row of
+    evaluations.csv for each, and best_model.zip (with best_vecnormalize.pkl) for the best so far.
+
+    An evaluation draws its random numbers from a forked torch generator and steps its own env, so the
+    training goes on exactly as it would without it. It does not stop on a stop request (the next
+    rollout step does), so the row and the model it describes always belong together.
+    """
+
+    def __init__(self, spec: RunSpec, run: RunDir, resume: CheckpointRecord | None):
+        assert spec.eval_every is not None
+        self.spec, self.run, self.every = spec, run, spec.eval_every
+        self.rows = 0
+        self.best: tuple[float, int] | None = None
+        """(mean return, timesteps) of the best evaluation so far."""
+        path = run.evaluations_csv
+        if resume is None or not path.exists():
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(",".join(EVALUATION_FIELDS) + "\n")
+            return
+        with open(path, encoding="utf-8", newline="") as fh:  # already truncated to the checkpoint's rows
+            for row in csv.DictReader(fh):
+                self._count(float(row["mean_return"]), int(row["timesteps"]))
+
+    def due(self, previous_timesteps: int, timesteps: int) -> bool:
+        """Whether the iteration from previous_timesteps to timesteps passed a multiple of `every`."""
+        return timesteps // self.every > previous_timesteps // self.every
+
+    def _count(self, mean: float, timesteps: int) -> bool:
+        self.rows += 1
+        if self.best is None or mean > self.best[0]:
+            self.best = (mean, timesteps)
+            return True
+        return False
+
+    def evaluate(self, model: PPO, wall_s: float) -> None:
+        normalizer = model.get_vec_normalize_env()
+        with torch.random.fork_rng(devices=[]):
+            returns, lengths = evaluate_episodes(self.spec, model, lambda: None, normalizer)
+        mean, std = float(np.mean(returns)), float(np.std(returns))
+        timesteps = int(model.num_timesteps)
+        line = ",".join([str(timesteps), repr(mean), repr(std), " ".join(repr(r) for r in returns),
+                         " ".join(str(n) for n in lengths), f"{wall_s:.3f}"]) + "\n"
+        with open(self.run.evaluations_csv, "a", encoding="utf-8") as fh:
+            fh.write(line)  # one write of a whole line; a torn one lies past the checkpoint's size
+        if self._count(mean, timesteps):
+            if normalizer is not None:
+                save_atomic(normalizer.save, self.run.best_vecnormalize)
+            save_atomic(model.save, self.run.best_model_zip)
 
 
 def versions() -> dict[str, str]:

@@ -78,7 +78,16 @@ def _train(run_path: Path) -> int:
     from .rundir import RunDir, write_model
     from .runview import read_progress
     from .schemas import RunResult
-    from .training import Checkpointer, IterationRecorder, build_model, evaluate, make_vec_env, truncate_logs, versions
+    from .training import (
+        Checkpointer,
+        IterationRecorder,
+        PeriodicEvaluator,
+        build_model,
+        evaluate,
+        make_vec_env,
+        truncate_logs,
+        versions,
+    )
 
     stop_if_requested()
     started = time.monotonic()
@@ -94,7 +103,8 @@ def _train(run_path: Path) -> int:
     try:
         stop_if_requested()
         model = build_model(spec, venv, checkpointer, resume)
-        recorder = IterationRecorder(checkpointer, resume, stop_if_requested)
+        evaluator = PeriodicEvaluator(spec, run, resume) if spec.eval_every else None
+        recorder = IterationRecorder(checkpointer, resume, stop_if_requested, evaluator)
         try:
             model.learn(total_timesteps=spec.total_timesteps - model.num_timesteps,
                         reset_num_timesteps=resume is None, callback=recorder)
@@ -123,6 +133,10 @@ def _train(run_path: Path) -> int:
         training_s=training_s,
         save_s=round(timing.save_s + final_save_s, 3),
         eval_s=round(eval_s, 3),
+        periodic_eval_s=round(timing.eval_s, 3) if evaluator else None,
+        evaluations=evaluator.rows if evaluator else None,
+        best_eval_mean_return=evaluator.best[0] if evaluator and evaluator.best else None,
+        best_eval_timesteps=evaluator.best[1] if evaluator and evaluator.best else None,
         # progress.csv's summary, so that `sweep status` need not open it for a finished run
         early_fps=progress.early_fps if progress else None,
         ep_rew_mean=progress.ep_rew_mean if progress else None,
