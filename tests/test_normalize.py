@@ -84,6 +84,8 @@ def test_statistics_survive_sigint_and_resume(tmp_path, tiny_spec):
 
     tiny_spec.update({"normalize": True, "total_timesteps": 4096, "checkpoint_every": 256,
                       "eval": {"every": 256, "episodes": 1}})
+    tiny_spec["ppo"].update({"learning_rate": "lin_3e-4", "clip_range": "lin_0.2",
+                             "policy_kwargs": "dict(ortho_init=False, activation_fn=nn.ReLU, log_std_init=-1)"})
     [run_spec] = runs_of(tmp_path, tiny_spec)
     run = RunDir(tmp_path / "run")
     run.path.mkdir()
@@ -121,3 +123,10 @@ def test_statistics_survive_sigint_and_resume(tmp_path, tiny_spec):
     assert [int(line.split(",")[0]) for line in lines[1:]] == list(range(256, 4097, 256))
     assert all(len(line.split(",")) == 6 for line in lines[1:])
     assert run.best_model_zip.exists() and run.best_vecnormalize.exists()
+    # The schedules continued over the resume: the last update ran at progress 0, learning rate 0 (a
+    # resume that restarted the decay would end at a negative progress and learning rate).
+    from stable_baselines3 import PPO
+
+    model = PPO.load(str(run.model_zip))
+    assert model._current_progress_remaining == 0.0
+    assert model.policy.optimizer.param_groups[0]["lr"] == 0.0

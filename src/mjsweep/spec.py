@@ -7,6 +7,7 @@ the line and the key. Later stages (variants, envs) report their own errors thro
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,14 +49,26 @@ PPO_KWARGS_OWNED = {
     "_init_setup_model": "internal to stable-baselines3",
     "rollout_buffer_class": "classes cannot be named in YAML",
 }
-# policy_kwargs.activation_fn is a class in SB3; YAML names it.
+# policy_kwargs.activation_fn is a class in SB3; YAML names it, in these words or as RL Zoo writes it
+# (nn.ReLU, ReLU).
 ACTIVATIONS = ("tanh", "relu", "elu", "leaky_relu", "gelu", "silu")
+_TORCH_ACTIVATIONS = {"tanh": "tanh", "relu": "relu", "elu": "elu", "leakyrelu": "leaky_relu", "gelu": "gelu",
+                      "silu": "silu"}
+
+
+def activation_name(written: str) -> str | None:
+    """The activation a spec names ('relu', 'nn.ReLU', 'torch.nn.ReLU' -> 'relu'); None if unknown."""
+    if written in ACTIVATIONS:
+        return written
+    return _TORCH_ACTIVATIONS.get(written.rsplit(".", 1)[-1].lower())
 GRID_PREFIXES = ("ppo.", "env_kwargs.")
 GRID_TOP_KEYS = ("total_timesteps", "normalize")
 # RL Zoo's linear schedules: "lin_3e-4" decays linearly from 3e-4 to 0 over the run.
 SCHEDULE = re.compile(r"^lin_([0-9.eE+-]+)$")
 SCHEDULED_KWARGS = ("learning_rate", "clip_range")
 INTEGER_KWARGS = ("n_steps", "batch_size", "n_epochs", "sde_sample_freq", "stats_window_size")
+# Keys of RL Zoo's hyperparameter files that are spec keys here.
+ZOO_TOP_KEYS = {"n_envs": "n_envs", "normalize": "normalize", "n_timesteps": "total_timesteps"}
 # SB3's defaults, for the checks that combine keys.
 PPO_DEFAULTS = {"n_steps": 2048, "batch_size": 64}
 
@@ -89,6 +102,38 @@ def whole_number(value: Any) -> Any:
 
 
 WholeInt = Annotated[int, BeforeValidator(whole_number)]
+
+
+def zoo_expression(text: str) -> Any:
+    """RL Zoo writes some values as Python text: policy_kwargs "dict(ortho_init=False, activation_fn=nn.ReLU,
+    net_arch=dict(pi=[64], vf=[64]))", normalize "{'norm_obs': True, 'norm_reward': False}". Read such text
+    as data (no code runs): dict(...) calls, literals, lists, and names such as nn.ReLU as strings."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise ValueError(f"cannot read {text!r}: {exc.msg}") from None
+    return _literal(tree, text)
+
+
+def _literal(node: ast.expr, text: str) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        return -node.operand.value
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(item, text) for item in node.elts]
+    if isinstance(node, ast.Dict) and all(key is not None for key in node.keys):
+        return {_literal(k, text): _literal(v, text)  # type: ignore[arg-type]
+                for k, v in zip(node.keys, node.values, strict=True)}
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
+        return {kw.arg: _literal(kw.value, text) for kw in node.keywords if kw.arg}
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return ast.unparse(node)
+    raise ValueError(f"cannot read {ast.unparse(node)!r} in {text!r}: only dict(...), literals and names")
+
+
+def _zoo_text(value: Any) -> Any:
+    return zoo_expression(value) if isinstance(value, str) and value.lstrip()[:1] in ("{", "d") else value
 
 
 def schedule_start(value: Any) -> float | None:
@@ -143,7 +188,7 @@ class NormalizeSpec(_Strict):
     epsilon: float = Field(1e-8, gt=0)
 
 
-NormalizeValue = bool | NormalizeSpec
+NormalizeValue = Annotated[bool | NormalizeSpec, BeforeValidator(_zoo_text)]
 """`normalize: true` (VecNormalize's defaults), `false`, or a mapping of VecNormalize arguments."""
 
 
@@ -260,9 +305,28 @@ class SweepSpec(_Strict):
                 raise ValueError("seeds must be non-negative")
         return seeds
 
+    @model_validator(mode="before")
+    @classmethod
+    def _zoo_keys_in_ppo(cls, data: Any) -> Any:
+        """RL Zoo's hyperparameter blocks also hold n_envs, normalize and n_timesteps: pasted under `ppo`,
+        they mean the spec's own keys."""
+        ppo = data.get("ppo") if isinstance(data, dict) else None
+        if not isinstance(ppo, dict) or not ZOO_TOP_KEYS.keys() & ppo.keys():
+            return data
+        data, ppo = dict(data), dict(ppo)
+        for zoo_key, key in ZOO_TOP_KEYS.items():
+            if zoo_key in ppo:
+                if key in data:
+                    raise ValueError(f"ppo.{zoo_key} and {key} both given: keep one")
+                data[key] = ppo.pop(zoo_key)
+        data["ppo"] = ppo
+        return data
+
     @field_validator("ppo")
     @classmethod
     def _whole_ppo_counts(cls, ppo: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(ppo.get("policy_kwargs"), str):
+            ppo = {**ppo, "policy_kwargs": zoo_expression(ppo["policy_kwargs"])}
         return {k: whole_number(v) if k in INTEGER_KWARGS else v for k, v in ppo.items()}
 
     @field_validator("grid")
@@ -498,7 +562,7 @@ def _check_ppo_kwargs(ppo: dict[str, Any], where: tuple[str, ...], loc: SpecLoca
             raise loc.error((*where, key), problem)
         if key == "policy_kwargs" and isinstance(value, dict):
             act = value.get("activation_fn")
-            if act is not None and act not in ACTIVATIONS:
+            if act is not None and (not isinstance(act, str) or activation_name(act) is None):
                 raise loc.error((*where, key, "activation_fn"),
                                 f"unknown activation {act!r} (known: {', '.join(ACTIVATIONS)})")
 

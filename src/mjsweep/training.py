@@ -27,6 +27,7 @@ from .envs import make_env
 from .plan import RunSpec
 from .rundir import RunDir, write_model
 from .schemas import CheckpointRecord, Timing
+from .spec import SCHEDULED_KWARGS, activation_name, schedule_start
 
 PROGRESS_FIELDS = ("iteration", "timesteps", "wall_s", "fps", "ep_rew_mean", "ep_len_mean",
                    "rollout_s", "train_s")
@@ -312,6 +313,23 @@ def tensorboard_dir(spec: RunSpec, run: RunDir) -> str | None:
     return str(run.tensorboard)
 
 
+class LinearSchedule:
+    """RL Zoo's lin_<start>: start at the beginning of training, decaying linearly to 0 at its end.
+
+    SB3 calls it with the fraction of the run still to go (1 -> 0), computed from the run's timesteps
+    and total, so a resumed run continues the decay where its checkpoint left it.
+    """
+
+    def __init__(self, start: float):
+        self.start = start
+
+    def __call__(self, progress_remaining: float) -> float:
+        return progress_remaining * self.start
+
+    def __repr__(self) -> str:
+        return f"lin_{self.start}"
+
+
 def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer, resume: CheckpointRecord | None) -> PPO:
     tensorboard_log = tensorboard_dir(spec, checkpointer.run)
     if resume:
@@ -321,9 +339,13 @@ def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer, resume:
         venv.seed(spec.seed + resume.timesteps)
         return model
     kwargs = dict(spec.ppo)
+    for key in SCHEDULED_KWARGS:
+        if (start := schedule_start(kwargs.get(key))) is not None:
+            kwargs[key] = LinearSchedule(start)
     policy_kwargs = dict(kwargs.pop("policy_kwargs", None) or {})
     if isinstance(policy_kwargs.get("activation_fn"), str):
-        policy_kwargs["activation_fn"] = getattr(torch.nn, ACTIVATION_CLASSES[policy_kwargs["activation_fn"]])
+        name = activation_name(policy_kwargs["activation_fn"])
+        policy_kwargs["activation_fn"] = getattr(torch.nn, ACTIVATION_CLASSES[name])
     return PPO(spec.policy, venv, seed=spec.seed, device=spec.device, verbose=0,
                policy_kwargs=policy_kwargs or None, tensorboard_log=tensorboard_log, **kwargs)
 

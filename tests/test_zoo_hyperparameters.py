@@ -1,0 +1,52 @@
+"""RL Zoo's hyperparameters as its ppo.yml writes them: schedules, Python-text policy_kwargs, n_envs and
+normalize inside the block."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import write_spec
+from mjsweep.spec import SpecError, zoo_expression
+from mjsweep.sweep import prepare
+
+# RL Zoo's Hopper block (ppo.yml), as pasted.
+ZOO_HOPPER = {
+    "normalize": True, "n_envs": 1, "policy": "MlpPolicy", "n_timesteps": 1e6, "batch_size": 32, "n_steps": 512,
+    "gamma": 0.999, "learning_rate": 9.80828e-05, "ent_coef": 0.00229519, "clip_range": 0.2, "n_epochs": 5,
+    "gae_lambda": 0.99, "max_grad_norm": 0.7, "vf_coef": 0.835671,
+    "policy_kwargs": "dict(\n log_std_init=-2,\n ortho_init=False,\n activation_fn=nn.ReLU,\n"
+                     " net_arch=dict(pi=[256, 256], vf=[256, 256])\n )",
+}
+
+
+def test_zoo_block_pasted_under_ppo_validates_and_resolves(tmp_path, tiny_spec):
+    del tiny_spec["total_timesteps"]
+    tiny_spec["ppo"] = {**ZOO_HOPPER, "learning_rate": "lin_3e-4", "clip_range": "lin_0.2"}
+    plan = prepare(write_spec(tmp_path, tiny_spec))
+    [run] = plan.runs
+    assert run.total_timesteps == 1_000_000 and run.n_envs == 1 and run.normalize["gamma"] == 0.999
+    assert run.ppo["policy_kwargs"] == {"log_std_init": -2, "ortho_init": False, "activation_fn": "nn.ReLU",
+                                        "net_arch": {"pi": [256, 256], "vf": [256, 256]}}
+    assert run.ppo["learning_rate"] == "lin_3e-4" and "n_timesteps" not in run.ppo
+
+
+def test_zoo_normalize_text_and_conflicts(tmp_path, tiny_spec):
+    [run] = prepare(write_spec(tmp_path, {**tiny_spec, "normalize": "{'norm_obs': True, 'norm_reward': False}"}),
+                    check_envs=False).runs
+    assert run.normalize["norm_reward"] is False
+    with pytest.raises(SpecError, match="ppo.n_envs and n_envs both given"):
+        prepare(write_spec(tmp_path, {**tiny_spec, "n_envs": 2, "ppo": {**tiny_spec["ppo"], "n_envs": 1}}),
+                check_envs=False)
+
+
+def test_zoo_expressions_are_read_as_data_only():
+    assert zoo_expression("dict(a=-1, b=[1, 2.5], c=nn.Tanh)") == {"a": -1, "b": [1, 2.5], "c": "nn.Tanh"}
+    with pytest.raises(ValueError, match="only dict"):
+        zoo_expression("__import__('os').system('true')")
+
+
+def test_schedules_decay_linearly_with_the_run():
+    from mjsweep.training import LinearSchedule
+
+    schedule = LinearSchedule(3e-4)
+    assert schedule(1.0) == 3e-4 and schedule(0.5) == 1.5e-4 and schedule(0.0) == 0.0
