@@ -50,3 +50,34 @@ def test_schedules_decay_linearly_with_the_run():
 
     schedule = LinearSchedule(3e-4)
     assert schedule(1.0) == 3e-4 and schedule(0.5) == 1.5e-4 and schedule(0.0) == 0.0
+
+
+def hopper_spec(tmp_path, **ppo) -> dict:
+    import gymnasium
+
+    xml = __import__("pathlib").Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / "hopper.xml"
+    return {"name": "hop", "env": "Hopper-v5", "variants": [{"name": "hopper", "xml": str(xml)}],
+            "ppo": {"zoo": True, **ppo}, "runs_dir": str(tmp_path / "runs")}
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("rl_zoo3") is None, reason="needs rl_zoo3")
+def test_zoo_true_takes_rl_zoo_values_with_the_spec_keys_over_them(tmp_path):
+    from conftest import run_sweep
+
+    data = {**hopper_spec(tmp_path, n_epochs=2), "total_timesteps": 5000}
+    plan = prepare(write_spec(tmp_path, data))
+    assert plan.spec.zoo_entry == "Hopper-v4"
+    [run] = plan.runs
+    assert run.total_timesteps == 5000 and run.ppo["n_epochs"] == 2 and run.ppo["gamma"] == 0.999
+    assert run.normalize is not None and run.ppo["policy_kwargs"]["activation_fn"] == "nn.ReLU"
+    assert "zoo" not in run.ppo
+    proc = run_sweep("validate", str(tmp_path / "spec.yaml"))
+    assert proc.returncode == 0, proc.stderr
+    assert "RL Zoo's PPO for Hopper-v4" in proc.stdout and "gamma: 0.999" in proc.stdout
+
+
+def test_zoo_true_for_an_env_rl_zoo_does_not_know(tmp_path, tiny_spec):
+    tiny_spec["env"] = "mjsweep/Locomotion-v0"
+    tiny_spec["ppo"] = {"zoo": True}
+    with pytest.raises(SpecError, match="RL Zoo has no PPO hyperparameters for 'mjsweep/Locomotion-v0'|needs the"):
+        prepare(write_spec(tmp_path, tiny_spec), check_envs=False)

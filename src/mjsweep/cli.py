@@ -188,6 +188,7 @@ def validate(
         raise _invalid(str(exc)) from None
     render.warn_spec(plan.spec)
     render.warn_missing_tensorboard(plan.spec)
+    render.zoo_hyperparameters(plan.spec)
     render.variant_table(render.make_console(), plan)
     if pictures:
         _render_pictures(plan, pictures)

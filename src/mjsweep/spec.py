@@ -132,6 +132,26 @@ def _literal(node: ast.expr, text: str) -> Any:
     raise ValueError(f"cannot read {ast.unparse(node)!r} in {text!r}: only dict(...), literals and names")
 
 
+def zoo_hyperparameters(env_id: str) -> tuple[str, dict[str, Any]]:
+    """RL Zoo's tuned PPO hyperparameters for env_id from the installed rl_zoo3 package (its ppo.yml), and
+    the entry they come from: env_id itself, else the same env's highest other version (RL Zoo tunes
+    Hopper-v4; Hopper-v5 takes those). ValueError naming what is missing."""
+    import importlib.util
+
+    package = importlib.util.find_spec("rl_zoo3")  # found, not imported: it imports much of the ML world
+    if package is None or package.origin is None:
+        raise ValueError("zoo: true needs the rl_zoo3 package (pip install 'mjsweep[zoo]' or rl_zoo3)")
+    text = (Path(package.origin).parent / "hyperparams" / "ppo.yml").read_text(encoding="utf-8")
+    entries = yaml.safe_load(text) or {}
+    name = env_id.rsplit("-v", 1)[0]
+    versions = sorted((int(key.rsplit("-v", 1)[1]), key) for key in entries
+                      if isinstance(key, str) and key.rsplit("-v", 1)[0] == name and key.rsplit("-v", 1)[-1].isdigit())
+    entry = env_id if env_id in entries else (versions[-1][1] if versions else None)
+    if entry is None:
+        raise ValueError(f"RL Zoo has no PPO hyperparameters for {env_id!r} (nor another version of it)")
+    return entry, dict(entries[entry])
+
+
 def _zoo_text(value: Any) -> Any:
     return zoo_expression(value) if isinstance(value, str) and value.lstrip()[:1] in ("{", "d") else value
 
@@ -290,6 +310,7 @@ class SweepSpec(_Strict):
 
     _locator: SpecLocator | None = PrivateAttr(None)
     _warnings: list[str] = PrivateAttr(default_factory=list)
+    _zoo_entry: str | None = PrivateAttr(None)
 
     @field_validator("seeds")
     @classmethod
@@ -311,11 +332,21 @@ class SweepSpec(_Strict):
         """RL Zoo's hyperparameter blocks also hold n_envs, normalize and n_timesteps: pasted under `ppo`,
         they mean the spec's own keys."""
         ppo = data.get("ppo") if isinstance(data, dict) else None
-        if not isinstance(ppo, dict) or not ZOO_TOP_KEYS.keys() & ppo.keys():
+        if not isinstance(ppo, dict) or not {*ZOO_TOP_KEYS, "zoo"} & ppo.keys():
             return data
         data, ppo = dict(data), dict(ppo)
+        from_zoo: set[str] = set()
+        if ppo.pop("zoo", False) is True:
+            # RL Zoo's values first; keys the spec writes (in ppo, or n_envs / normalize / total_timesteps)
+            # override them.
+            _, tuned = zoo_hyperparameters(str(data.get("env", "")))
+            from_zoo = {k for k in tuned if k not in ppo}
+            ppo = {**tuned, **ppo}
         for zoo_key, key in ZOO_TOP_KEYS.items():
             if zoo_key in ppo:
+                if key in data and zoo_key in from_zoo:
+                    ppo.pop(zoo_key)
+                    continue
                 if key in data:
                     raise ValueError(f"ppo.{zoo_key} and {key} both given: keep one")
                 data[key] = ppo.pop(zoo_key)
@@ -339,6 +370,11 @@ class SweepSpec(_Strict):
     @property
     def seed_list(self) -> list[int]:
         return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+
+    @property
+    def zoo_entry(self) -> str | None:
+        """The RL Zoo entry (env id) `ppo: {zoo: true}` took its hyperparameters from; None without it."""
+        return self._zoo_entry
 
     @property
     def warnings(self) -> list[str]:
@@ -426,6 +462,9 @@ def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
         loc = tuple(part for part in err["loc"] if part not in UNION_TAGS)
         raise locator.error(loc, _explain({**err, "loc": loc})) from None
     spec._locator = locator
+    ppo = data.get("ppo")
+    if isinstance(ppo, dict) and ppo.get("zoo") is True:
+        spec._zoo_entry = zoo_hyperparameters(spec.env)[0]
     _check_semantics(spec, locator)
     return spec
 
@@ -649,4 +688,5 @@ def _resolve_paths(spec: SweepSpec, base: Path) -> SweepSpec:
                                        "runs_dir": resolve(spec.runs_dir)})
     resolved._locator = spec._locator
     resolved._warnings = list(spec._warnings)
+    resolved._zoo_entry = spec._zoo_entry
     return resolved
