@@ -75,8 +75,7 @@ def test_evaluation_curves_replace_training_returns_when_the_sweep_evaluates(tmp
     assert curve_auc(curve) == pytest.approx(4.0)  # the mean return over 100..300
     assert read_eval_curve(make_run(tmp_path, run_spec("a", 1))) is None
     drawn = {}
-    monkeypatch.setattr(plot, "_curves_figure", lambda bands, colors, title, output, ylabel: drawn.update(
-        bands=bands, ylabel=ylabel))
+    monkeypatch.setattr(plot, "_curves_figure", lambda bands, *rest: drawn.update(bands=bands, ylabel=rest[-1]))
     plot.plot_sweep(tmp_path, collect(tmp_path), tmp_path / "curves.png")
     assert drawn["ylabel"] == "mean evaluation return"
     assert list(drawn["bands"]) == ["a"] and drawn["bands"]["a"].mean[-1] == pytest.approx(6.0)

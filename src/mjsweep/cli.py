@@ -202,6 +202,8 @@ def report(
     sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
     fmt: str = typer.Option("table", "--format", "-f", help="table | csv | md | json, on stdout; html: "
                             "a self-contained SWEEP_DIR/report.html (figures, pictures, videos inside)."),
+    rank: str = typer.Option("final", "--rank", help="final: by the final evaluation's return; best: by each "
+                             "run's best periodic evaluation (eval.every)."),
 ) -> None:
     """Mean, std, IQM and 95% CI of the final eval return over seeds; writes report.csv and report.md too."""
     from . import report as reportlib
@@ -215,7 +217,9 @@ def report(
     rows = collect(folder)
     if not rows:
         raise _invalid(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
-    groups = reportlib.aggregate(rows, reportlib.model_stats(folder, rows))
+    if rank not in reportlib.RANKINGS:
+        raise _invalid(f"--rank {rank!r}: choose one of {', '.join(reportlib.RANKINGS)}")
+    groups = reportlib.aggregate(rows, reportlib.model_stats(folder, rows), reportlib.eval_aucs(folder, rows), rank)
     warnings = [str(w) for w in read_sweep(folder.path).warnings]
     csv_text = reportlib.to_csv(groups)
     md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings)
