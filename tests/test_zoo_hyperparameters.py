@@ -81,3 +81,35 @@ def test_zoo_true_for_an_env_rl_zoo_does_not_know(tmp_path, tiny_spec):
     tiny_spec["ppo"] = {"zoo": True}
     with pytest.raises(SpecError, match="RL Zoo has no PPO hyperparameters for 'mjsweep/Locomotion-v0'|needs the"):
         prepare(write_spec(tmp_path, tiny_spec), check_envs=False)
+
+
+@pytest.mark.slow
+def test_hopper_learns_with_rl_zoo_hyperparameters(tmp_path):
+    """A learning check, never a speed check: for this fixed seed the policy's last evaluation is above
+    its first. RL Zoo's Hopper values, written out (no rl_zoo3 needed), a budget that fits CI."""
+    import csv
+    import json
+
+    from conftest import run_sweep
+
+    data = hopper_spec(tmp_path)
+    data["ppo"] = {**ZOO_HOPPER, "n_timesteps": 12_288, "learning_rate": "lin_3e-4"}
+    data.update({"seeds": [0], "eval": {"every": 2048, "episodes": 5}, "checkpoint_every": 4096})
+    spec = write_spec(tmp_path, data)
+    proc = run_sweep("run", str(spec), "--workers", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [run] = prepare(spec, check_envs=False).runs
+    run_dir = tmp_path / "runs" / "hop" / run.run_id
+    rows = list(csv.DictReader((run_dir / "evaluations.csv").open()))
+    assert [int(r["timesteps"]) for r in rows] == list(range(2048, 12_289, 2048))
+    first, last = float(rows[0]["mean_return"]), float(rows[-1]["mean_return"])
+    assert last > first, [r["mean_return"] for r in rows]
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["best_eval_mean_return"] >= last and (run_dir / "vecnormalize.pkl").exists()
+
+
+def test_the_example_config_validates():
+    plan = prepare(__import__("conftest").REPO / "configs" / "ant_zoo.yaml")
+    [first, *_] = plan.runs
+    assert first.total_timesteps == 1_000_000 and first.normalize["gamma"] == 0.98 and first.eval_every == 20_000
+    assert first.ppo["learning_rate"] == "lin_1e-4"
