@@ -13,6 +13,9 @@ import pytest
 
 from conftest import TINY_XML, run_sweep, write_spec
 from mjsweep.bench import Batch, BenchConfig, BenchReport, ScaleFigures, batch_sizes, recommend
+from mjsweep.bench.contender import MISSING, command, gnu_parallel, parallel_batch
+from mjsweep.bench.figures import LaunchFigures
+from mjsweep.bench.launch import measure_launch
 from mjsweep.bench.table import COLUMNS, render
 from mjsweep.launchers.spawn import THREAD_VARS
 
@@ -69,6 +72,22 @@ def test_tiny_bench_reports_every_figure_consistently(tmp_path: Path):
     assert report["speedup_over_naive"] == pytest.approx(at_cores["aggregate_fps"] / naive["aggregate_fps"],
                                                          rel=0.01)
     assert report["recommended_workers"] in [b["n"] for b in mj]
+
+    parallel = report["parallel"]
+    if parallel is None:  # GNU parallel missing: said in one line, and no figure pretends otherwise
+        assert report["parallel_skipped"] and report["ratio_to_parallel"] is None
+        assert report["parallel_skipped"] in done.stderr
+    else:
+        assert parallel["kind"] == "parallel" and parallel["n"] == cores and parallel["failed"] == 0
+        assert parallel["timesteps"] == cores * STEPS and parallel["torch_threads"] == 1
+        assert parallel["peak_rss_mb"] > 50 and parallel["rollout_s"] > 0 and parallel["train_s"] > 0
+        assert report["ratio_to_parallel"] == pytest.approx(at_cores["aggregate_fps"] / parallel["aggregate_fps"],
+                                                            rel=0.01)
+
+    launch = report["launch"]
+    assert 0 < launch["to_first_run_s"] and 0 < launch["worker_startup_s"]
+    assert launch["to_first_env_step_s"] == pytest.approx(launch["to_first_run_s"] + launch["worker_startup_s"],
+                                                          abs=0.002)
 
     scale = report["scale"]
     assert scale["runs"] == 40
@@ -199,3 +218,80 @@ def test_launcher_lists_a_workers_process_tree_once_per_interval(monkeypatch):
         handle.kill()
         proc.wait(timeout=30)
         proc.stdout.close()
+
+
+def _report_with_parallel(**extra) -> BenchReport:
+    base = _report()
+    parallel = _batch("parallel", 2, 11.0, peak_rss_mb=350.0)
+    return BenchReport(base.config, base.mjsweep, base.naive, base.scale, "host", "cpu", 0.1, parallel=parallel,
+                       **extra)
+
+
+def test_the_gnu_parallel_contender_has_its_row_its_ratio_its_memory_and_a_target():
+    report = _report_with_parallel()
+    assert report.ratio_to_parallel == pytest.approx(11.0 / 10.5)
+    figures = report.to_dict()
+    assert figures["ratio_to_parallel"] == pytest.approx(11.0 / 10.5, abs=0.001)
+    assert figures["parallel"]["peak_rss_mb"] == 350.0 and figures["parallel_skipped"] is None
+    text = render(report)
+    rows = [line for line in text.splitlines() if line.startswith("| GNU parallel | 2 |")]
+    assert len(rows) == 1 and rows[0].count("|") == len(COLUMNS) + 1
+    assert "- mjsweep at N=2: 1.05x GNU parallel's 1489 env-steps/s" in text
+    assert "- memory per run (largest peak RSS): mjsweep 330 MiB, GNU parallel 350 MiB" in text
+    assert "| >= 1.0x GNU parallel at N = 2 | 1.05x | yes |" in text
+
+
+def test_a_skipped_contender_is_one_line_and_no_figure():
+    base = _report()
+    report = BenchReport(base.config, base.mjsweep, base.naive, base.scale, "host", "cpu", 0.1,
+                         parallel_skipped=MISSING)
+    assert report.ratio_to_parallel is None and report.to_dict()["parallel"] is None
+    text = render(report)
+    assert text.count("GNU parallel") == 1 and f"- {MISSING}" in text
+
+
+def test_gnu_parallel_is_found_only_when_it_is_gnu_parallel(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert gnu_parallel() is None
+    fake = tmp_path / "parallel"
+    fake.write_text("#!/bin/sh\necho 'parallel from moreutils'\n")
+    fake.chmod(0o755)
+    assert gnu_parallel() is None
+    fake.write_text("#!/bin/sh\necho 'GNU parallel 20221122'\n")
+    assert gnu_parallel() == str(fake)
+
+
+def test_the_contender_runs_one_training_per_seed_with_one_thread_each():
+    argv = command("/usr/bin/parallel", 3, Path("/b/train_one.py"), Path("/b/job.json"), Path("/b/out"))
+    assert argv[:4] == ["/usr/bin/parallel", "--will-cite", "-j", "3"]
+    assert argv[argv.index(":::") + 1:] == ["0", "1", "2"]
+    assert "{}" in argv and "/b/out/{}.json" in argv
+
+
+@pytest.mark.skipif(gnu_parallel() is None, reason="GNU parallel is not installed")
+def test_a_real_gnu_parallel_batch_reports_consistent_figures(tmp_path: Path):
+    config = BenchConfig(env="HalfCheetah-v5", steps=STEPS, ppo={"n_steps": N_STEPS}, max_episode_steps=100,
+                         cores=2)
+    batch = parallel_batch(config, TINY_XML, 2, tmp_path / "parallel", gnu_parallel())
+    assert batch.kind == "parallel" and batch.failed == 0 and batch.timesteps == 2 * STEPS
+    assert batch.torch_threads == 1 and batch.peak_rss_mb > 50 and batch.workers_cpu_s > 0
+    # the mean of each run's fps, next to the fps of the mean run: near, not equal, when runs differ
+    assert batch.run_fps == pytest.approx(STEPS / (batch.rollout_s + batch.train_s), rel=0.5)
+    assert 0 < batch.startup_s < batch.wall_s
+
+
+def test_the_launch_figures_are_in_the_summary_and_the_json():
+    base = _report()
+    report = BenchReport(base.config, base.mjsweep, base.naive, base.scale, "host", "cpu", 0.1,
+                         launch=LaunchFigures(1.25, 2.5))
+    assert report.to_dict()["launch"] == {"to_first_run_s": 1.25, "worker_startup_s": 2.5, "to_first_env_step_s": 3.75}
+    assert ("- `sweep run` to first run started: 1.25 s; to its first env step: 3.75 s (the worker's own "
+            "start-up 2.50 s)") in render(report)
+    assert "sweep run` to first run" not in render(base) and base.to_dict()["launch"] is None
+
+
+def test_a_real_launch_is_timed_to_its_first_run_and_first_env_step(tmp_path: Path):
+    config = BenchConfig(env="HalfCheetah-v5", steps=STEPS, ppo={"n_steps": N_STEPS}, max_episode_steps=100)
+    figures = measure_launch(config, TINY_XML, tmp_path / "launch")
+    assert 0 < figures.to_first_run_s and 0 < figures.worker_startup_s
+    assert figures.to_first_env_step_s == pytest.approx(figures.to_first_run_s + figures.worker_startup_s)

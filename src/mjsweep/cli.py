@@ -77,14 +77,22 @@ def run(
     gpus: Optional[str] = typer.Option(None, "--gpus",
                                        help="GPU ids for device: cuda, e.g. 0,1 [default: all found]."),
     pictures: Optional[Path] = typer.Option(None, "--pictures", help=PICTURES_HELP),
+    order: str = typer.Option("breadth", "--order", help="Start order: breadth (every variant and grid point "
+                              "gets its first seed before any gets its second; the longest runs first within "
+                              "that) or variant (the spec's order: variant, grid point, seed)."),
 ) -> None:
     """Train every variant x grid point x seed, each as its own single-threaded process."""
     from . import live
     from .errors import InputError
     from .launchers import build_launcher
+    from .order import Order
     from .scheduler import SchedulerOptions
-    from .sweep import decide, execute, prepare
+    from .sweep import decide, execute, in_start_order, prepare
 
+    try:
+        start = Order(order)
+    except ValueError:
+        raise _invalid(f"--order {order!r}: expected breadth or variant") from None
     timeout_s = parse_duration(timeout) if timeout else None
     out = render.make_console()
     try:
@@ -97,7 +105,7 @@ def run(
         _render_pictures(plan, pictures)
     if dry_run:
         render.variant_table(out, plan)  # what deep validation found, model by model
-        planned = decide(plan)  # reads every run dir: once
+        planned = in_start_order(plan, decide(plan), start)  # reads every run dir: once
         render.plan_table(out, plan, planned)
         if backend == "slurm":
             render.sbatch_preview(out, plan, planned, workers)
@@ -115,7 +123,7 @@ def run(
         note = None if workers or quiet or not default.source else f"workers: {default.workers} ({default.source})"
         try:
             outcome = execute(plan, launcher, options, on_event=progress.event,
-                              on_planned=_announce_then(note, progress.planned))
+                              on_planned=_announce_then(note, progress.planned), order=start)
         except InputError as exc:
             raise _invalid(str(exc)) from None
         finally:

@@ -11,9 +11,10 @@ import fnmatch
 import itertools
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,7 @@ class GeneratedXml:
 def grid_points(edit_grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     """Every combination of the edit_grid's values, in a stable order (one empty point without a grid)."""
     labels = list(edit_grid)
-    return [dict(zip(labels, combo)) for combo in itertools.product(*edit_grid.values())]
+    return [dict(zip(labels, combo, strict=True)) for combo in itertools.product(*edit_grid.values())]
 
 
 def point_suffix(point: dict[str, Any]) -> str:

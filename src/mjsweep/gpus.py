@@ -30,7 +30,7 @@ class GpuSlots:
 
     def __init__(self, gpus: list[str], runs_per_gpu: int = 1):
         self.gpus, self.runs_per_gpu = list(gpus), runs_per_gpu
-        self.in_use = {g: 0 for g in self.gpus}
+        self.in_use = dict.fromkeys(self.gpus, 0)
         self._next = 0
 
     def free(self) -> bool:

@@ -183,7 +183,8 @@ class LocomotionEnv(MujocoEnv):
 
     def _normalized(self, action) -> np.ndarray:
         """The action mapped to [-1, 1] per actuator, so the cost does not depend on ctrlrange units."""
-        low, high = self.action_space.low, self.action_space.high
+        space: Box = self.action_space  # type: ignore[assignment]  # set as a Box by MujocoEnv
+        low, high = space.low, space.high
         return 2.0 * (np.asarray(action) - low) / (high - low) - 1.0
 
     def _get_obs(self) -> np.ndarray:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable
 
 WINDOW_S = 5.0
 """The live view's "now": what other processes took over about the last this many seconds."""

@@ -3,7 +3,7 @@ available memory and the runs' peaks."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 DEFAULT_RUN_MEMORY_MB = 600.0
 """A run's expected peak before any run of the sweep has been measured."""

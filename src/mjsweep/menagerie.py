@@ -26,8 +26,8 @@ def is_reference(text: str | os.PathLike[str] | None) -> bool:
 
 def resolve(reference: str) -> Path:
     """The XML file a `menagerie:NAME[/ENTRY]` reference names (downloading it if need be)."""
-    name, _, entry = reference.removeprefix(PREFIX).partition("/")
-    entry = entry.removesuffix(".xml") or None
+    name, _, written_entry = reference.removeprefix(PREFIX).partition("/")
+    entry = written_entry.removesuffix(".xml") or None
     if not name:
         raise MenagerieLookupError(f"{reference!r}: write menagerie:NAME or menagerie:NAME/ENTRY")
     try:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from .naming import format_value, sanitize
-from .spec import SweepSpec, normalize_kwargs
+from .spec import SweepSpec, WandbSpec, normalize_kwargs
 
 if TYPE_CHECKING:  # variants imports MuJoCo's edit machinery, which `sweep status` never needs
     from .variants import Variant
@@ -64,6 +64,8 @@ class RunSpec(BaseModel):
     normalize: dict[str, Any] | None = None
     """VecNormalize's keyword arguments, every one written out; None: no normalization. In content_hash
     when set (a run without it keeps the id it had before the key existed)."""
+    wandb: WandbSpec | None = None
+    """Log to Weights & Biases (tracking.py); out of content_hash as tensorboard is."""
 
     @property
     def group(self) -> str:
@@ -120,8 +122,8 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         n_envs=spec.n_envs, vec_env=spec.vec_env, checkpoint_every=spec.checkpoint_every,
         checkpoint_every_s=spec.checkpoint_every_s,
         eval_episodes=spec.eval.episodes, eval_deterministic=spec.eval.deterministic, eval_every=spec.eval.every,
-        content_hash=digest,
-        cpus=cpus_per_run(spec), device=spec.device, tensorboard=spec.tensorboard, normalize=normalized,
+        content_hash=digest, cpus=cpus_per_run(spec), device=spec.device, tensorboard=spec.tensorboard,
+        normalize=normalized, wandb=spec.tracking.wandb,
     )
 
 

@@ -68,7 +68,8 @@ PLAIN_ROWS = 500
 def plain_table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
     """Columns padded to their widest cell, two spaces apart: fast for any number of rows."""
     widths = [max([len(col), *(len(row[i]) for row in rows)]) for i, col in enumerate(columns)]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [columns, *rows])
+    lines = ("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [columns, *rows])
+    return "\n".join(lines)
 
 
 class PlainLines:
@@ -88,8 +89,9 @@ class PlainLines:
 def plan_table(out: Console, plan: SweepPlan, planned: list[PlannedRun]) -> None:
     title = f"sweep {plan.spec.name}: {len(planned)} runs -> {plan.sweep_dir.path}"
     columns = ("run id", "variant", "grid", "seed", "action")
-    rows = [(item.run.run_id, item.run.variant, _grid_text(item.run.grid), str(item.run.seed),
-             item.action.value + (f" ({item.note})" if item.note else "")) for item in planned]
+    rows: list[tuple[str, ...]] = [
+        (item.run.run_id, item.run.variant, _grid_text(item.run.grid), str(item.run.seed),
+         item.action.value + (f" ({item.note})" if item.note else "")) for item in planned]
     if len(rows) > PLAIN_ROWS:
         out.print(PlainLines(f"{title}\n{plain_table(columns, rows)}"))
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -70,7 +70,7 @@ def progress_bar(runs: list[RunView], width: int | None = None) -> RenderableTyp
             f"ETA {duration(t.eta_s)}  | {counts_text(runs)}")
     bar = BAR_WIDTH if width is None else min(BAR_WIDTH, width - len(text) - 1)
     if bar < 10:  # a narrow terminal: the bar on its own line, the numbers under it
-        return Group(ProgressBar(total=max(t.total, 1), completed=t.done, width=min(BAR_WIDTH, width)),
+        return Group(ProgressBar(total=max(t.total, 1), completed=t.done, width=min(BAR_WIDTH, width or BAR_WIDTH)),
                      Text(text))
     grid = Table.grid(padding=(0, 1))
     grid.add_row(ProgressBar(total=max(t.total, 1), completed=t.done, width=bar), text)

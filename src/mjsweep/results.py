@@ -7,9 +7,10 @@ A ResultRow is the one read model of a run's files (its spec, status and result)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from .plan import RunSpec
 from .rundir import CorruptFileError, RunDir, RunState, RunStatus, SweepDir, read_bytes, succeeded

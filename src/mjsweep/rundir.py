@@ -227,6 +227,10 @@ class RunDir:
         return "\n".join(text.splitlines()[-lines:])
 
 
+IN_RUN = RunDir(Path())
+"""A run folder's file names as relative paths, for code that ships a run's files between machines."""
+
+
 class SweepDir:
     """<runs_dir>/<sweep>/: the sweep's resolved spec, its lock and one folder per run."""
 

@@ -156,8 +156,8 @@ def read_progress(path: Path) -> Progress | None:
         return None
     # Judge a drop only once the last row is past the early ones.
     past_early = len(head_lines) > EARLY_ROWS + 2 or size > _HEAD_BYTES
-    early = [_float(r.get("fps")) for r in map(lambda ln: _row(header, ln), head_lines[1:EARLY_ROWS + 1]) if r]
-    early = [f for f in early if f]
+    rows = (_row(header, line) for line in head_lines[1:EARLY_ROWS + 1])
+    early = [fps for r in rows if r and (fps := _float(r.get("fps")))]
     return Progress(
         timesteps=int(float(last["timesteps"] or 0)), fps=_float(last.get("fps")),
         ep_rew_mean=_float(last.get("ep_rew_mean")),
@@ -168,7 +168,7 @@ def _row(header: list[str], line: str) -> dict[str, str] | None:
     values = next(csv.reader(io.StringIO(line)), None)
     if not values or len(values) != len(header) or values == header:
         return None
-    return dict(zip(header, values))
+    return dict(zip(header, values, strict=True))
 
 
 def _float(value: Any) -> float | None:

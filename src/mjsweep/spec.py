@@ -258,6 +258,22 @@ class SlurmSpec(_Strict):
         return extra
 
 
+class WandbSpec(_Strict):
+    """Weights & Biases: each run logs its progress rows and final result to a W&B run of its own."""
+
+    project: str = Field(min_length=1)
+    mode: Literal["offline", "online"] = "offline"
+    """offline: written to <run dir>/wandb/ only (`wandb sync` uploads it later); online: needs a login."""
+    entity: str | None = None
+    """The W&B team or user; default: the login's."""
+    tags: list[str] = []
+    """Tags added to every run, beside its variant and seed."""
+
+
+class TrackingSpec(_Strict):
+    wandb: WandbSpec | None = None
+
+
 class SweepSpec(_Strict):
     name: SafeName
     """Sweep name; runs go to <runs_dir>/<name>/."""
@@ -305,6 +321,8 @@ class SweepSpec(_Strict):
     """Where sweeps are written; relative to the spec file's folder."""
     tensorboard: bool = False
     """Also log each run's training to <run dir>/tensorboard/ (needs the tensorboard package)."""
+    tracking: TrackingSpec = TrackingSpec()
+    """Experiment tracking (W&B); never part of the run ids."""
     warn_only: list[Literal["short_episodes", "unhealthy_start", "penetration", "constant_obs"]] = []
     """Degenerate-env checks of the pre-launch probe that only warn instead of refusing the sweep."""
 

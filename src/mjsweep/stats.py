@@ -6,8 +6,8 @@ so the same returns always give the same interval, in every report and plot.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -60,4 +60,4 @@ def summarize(values: Sequence[float], seed: int = 0) -> Summary:
         raise ValueError("summary of no values")
     low, high = bootstrap_ci(x, seed=seed)
     return Summary(n=int(x.size), mean=float(x.mean()), std=float(x.std(ddof=1)) if x.size > 1 else 0.0,
-                   iqm=iqm(x), ci_low=float(low), ci_high=float(high))
+                   iqm=iqm(x.tolist()), ci_low=float(low), ci_high=float(high))

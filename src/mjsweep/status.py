@@ -135,11 +135,12 @@ def contention_warnings(runs: list[RunView]) -> list[Contention]:
         if r.fps and r.early_fps and r.fps < FPS_DROP * r.early_fps:
             what = f"{r.fps:.0f} fps" if r.active else f"averaged {r.fps:.0f} fps"
             out.append(Contention(r.run_id, "fps-drop", f"{what}, under half its early {r.early_fps:.0f}"))
-    measured = [r for r in runs if r.fps and r.state in (RunState.RUNNING.value, RunState.SUCCEEDED.value)]
+    measured = {r.run_id: r.fps for r in runs
+                if r.fps and r.state in (RunState.RUNNING.value, RunState.SUCCEEDED.value)}
     if len(measured) >= 2:
-        median = statistics.median(r.fps for r in measured)
-        out += [Contention(r.run_id, "fps-median", f"{r.fps:.0f} fps, under half the sweep's median {median:.0f}")
-                for r in measured if r.fps < FPS_DROP * median]
+        median = statistics.median(measured.values())
+        out += [Contention(run_id, "fps-median", f"{fps:.0f} fps, under half the sweep's median {median:.0f}")
+                for run_id, fps in measured.items() if fps < FPS_DROP * median]
     return out
 
 

@@ -26,12 +26,14 @@ from .envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
 from .errors import SweepLockedError
 from .launchers.base import Launcher
 from .modelfiles import error_location
+from .order import Order, measured_fps, start_order
 from .plan import RunSpec
 from .planned import Action, PlannedRun, Reason
 from .rundir import (CorruptFileError, RunDir, RunState, SweepDir, succeeded, write_json_atomic, write_model,
                      write_text_atomic)
 from .runindex import IndexEntry
 from .scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
+from .tracking import check_tracking
 from .schemas import SweepVariants, VariantRecord
 
 
@@ -68,6 +70,7 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
     compile or whose env fails the random-action probe (see _check_variant).
     """
     spec = speclib.load(spec_path)
+    check_tracking(spec)
     if check_envs:
         _check_env_kwargs(spec)
     variants = variantlib.resolve(spec)
@@ -172,11 +175,23 @@ def _restart_action(run_dir: RunDir) -> Action:
     return Action.RESUME if run_dir.checkpoint_json.exists() else Action.START
 
 
+def in_start_order(plan: SweepPlan, planned: list[PlannedRun], order: Order = Order.BREADTH) -> list[PlannedRun]:
+    """The runs to start or resume in the order they would start (order.py), then the runs to skip; the
+    fps of runs that already succeeded prices the others."""
+    todo = [p for p in planned if p.action is not Action.SKIP]
+    done = [p for p in planned if p.action is Action.SKIP]
+    fps = measured_fps(plan.sweep_dir, [p.run for p in done]) if order is Order.BREADTH and done else {}
+    by_id = {p.run.run_id: p for p in todo}
+    return [by_id[run.run_id] for run in start_order([p.run for p in todo], order, fps)] + done
+
+
 def execute(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
             on_event: Callable[[Event], None] = lambda e: None,
-            on_planned: Callable[[list[PlannedRun]], None] = lambda p: None) -> SweepOutcome:
-    """Run what is left of the sweep under its lock. Raises an InputError before any run starts:
-    SweepLockedError if another launcher runs it, LauncherConfigError if the launcher cannot queue the runs."""
+            on_planned: Callable[[list[PlannedRun]], None] = lambda p: None,
+            order: Order = Order.BREADTH) -> SweepOutcome:
+    """Run what is left of the sweep under its lock, starting runs in the given order (order.py). Raises an
+    InputError before any run starts: SweepLockedError if another launcher runs it, LauncherConfigError if
+    the launcher cannot queue the runs."""
     plan.sweep_dir.path.mkdir(parents=True, exist_ok=True)
     with sweep_lock(plan.sweep_dir):
         planned = decide(plan)
@@ -189,7 +204,7 @@ def execute(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
         for item in planned:
             if item.reason is Reason.LEFT_RUNNING:
                 _kill_orphan(plan.sweep_dir.run(item.run.run_id))
-        todo = [p.run for p in planned if p.action is not Action.SKIP]
+        todo = [p.run for p in in_start_order(plan, planned, order) if p.action is not Action.SKIP]
         if todo:
             launcher.submit(todo, plan.sweep_dir)
         outcome = Scheduler(launcher, plan.sweep_dir, options, on_event=on_event).run(todo)

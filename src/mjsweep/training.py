@@ -13,7 +13,7 @@ import platform
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -145,10 +145,13 @@ class IterationRecorder(PhaseTimer):
     """Writes one progress.csv row per PPO iteration (rollout + update) and checkpoints when due."""
 
     def __init__(self, checkpointer: Checkpointer, resume: CheckpointRecord | None,
-                 stop_if_requested: Callable[[], None], evaluator: PeriodicEvaluator | None = None):
+                 stop_if_requested: Callable[[], None], evaluator: PeriodicEvaluator | None = None,
+                 on_row: Callable[[dict[str, Any]], None] | None = None):
         super().__init__()
         self.checkpointer = checkpointer
         self.evaluator = evaluator
+        self.on_row = on_row
+        """Also given each progress row once it is written (experiment tracking)."""
         self.stop_if_requested = stop_if_requested
         """Called at every env step: raises KeyboardInterrupt when the worker was asked to stop."""
         self.base = resume.timing if resume else Timing()
@@ -206,7 +209,7 @@ class IterationRecorder(PhaseTimer):
         self.iteration += 1
         steps = self.model.num_timesteps - self._iter_start[0]
         infos = list(self.model.ep_info_buffer or [])
-        self._writer.writerow({
+        row = {
             "iteration": self.iteration,
             "timesteps": self.model.num_timesteps,
             "wall_s": round(self.totals().wall_s, 3),
@@ -215,8 +218,11 @@ class IterationRecorder(PhaseTimer):
             "ep_len_mean": round(sum(i["l"] for i in infos) / len(infos), 1) if infos else "",
             "rollout_s": round(rollout_s, 4),
             "train_s": round(update_s, 4),
-        })
+        }
+        self._writer.writerow(row)
         self._file.flush()
+        if self.on_row:
+            self.on_row(row)
         if self.evaluator and self.evaluator.due(self._iter_start[0], self.model.num_timesteps):
             started = time.monotonic()
             self.evaluator.evaluate(self.model, self.totals().wall_s)
@@ -385,9 +391,12 @@ class PeriodicEvaluator:
     rollout step does), so the row and the model it describes always belong together.
     """
 
-    def __init__(self, spec: RunSpec, run: RunDir, resume: CheckpointRecord | None):
+    def __init__(self, spec: RunSpec, run: RunDir, resume: CheckpointRecord | None,
+                 on_evaluation: Callable[[int, float, float], None] | None = None):
         assert spec.eval_every is not None
         self.spec, self.run, self.every = spec, run, spec.eval_every
+        self.on_evaluation = on_evaluation
+        """Also given (timesteps, mean, std) of each evaluation once its row is written (tracking)."""
         self.rows = 0
         self.best: tuple[float, int] | None = None
         """(mean return, timesteps) of the best evaluation so far."""
@@ -421,6 +430,8 @@ class PeriodicEvaluator:
                          " ".join(str(n) for n in lengths), f"{wall_s:.3f}"]) + "\n"
         with open(self.run.evaluations_csv, "a", encoding="utf-8") as fh:
             fh.write(line)  # one write of a whole line; a torn one lies past the checkpoint's size
+        if self.on_evaluation:
+            self.on_evaluation(timesteps, mean, std)
         if self._count(mean, timesteps):
             if normalizer is not None:
                 save_atomic(normalizer.save, self.run.best_vecnormalize)

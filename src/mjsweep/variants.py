@@ -83,8 +83,9 @@ def _generated(spec: SweepSpec, v: VariantSpec, i: int) -> list[Variant]:
     return out
 
 
-def _model_file(spec: SweepSpec, written: Path, at: tuple[str | int, ...]) -> Path:
+def _model_file(spec: SweepSpec, written: Path | None, at: tuple[str | int, ...]) -> Path:
     """The XML file a variant names: a path, or a Menagerie robot by name (menagerie:NAME[/ENTRY])."""
+    assert written is not None, "the spec requires xml or base"
     if menagerie.is_reference(written):
         try:
             return menagerie.resolve(str(written))

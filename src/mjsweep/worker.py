@@ -78,6 +78,7 @@ def _train(run_path: Path) -> int:
     from .rundir import RunDir, write_model
     from .runview import read_progress
     from .schemas import RunResult
+    from .tracking import start_logger
     from .training import (
         Checkpointer,
         IterationRecorder,
@@ -103,22 +104,28 @@ def _train(run_path: Path) -> int:
     try:
         stop_if_requested()
         model = build_model(spec, venv, checkpointer, resume)
-        evaluator = PeriodicEvaluator(spec, run, resume) if spec.eval_every else None
-        recorder = IterationRecorder(checkpointer, resume, stop_if_requested, evaluator)
+        tracker = start_logger(spec, run)
+        evaluator = PeriodicEvaluator(spec, run, resume, tracker.log_evaluation if tracker else None) \
+            if spec.eval_every else None
+        recorder = IterationRecorder(checkpointer, resume, stop_if_requested, evaluator,
+                                     on_row=tracker.log_progress if tracker else None)
         try:
             model.learn(total_timesteps=spec.total_timesteps - model.num_timesteps,
                         reset_num_timesteps=resume is None, callback=recorder)
-        except KeyboardInterrupt:
-            recorder.save_interrupted()
+            _, final_save_s = timed(_save_model, model, run)
+            (mean, std), eval_s = timed(evaluate, spec, model, stop_if_requested, model.get_vec_normalize_env())
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                recorder.save_interrupted()
+            if tracker:
+                tracker.finish(None, 130 if isinstance(exc, KeyboardInterrupt) else 1)
             raise
-        _, final_save_s = timed(_save_model, model, run)
-        (mean, std), eval_s = timed(evaluate, spec, model, stop_if_requested, model.get_vec_normalize_env())
     finally:
         venv.close()
     timing = recorder.totals()
     progress = read_progress(run.progress_csv)
     training_s = round(timing.training_s, 3)
-    write_model(run.result_json, RunResult(
+    result = RunResult(
         run_id=spec.run_id,
         eval_mean_return=mean,
         eval_std_return=std,
@@ -152,7 +159,10 @@ def _train(run_path: Path) -> int:
         host=platform.node(),
         node=os.environ.get("MJSWEEP_NODE") or platform.node(),  # the cluster node (Ray id, SLURM name)
         versions=versions(),
-    ))
+    )
+    write_model(run.result_json, result)
+    if tracker:
+        tracker.finish(result.model_dump(), 0)
     print(f"mjsweep.worker: done, eval return {mean:.2f} +- {std:.2f}", flush=True)
     return EXIT_OK
 

@@ -1,8 +1,11 @@
-"""`sweep bench`: how fast this machine trains through mjsweep, against one run alone and a naive Pool.
+"""`sweep bench`: how fast this machine trains through mjsweep, against one run alone, GNU parallel and a
+naive Pool.
 
 One invocation measures, with the same PPO settings: mjsweep batches of N = 1, 2, 4, ... concurrent
-runs (N = 1 is the solo per-core reference), a naive multiprocessing.Pool at N = usable cores with
-torch's default threads, and the launcher's own costs at scale. The bench process never imports torch.
+runs (N = 1 is the solo per-core reference), GNU parallel -j N over a plain script with every thread pool
+at one thread (what a careful user writes; skipped, with one line, when parallel is not installed) and a
+naive multiprocessing.Pool, both at N = usable cores, and the launcher's own costs at scale. The bench
+process never imports torch.
 """
 
 from __future__ import annotations
@@ -13,10 +16,10 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from .figures import Batch, BenchConfig, BenchReport, ScaleFigures
+from .figures import Batch, BenchConfig, BenchReport, LaunchFigures, ScaleFigures
 from .recommend import cpu_model
 
-__all__ = ["Batch", "BenchConfig", "BenchReport", "ScaleFigures", "batch_sizes", "run_bench"]
+__all__ = ["Batch", "BenchConfig", "BenchReport", "LaunchFigures", "ScaleFigures", "batch_sizes", "run_bench"]
 
 
 def batch_sizes(max_workers: int, cores: int) -> list[int]:
@@ -31,6 +34,8 @@ def batch_sizes(max_workers: int, cores: int) -> list[int]:
 def run_bench(config: BenchConfig, on_step: Callable[[str], None] = lambda line: None) -> BenchReport:
     """Every batch, in turn, in a temporary folder that is removed afterwards."""
     from .batches import mjsweep_batch, naive_batch
+    from .contender import MISSING, gnu_parallel, parallel_batch
+    from .launch import measure_launch
     from .scale import measure_scale
 
     xml = config.xml or env_default_xml(config.env)
@@ -41,13 +46,23 @@ def run_bench(config: BenchConfig, on_step: Callable[[str], None] = lambda line:
         for n in batch_sizes(config.max_workers, config.cores):
             on_step(f"mjsweep: {n} concurrent run(s) of {config.steps} steps")
             batches.append(mjsweep_batch(config, xml, n, root / f"mjsweep-{n}"))
+        parallel, skipped = None, None
+        if (program := gnu_parallel()) is None:
+            skipped = MISSING
+            on_step(MISSING)
+        else:
+            on_step(f"GNU parallel -j {config.cores}: a plain script, every thread pool at 1 thread")
+            parallel = parallel_batch(config, xml, config.cores, root / "parallel", program)
         on_step(f"naive: multiprocessing.Pool({config.cores}), default torch threads")
         naive = naive_batch(config, xml, config.cores)
+        on_step("launch: `sweep run` of one run, to its first run started and its first env step")
+        launch = measure_launch(config, xml, root / "launch")
         scale = None
         if config.scale_runs:
             on_step(f"scale: dry run and status over {config.scale_runs} generated runs")
             scale = measure_scale(config, xml, root / "scale")
-    return BenchReport(config, batches, naive, scale, socket.gethostname(), cpu_model(), round(load_before, 2))
+    return BenchReport(config, batches, naive, scale, socket.gethostname(), cpu_model(), round(load_before, 2),
+                       parallel=parallel, parallel_skipped=skipped, launch=launch)
 
 
 def env_default_xml(env: str) -> Path:

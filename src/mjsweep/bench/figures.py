@@ -32,7 +32,8 @@ class Batch:
     """N trainings started together; aggregate = all their timesteps / the whole batch's wall time."""
 
     kind: str
-    """'mjsweep' (its launcher and worker) or 'naive' (multiprocessing.Pool, default torch threads)."""
+    """'mjsweep' (its launcher and worker), 'parallel' (GNU parallel over a plain script, one thread each) or
+    'naive' (multiprocessing.Pool, default torch threads)."""
     n: int
     wall_s: float
     timesteps: int
@@ -82,6 +83,19 @@ class ScaleFigures:
 
 
 @dataclass(frozen=True)
+class LaunchFigures:
+    to_first_run_s: float
+    """From starting `sweep run` to the first run's status.json saying running (its worker process exists)."""
+    worker_startup_s: float | None
+    """That worker's time from process start to its first env step (result.json's startup_s)."""
+
+    @property
+    def to_first_env_step_s(self) -> float | None:
+        """`sweep run` to the first env step of its first run."""
+        return None if self.worker_startup_s is None else self.to_first_run_s + self.worker_startup_s
+
+
+@dataclass(frozen=True)
 class BenchReport:
     config: BenchConfig
     mjsweep: list[Batch]
@@ -91,6 +105,12 @@ class BenchReport:
     cpu_model: str
     load_before: float
     """1-minute load average just before the bench started: other work on the machine."""
+    parallel: Batch | None = None
+    """GNU parallel -j N at N = usable cores over a plain script with one thread each; None when skipped."""
+    parallel_skipped: str | None = None
+    """Why the GNU parallel contender was not measured (one line), when it was not."""
+    launch: LaunchFigures | None = None
+    """`sweep run` to its first run started and to that run's first env step."""
 
     @property
     def solo(self) -> Batch:
@@ -113,9 +133,16 @@ class BenchReport:
         return self.at_cores().aggregate / self.naive.aggregate if self.naive.aggregate else 0.0
 
     @property
+    def ratio_to_parallel(self) -> float | None:
+        """mjsweep's aggregate at N = usable cores over GNU parallel's at the same N; None when not measured."""
+        if self.parallel is None or not self.parallel.aggregate:
+            return None
+        return self.at_cores().aggregate / self.parallel.aggregate
+
+    @property
     def failed(self) -> int:
         """Runs that did not finish, over every batch: their figures are not to be trusted."""
-        return sum(b.failed for b in [*self.mjsweep, self.naive])
+        return sum(b.failed for b in [*self.mjsweep, self.naive, *([self.parallel] if self.parallel else [])])
 
     def recommended(self, tolerance: float = 0.03) -> Batch:
         """The smallest N within `tolerance` of the best aggregate: fewer runs in flight finish sooner
@@ -139,6 +166,11 @@ class BenchReport:
             "mjsweep": [batch(b) for b in self.mjsweep],
             "naive": batch(self.naive),
             "speedup_over_naive": round(self.speedup_over_naive, 2),
+            "parallel": batch(self.parallel) if self.parallel else None,
+            "parallel_skipped": self.parallel_skipped,
+            "ratio_to_parallel": round(ratio, 3) if (ratio := self.ratio_to_parallel) is not None else None,
             "recommended_workers": self.recommended_workers(),
             "scale": asdict(self.scale) if self.scale else None,
+            "launch": {**asdict(self.launch), "to_first_env_step_s": self.launch.to_first_env_step_s}
+            if self.launch else None,
         }

@@ -10,6 +10,7 @@ from .figures import Batch, BenchReport
 
 COLUMNS = ("batch", "N", "wall s", "env-steps/s", "efficiency", "cores busy", "CPU s/run", "run fps", "rollout s",
            "train s", "spread s", "start-up s", "peak RSS MiB", "torch threads", "launcher CPU")
+LABELS = {"parallel": "GNU parallel"}
 
 
 def render(report: BenchReport) -> str:
@@ -18,7 +19,8 @@ def render(report: BenchReport) -> str:
             f"PPO {cfg.ppo or 'defaults'}; {report.host}, {cfg.cores} usable cores ({report.cpu_model}), "
             f"load {report.load_before:.2f} before")
     lines = [head, "", _row(COLUMNS), _row(["---"] * len(COLUMNS))]
-    lines += [_row(_cells(report, b)) for b in [*report.mjsweep, report.naive]]
+    contenders = [report.parallel] if report.parallel else []
+    lines += [_row(_cells(report, b)) for b in [*report.mjsweep, *contenders, report.naive]]
     lines += ["", *_summary(report), "", *_targets(report)]
     return "\n".join(lines) + "\n"
 
@@ -28,7 +30,7 @@ def _row(cells) -> str:
 
 
 def _cells(report: BenchReport, b: Batch) -> list[str]:
-    name = b.kind + (" (solo)" if b.kind == "mjsweep" and b.n == 1 else "")
+    name = LABELS.get(b.kind, b.kind) + (" (solo)" if b.kind == "mjsweep" and b.n == 1 else "")
     name += f" ({b.failed} failed)" if b.failed else ""
     cpu_per_run = b.workers_cpu_s / b.n if b.workers_cpu_s is not None else None
     return [name, str(b.n), f"{b.wall_s:.1f}", f"{b.aggregate:.0f}", f"{report.efficiency(b):.2f}",
@@ -45,6 +47,19 @@ def _summary(report: BenchReport) -> list[str]:
         f"- mjsweep at N={at.n}: {at.aggregate:.0f} env-steps/s, {report.speedup_over_naive:.1f}x the naive "
         f"pool's {report.naive.aggregate:.0f} (N={report.naive.n}, {report.naive.torch_threads} torch threads each)",
     ]
+    if report.parallel:
+        p = report.parallel
+        lines.append(f"- mjsweep at N={at.n}: {report.ratio_to_parallel or 0:.2f}x GNU parallel's {p.aggregate:.0f} "
+                     f"env-steps/s (N={p.n}, a plain script, {p.torch_threads} torch thread each)")
+        lines.append(f"- memory per run (largest peak RSS): mjsweep {fixed(at.peak_rss_mb, 0)} MiB, GNU parallel "
+                     f"{fixed(p.peak_rss_mb, 0)} MiB")
+    elif report.parallel_skipped:
+        lines.append(f"- {report.parallel_skipped}")
+    if report.launch:
+        launch = report.launch
+        lines.append(f"- `sweep run` to first run started: {launch.to_first_run_s:.2f} s; to its first env step: "
+                     f"{fixed(launch.to_first_env_step_s, 2)} s (the worker's own start-up "
+                     f"{fixed(launch.worker_startup_s, 2)} s)")
     if report.scale:
         s = report.scale
         lines.append(f"- {s.runs} runs: `sweep run --dry-run` {s.dry_run_s:.2f} s ({s.dry_run_cpu_s:.2f} s CPU); "
@@ -71,6 +86,8 @@ def _targets(report: BenchReport) -> list[str]:
          startup <= 2.5),
         ("worker peak RSS <= 400 MiB", f"{rss:.0f} MiB", rss <= 400),
     ]
+    if report.parallel and (ratio := report.ratio_to_parallel) is not None:
+        checks.append((f">= 1.0x GNU parallel at N = {at.n}", f"{ratio:.2f}x", ratio >= 1.0))
     if report.scale:
         s = report.scale
         checks += [(f"`sweep run --dry-run` of {s.runs} runs < 2 s", f"{s.dry_run_s:.2f} s", s.dry_run_s < 2),

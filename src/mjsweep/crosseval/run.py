@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..launchers.spawn import spawn_worker, worker_env
-from ..rundir import SweepDir, write_text_atomic
+from ..rundir import RunDir, SweepDir, write_text_atomic
 from .plan import Cell, PolicyJob, cross_folder, jobs, matrix, to_csv, trained_runs
 
 GRACE_S = 5.0
@@ -57,9 +57,9 @@ def evaluate_cross(sweep: SweepDir, episodes: int, workers: int, deterministic: 
 
 
 def _job_file(job: PolicyJob, folder: Path, episodes: int, deterministic: bool) -> Path:
-    run_dir = Path(job.run_dir)
-    stats = run_dir / "vecnormalize.pkl"
-    data = {"model": str(run_dir / "model.zip"), "vecnormalize": str(stats) if stats.is_file() else None,
+    run_dir = RunDir(Path(job.run_dir))
+    stats = run_dir.vecnormalize
+    data = {"model": str(run_dir.model_zip), "vecnormalize": str(stats) if stats.is_file() else None,
             "seed": job.run.seed, "episodes": episodes, "deterministic": deterministic,
             "targets": [{**asdict(t), "result": str(t.result)} for t in job.targets]}
     path = folder / f"{job.run.run_id}.json"
@@ -138,9 +138,11 @@ def _heatmap(cells: list[Cell], title: str, output: Path) -> bool:
             grid[trains.index(c.train), tests.index(c.test)] = c.mean
     fig, ax = plt.subplots(figsize=(1.6 * len(tests) + 3, 0.6 * len(trains) + 2))
     image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", aspect="auto")
+    low, high = float(np.nanmin(grid)), float(np.nanmax(grid))
     for c in cells:
         text = f"{c.mean:.1f}\n[{c.ci_low:.1f}, {c.ci_high:.1f}]" if c.mean is not None else "skipped"
-        bright = c.mean is None or image.norm(c.mean) > 0.6  # viridis turns yellow towards its top
+        # viridis turns yellow towards its top: dark text there
+        bright = c.mean is None or high == low or (c.mean - low) / (high - low) > 0.6
         ax.text(tests.index(c.test), trains.index(c.train), text, ha="center", va="center", fontsize=8,
                 color="black" if bright else "white")
     ax.set_xticks(range(len(tests)), tests, rotation=30, ha="right")

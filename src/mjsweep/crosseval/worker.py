@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..rendering.policy import frozen_statistics
 from ..rundir import write_json_atomic
 from .plan import RESULT_SCHEMA
 
@@ -20,26 +21,26 @@ from .plan import RESULT_SCHEMA
 def evaluate_on(policy, target: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.monitor import Monitor
-    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
     from ..envs import make_env
 
     base = {"schema": RESULT_SCHEMA, "episodes": job["episodes"]}
-    env = DummyVecEnv([lambda: Monitor(make_env(target["env"], Path(target["xml"]), target["env_kwargs"],
-                                                target["max_episode_steps"]))])
+    env: VecEnv = DummyVecEnv([lambda: Monitor(make_env(target["env"], Path(target["xml"]), target["env_kwargs"],
+                                                        target["max_episode_steps"]))])
     try:
         for what, trained, here in (("observation", policy.observation_space, env.observation_space),
                                     ("action", policy.action_space, env.action_space)):
             if trained.shape != here.shape:
                 return {**base, "skipped": f"{what} space {here.shape} differs from the policy's {trained.shape}"}
         if job.get("vecnormalize"):
-            env = VecNormalize.load(job["vecnormalize"], env)
-            env.training, env.norm_reward = False, False  # the training statistics, frozen
+            env = frozen_statistics(job["vecnormalize"], env)
         env.seed(job["seed"] + 2_000_003)  # apart from training's and the final evaluation's seeds
         returns, lengths = evaluate_policy(policy, env, n_eval_episodes=job["episodes"],
                                            deterministic=job["deterministic"], return_episode_rewards=True)
     finally:
         env.close()
+    assert isinstance(returns, list) and isinstance(lengths, list)  # return_episode_rewards=True
     values = [float(r) for r in returns]
     mean = sum(values) / len(values)
     std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..rundir import IN_RUN, RunDir, write_bytes_atomic
+
 APPEND_ONLY = (".csv", ".txt")
 """Logs that workers only append to (or truncate on resume): these may travel as tails."""
-CHECKPOINTS = "checkpoints"
+CHECKPOINTS = IN_RUN.checkpoints.as_posix()
 _TAIL_CHECK = 256  # bytes before the old end that must be unchanged for a file to count as grown
 
 
@@ -89,7 +90,7 @@ def apply(run_path: Path, shipment: Shipment) -> None:
         target = run_path / chunk.path
         target.parent.mkdir(parents=True, exist_ok=True)
         if chunk.offset == 0:
-            _write_atomic(target, chunk.data)
+            write_bytes_atomic(target, chunk.data)
         else:
             with open(target, "r+b" if target.exists() else "wb") as fh:
                 fh.truncate(chunk.offset)
@@ -145,7 +146,7 @@ def local_run_dir(root: Path, spec: dict, files: dict[str, bytes], model: ModelF
     if not _same_model(Path(spec["xml"]), spec["xml_sha256"]):
         _write_tree(root / "model", model.files)
         spec = {**spec, "xml": str(root / "model" / model.xml)}
-    (run_path / "spec.json").write_text(json.dumps(spec, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    RunDir(run_path).spec_json.write_text(json.dumps(spec, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return run_path
 
 
@@ -166,21 +167,9 @@ def _same_model(xml: Path, sha256: str) -> bool:
 
 def _apply_order(chunk: FileChunk) -> tuple[int, str]:
     # A checkpoint's model file before the checkpoint.json naming it; result.json after everything.
-    last = {"checkpoints/checkpoint.json": 1, "result.json": 2}
+    last = {IN_RUN.checkpoint_json.as_posix(): 1, IN_RUN.result_json.as_posix(): 2}
     return last.get(chunk.path, 0), chunk.path
 
 
 def _tail_crc(data: bytes, end: int) -> int:
     return zlib.crc32(data[max(0, end - _TAIL_CHECK):end])
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import ray
 
-from ..rundir import RunDir
+from ..rundir import IN_RUN, RunDir
 from .filesync import ChangeTracker, ModelFiles, Shipment, local_run_dir
 from .spawn import spawn_worker, worker_command, worker_env
 
 SYNC_WAIT_S = 1.0
 """How long sync() waits for the worker to end before answering: it paces the launcher's polling."""
-LAUNCHER_OWNED = frozenset({"spec.json", "status.json"})
+LAUNCHER_OWNED = frozenset({IN_RUN.spec_json.as_posix(), IN_RUN.status_json.as_posix()})
 
 
 def node_label() -> str:

@@ -28,14 +28,19 @@ class Box:
         centers = np.asarray(centers, dtype=float).reshape(-1, 3)
         radii = np.asarray(radii, dtype=float).reshape(-1, 1)
         low, high = (centers - radii).min(axis=0), (centers + radii).max(axis=0)
-        return Box(tuple(map(float, low)), tuple(map(float, high)))
+        return Box(_point(low), _point(high))
 
     def union(self, other: Box) -> Box:
-        return Box(tuple(map(min, self.low, other.low)), tuple(map(max, self.high, other.high)))
+        return Box(_point(np.minimum(self.low, other.low)), _point(np.maximum(self.high, other.high)))
 
     @property
     def center(self) -> tuple[float, float, float]:
-        return tuple((lo + hi) / 2 for lo, hi in zip(self.low, self.high, strict=True))
+        return _point((np.asarray(self.low) + np.asarray(self.high)) / 2)
+
+
+def _point(values) -> tuple[float, float, float]:
+    x, y, z = (float(v) for v in values)
+    return x, y, z
 
 
 @dataclass(frozen=True)

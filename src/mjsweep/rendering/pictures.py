@@ -59,8 +59,8 @@ def main(job_path: str) -> None:
     width, height, folder = job["width"], job["height"], Path(job["folder"])
     mujoco = open_gl_or_exit(width, height)
     envs = [start_state(item) for item in job["items"]]
-    scenes = [(item, env.unwrapped.model, env.unwrapped.data) for item, env in zip(job["items"], envs, strict=True)]
-    scenes = [(item, model, data, robot_box(model, data)) for item, model, data in scenes]
+    scenes = [(item, env.unwrapped.model, env.unwrapped.data, robot_box(env.unwrapped.model, env.unwrapped.data))
+              for item, env in zip(job["items"], envs, strict=True)]
     boxes: dict[str, Box] = {}
     for item, _, _, box in scenes:
         group = item["group"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -28,21 +29,18 @@ def rollout_frames(mujoco, item: dict, width: int, height: int, seconds: float):
     env for `seconds` of simulated time."""
     import torch
     from stable_baselines3 import PPO
-    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
     from ..envs import make_env
     from ..plan import RunSpec
+    from ..rundir import RunDir
 
     torch.set_num_threads(1)
-    spec = RunSpec.model_validate_json(Path(item["run_dir"], "spec.json").read_text(encoding="utf-8"))
+    spec = RunSpec.model_validate_json(RunDir(Path(item["run_dir"])).spec_json.read_text(encoding="utf-8"))
     plain = DummyVecEnv([lambda: make_env(spec.env, Path(spec.xml), spec.env_kwargs, spec.max_episode_steps)])
-    venv = plain
-    if item.get("vecnormalize"):
-        venv = VecNormalize.load(item["vecnormalize"], plain)
-        # Frozen statistics, and the env's own rewards: the return shown is the one evaluation reports.
-        venv.training, venv.norm_reward = False, False
+    venv: VecEnv = frozen_statistics(item["vecnormalize"], plain) if item.get("vecnormalize") else plain
     policy = PPO.load(item["model"], device="cpu")
-    env = plain.envs[0].unwrapped
+    env: Any = plain.envs[0].unwrapped  # a MuJoCo env: model, data and dt
     model, data = env.model, env.data
     every = max(1, round(1 / (env.dt * MAX_FPS)))
     fps = 1 / (env.dt * every)
@@ -65,13 +63,23 @@ def rollout_frames(mujoco, item: dict, width: int, height: int, seconds: float):
             if frame == frames - 1:
                 break
             for _ in range(every):
-                action, _ = policy.predict(obs, deterministic=True)
+                action, _ = policy.predict(obs, deterministic=True)  # type: ignore[arg-type]
                 obs, rewards, dones, _ = venv.step(action)
                 # A finished episode restarts at once (the vec env resets it), and so does its return.
                 episode_return = 0.0 if dones[0] else episode_return + float(rewards[0])
     finally:
         renderer.close()
         venv.close()
+
+
+def frozen_statistics(path: str, venv):
+    """The run's saved normalization statistics around `venv`, frozen, with the env's own rewards: the
+    return shown or measured is the one evaluation reports."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    normalized = VecNormalize.load(path, venv)
+    normalized.training, normalized.norm_reward = False, False
+    return normalized
 
 
 def write_video(mujoco, item: dict, width: int, height: int, seconds: float, gif: bool) -> None:
@@ -85,9 +93,10 @@ def write_video(mujoco, item: dict, width: int, height: int, seconds: float, gif
         if len(frames) % 25 == 0 or len(frames) == total:
             print(f"video: {item['title']}: {len(frames)}/{total} frames", file=sys.stderr, flush=True)
     output = Path(item["output"])
-    imageio.mimwrite(output, frames, fps=fps, codec="libx264", quality=7, macro_block_size=8)
+    video: Any = frames  # imageio's stubs do not list ndarray frames
+    imageio.mimwrite(output, video, fps=fps, codec="libx264", quality=7, macro_block_size=8)
     if gif:
-        imageio.mimwrite(output.with_suffix(".gif"), frames, duration=1000 / fps, loop=0)
+        imageio.mimwrite(output.with_suffix(".gif"), video, duration=1000 / fps, loop=0)
 
 
 def main(job_path: str) -> None:

@@ -1,0 +1,66 @@
+"""What a user waits for before training begins: `sweep run` as a fresh process, timed to its first run
+started (interpreter, imports, spec checks and deep validation, the lock, the run folders, the worker's
+process) and to that run's first env step (plus the worker's own start-up, from its result.json)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..rundir import CorruptFileError, SweepDir
+from .batches import bench_spec, write_spec
+from .figures import BenchConfig, LaunchFigures
+
+POLL_S = 0.01
+"""Seconds between looks at the sweep folder while `sweep run` starts."""
+
+
+def measure_launch(config: BenchConfig, xml: Path, folder: Path, timeout_s: float = 600) -> LaunchFigures:
+    """One single-run sweep through `sweep run` as a fresh process, watched from outside."""
+    spec = bench_spec(config, xml, "launch", 1, folder / "runs")
+    spec["total_timesteps"] = min(config.steps, int(config.ppo.get("n_steps", 2048)))  # one PPO iteration
+    spec_path = write_spec(folder, spec)
+    sweep_dir = SweepDir(folder / "runs" / "launch")
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "mjsweep.cli", "run", str(spec_path), "--workers", "1",
+                             "--quiet"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    first_run = None
+    while first_run is None and proc.poll() is None and time.monotonic() - started < timeout_s:
+        if _a_run_started(sweep_dir):
+            first_run = time.monotonic() - started
+        else:
+            time.sleep(POLL_S)
+    try:
+        _, err = proc.communicate(timeout=max(1.0, timeout_s - (time.monotonic() - started)))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    if proc.returncode != 0 or first_run is None:
+        raise RuntimeError(f"sweep run of the launch figure failed (exit {proc.returncode}): {err.strip()[-500:]}")
+    results = [r for d in sweep_dir.run_dirs() if (r := _result(d)) is not None]
+    startup = results[0].startup_s if results else None
+    return LaunchFigures(round(first_run, 3), round(startup, 3) if startup is not None else None)
+
+
+def _a_run_started(sweep_dir: SweepDir) -> bool:
+    if not sweep_dir.path.is_dir():
+        return False
+    for run_dir in sweep_dir.run_dirs():
+        try:
+            state = json.loads(run_dir.status_json.read_text(encoding="utf-8")).get("state")
+        except (OSError, ValueError):
+            continue
+        if state in ("running", "succeeded", "failed"):
+            return True
+    return False
+
+
+def _result(run_dir):
+    try:
+        return run_dir.read_result()
+    except CorruptFileError:
+        return None
