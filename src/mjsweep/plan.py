@@ -76,7 +76,7 @@ class RunSpec(BaseModel):
 def expand(spec: SweepSpec, variants: list[Variant]) -> list[RunSpec]:
     """Every run of the sweep, in a stable order: variant, then grid point, then seed."""
     axes = list(spec.grid.items())
-    points = [dict(zip([k for k, _ in axes], combo)) for combo in itertools.product(*[v for _, v in axes])]
+    points = [dict(zip([k for k, _ in axes], combo, strict=True)) for combo in itertools.product(*[v for _, v in axes])]
     short = _short_names(list(spec.grid))
     runs = []
     for variant in variants:
@@ -150,4 +150,4 @@ def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
 def _short_names(keys: list[str]) -> dict[str, str]:
     """Last dotted segment of each grid key, or the whole key where two would clash."""
     last = [k.rsplit(".", 1)[-1] for k in keys]
-    return {k: (s if last.count(s) == 1 else k) for k, s in zip(keys, last)}
+    return {k: (s if last.count(s) == 1 else k) for k, s in zip(keys, last, strict=True)}

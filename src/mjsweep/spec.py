@@ -119,7 +119,7 @@ def _literal(node: ast.expr, text: str) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        return -node.operand.value
+        return -node.operand.value  # type: ignore[operator]  # a bad constant is the parser's to refuse
     if isinstance(node, (ast.List, ast.Tuple)):
         return [_literal(item, text) for item in node.elts]
     if isinstance(node, ast.Dict) and all(key is not None for key in node.keys):
@@ -476,7 +476,8 @@ def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
         # A misspelt key also shows up as a missing one; the unknown key is the one to report.
         # A value that may be true/false or a mapping (normalize) fails both ways: the way that fits
         # the value written is the one to report, and its key path drops pydantic's union tags.
-        err = min(exc.errors(), key=lambda e: (e["type"] != "extra_forbidden", _wrong_union_member(e)))
+        err: dict[str, Any] = min((dict(e) for e in exc.errors()),
+                                  key=lambda e: (e["type"] != "extra_forbidden", _wrong_union_member(e)))
         loc = tuple(part for part in err["loc"] if part not in UNION_TAGS)
         raise locator.error(loc, _explain({**err, "loc": loc})) from None
     spec._locator = locator
@@ -647,12 +648,12 @@ def _check_grid_key(key: str, values: list[Any], loc: SpecLocator) -> None:
         raise loc.error(at, "unknown grid key: use ppo.<kwarg>, env_kwargs.<kwarg>, normalize or total_timesteps")
     if prefix == "ppo.":
         name = key[len(prefix):].split(".")[0]
-        if problem := _ppo_key_problem(name):
-            raise loc.error(at, problem)
+        if key_problem := _ppo_key_problem(name):
+            raise loc.error(at, key_problem)
         if name == key[len(prefix):]:
             for value in values:
-                if problem := _ppo_value_problem(name, value):
-                    raise loc.error(at, problem)
+                if value_problem := _ppo_value_problem(name, value):
+                    raise loc.error(at, value_problem)
 
 
 def _check_bool(value: Any) -> None:
@@ -662,7 +663,7 @@ def _check_bool(value: Any) -> None:
 
 def _first_error(exc: ValidationError | ValueError) -> str:
     if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
+        err: dict[str, Any] = dict(exc.errors()[0])
         return f"{format_key(tuple(err['loc']))}: {_explain(err)}" if err["loc"] else _explain(err)
     return str(exc)
 

@@ -11,13 +11,15 @@ import importlib.util
 import os
 import platform
 import time
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, TextIO
 
 import numpy as np
 import torch
 from stable_baselines3 import PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor, ResultsWriter
@@ -73,7 +75,7 @@ class Checkpointer:
             return None
         return checkpoint
 
-    def save(self, model: PPO, iteration: int, timing: Timing, log_sizes: tuple[int, ...],
+    def save(self, model: BaseAlgorithm, iteration: int, timing: Timing, log_sizes: tuple[int, ...],
              vecnormalize: VecNormalize | None = None) -> CheckpointRecord:
         # The model (and the normalization statistics) are written first under new names, then
         # checkpoint.json points at them: a kill at any moment leaves the previous set intact.
@@ -164,10 +166,10 @@ class IterationRecorder(PhaseTimer):
         self._t0 = 0.0
         # timesteps, iteration, log sizes when this iteration began
         self._iter_start: tuple[int, int, tuple[int, ...]] = (0, 0, (0, 0, 0))
-        self._stats_start: tuple[object, object] | None = None
+        self._stats_start: tuple[Any, Any] | None = None
         """The normalization statistics (obs_rms, ret_rms) when this iteration began."""
-        self._file = None
-        self._writer = None
+        self._file: TextIO | None = None
+        self._writer: csv.DictWriter[str] | None = None
         self.startup_s: float | None = None
         """Seconds from process start until training begins (imports, env and model built, first reset)."""
 
@@ -219,6 +221,7 @@ class IterationRecorder(PhaseTimer):
             "rollout_s": round(rollout_s, 4),
             "train_s": round(update_s, 4),
         }
+        assert self._writer is not None and self._file is not None, "opened when training started"
         self._writer.writerow(row)
         self._file.flush()
         if self.on_row:
@@ -351,6 +354,7 @@ def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer, resume:
     policy_kwargs = dict(kwargs.pop("policy_kwargs", None) or {})
     if isinstance(policy_kwargs.get("activation_fn"), str):
         name = activation_name(policy_kwargs["activation_fn"])
+        assert name is not None, "the spec checked the activation's name"
         policy_kwargs["activation_fn"] = getattr(torch.nn, ACTIVATION_CLASSES[name])
     return PPO(spec.policy, venv, seed=spec.seed, device=spec.device, verbose=0,
                policy_kwargs=policy_kwargs or None, tensorboard_log=tensorboard_log, **kwargs)
@@ -365,7 +369,7 @@ def evaluate(spec: RunSpec, model: PPO, stop_if_requested: Callable[[], None],
     return float(np.mean(returns)), float(np.std(returns))
 
 
-def evaluate_episodes(spec: RunSpec, model: PPO, stop_if_requested: Callable[[], None],
+def evaluate_episodes(spec: RunSpec, model: BaseAlgorithm, stop_if_requested: Callable[[], None],
                       vecnormalize: VecNormalize | None = None) -> tuple[list[float], list[int]]:
     """Each episode's return and length, as `evaluate` runs them."""
     env: VecEnv = DummyVecEnv([lambda: Monitor(make_env(spec.env, Path(spec.xml), spec.env_kwargs,
@@ -379,6 +383,7 @@ def evaluate_episodes(spec: RunSpec, model: PPO, stop_if_requested: Callable[[],
                                            callback=lambda _locals, _globals: stop_if_requested())
     finally:
         env.close()
+    assert isinstance(returns, list) and isinstance(lengths, list)  # return_episode_rewards=True
     return [float(r) for r in returns], [int(n) for n in lengths]
 
 
@@ -420,7 +425,7 @@ class PeriodicEvaluator:
             return True
         return False
 
-    def evaluate(self, model: PPO, wall_s: float) -> None:
+    def evaluate(self, model: BaseAlgorithm, wall_s: float) -> None:
         normalizer = model.get_vec_normalize_env()
         with torch.random.fork_rng(devices=[]):
             returns, lengths = evaluate_episodes(self.spec, model, lambda: None, normalizer)

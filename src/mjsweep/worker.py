@@ -25,8 +25,9 @@ import resource  # noqa: E402
 import signal  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import TYPE_CHECKING, Any, Callable, TypeVar  # noqa: E402
+from typing import TYPE_CHECKING, Any, TypeVar  # noqa: E402
 
 if TYPE_CHECKING:
     from stable_baselines3 import PPO
