@@ -59,3 +59,23 @@ def test_cli_plot_without_episodes(tmp_path):
     assert proc.returncode == 2 and proc.stderr.startswith("error: ") and "no run has logged" in proc.stderr
     bad = run_sweep("plot", str(tmp_path), "-o", str(tmp_path / "x.svg"))
     assert bad.returncode == 2 and ".png" in bad.stderr
+
+
+def test_evaluation_curves_replace_training_returns_when_the_sweep_evaluates(tmp_path, monkeypatch):
+    from mjsweep import plot
+    from mjsweep.plot import curve_auc, read_eval_curve
+    from mjsweep.results import collect
+
+    fake_sweep(tmp_path)
+    run = make_run(tmp_path, run_spec("a", 0))
+    run.evaluations_csv.write_text("timesteps,mean_return,std_return,returns,lengths,wall_s\n"
+                                   "100,2.0,0.0,2.0,50,1.0\n300,6.0,1.0,5.0 7.0,50 50,3.0\n")
+    curve = read_eval_curve(run)
+    assert curve.timesteps.tolist() == [100, 300] and curve.returns.tolist() == [2.0, 6.0]
+    assert curve_auc(curve) == pytest.approx(4.0)  # the mean return over 100..300
+    assert read_eval_curve(make_run(tmp_path, run_spec("a", 1))) is None
+    drawn = {}
+    monkeypatch.setattr(plot, "_curves_figure", lambda bands, *rest: drawn.update(bands=bands, ylabel=rest[-1]))
+    plot.plot_sweep(tmp_path, collect(tmp_path), tmp_path / "curves.png")
+    assert drawn["ylabel"] == "mean evaluation return"
+    assert list(drawn["bands"]) == ["a"] and drawn["bands"]["a"].mean[-1] == pytest.approx(6.0)

@@ -156,3 +156,27 @@ def test_report_rejects_an_unknown_format(tmp_path):
     fake_sweep(tmp_path)
     res = CliRunner().invoke(app, ["report", str(tmp_path), "--format", "xls"])
     assert res.exit_code == 2 and "error: --format 'xls'" in res.stderr
+
+
+def test_rank_by_best_evaluation_and_the_area_under_the_evaluation_curve(tmp_path):
+    from mjsweep.report import aggregate, eval_aucs, to_csv
+    from mjsweep.results import collect
+    from mjsweep.rundir import SweepDir
+
+    for seed in (0, 1):
+        make_run(tmp_path, run_spec("a", seed), RunState.SUCCEEDED,
+                 result(10.0, best_eval_mean_return=12.0, best_eval_timesteps=200))
+        run = make_run(tmp_path, run_spec("b", seed), RunState.SUCCEEDED,
+                       result(8.0, best_eval_mean_return=20.0 + seed, best_eval_timesteps=100))
+        run.evaluations_csv.write_text("timesteps,mean_return,std_return,returns,lengths,wall_s\n"
+                                       f"0,0.0,0,0.0,5,1\n100,{20.0 + seed},0,{20.0 + seed},5,2\n"
+                                       "200,8.0,0,8.0,5,3\n")
+    rows = collect(tmp_path)
+    aucs = eval_aucs(SweepDir(tmp_path), rows)
+    assert sorted(aucs.values()) == pytest.approx([12.0, 12.5])  # (10 + 14) / 2 and (10.5 + 14.5) / 2
+    assert [g.variant for g in aggregate(rows, aucs=aucs)] == ["a", "b"]
+    by_best = aggregate(rows, aucs=aucs, rank="best")
+    assert [g.variant for g in by_best] == ["b", "a"]
+    assert by_best[0].mean_best_return == 20.5 and by_best[0].mean_eval_auc == pytest.approx(12.25)
+    assert by_best[1].mean_eval_auc is None
+    assert to_csv(by_best).splitlines()[0].endswith(",mean_best_return,mean_eval_auc")

@@ -62,8 +62,8 @@ def test_relative_paths_resolve_against_the_spec_folder(tmp_path):
     (GOOD + "bogus: 1\n", "spec.yaml:10: bogus: unknown key (allowed: name, env,"),
     (GOOD.replace("total_timesteps: 256", "total_timesteps: lots"),
      "spec.yaml:7: total_timesteps: Input should be a valid integer"),
-    (GOOD.replace("eval: {episodes: 1}", "eval: {episodes: 1, every: 3}"),
-     "spec.yaml:9: eval.every: unknown key (allowed: episodes, deterministic)"),
+    (GOOD.replace("eval: {episodes: 1}", "eval: {episodes: 1, evrey: 3}"),
+     "spec.yaml:9: eval.evrey: unknown key (allowed: every, episodes, deterministic)"),
     (GOOD.replace("name: demo\n", ""), "spec.yaml:1: name: required key is missing"),
     (GOOD.replace("seeds: 2", "seeds: [1, 1]"), "spec.yaml:6: seeds: seeds repeat"),
     (GOOD.replace("seeds: 2", "seeds: 0"), "spec.yaml:6: seeds: a seed count must be at least 1"),
@@ -197,3 +197,49 @@ def test_cli_exits_2_with_one_line_and_writes_nothing(tmp_path, command):
     assert len(lines) == 1
     assert lines[0] == f"error: {path}:6: seeds: seeds repeat"
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("extra, expected", [
+    ("ppo: {learning_rate: -1}", "spec.yaml:8: ppo.learning_rate: must be > 0 or a schedule such as 'lin_3e-4'"),
+    ("ppo: {learning_rate: lin_x}", "spec.yaml:8: ppo.learning_rate: 'lin_x' is neither a number nor a schedule"),
+    ("ppo: {clip_range: 0}", "spec.yaml:8: ppo.clip_range: must be > 0 or a schedule such as 'lin_0.2'"),
+    ("ppo: {gamma: 1.5}", "spec.yaml:8: ppo.gamma: must be in (0, 1]"),
+    ("ppo: {gamma: 0}", "spec.yaml:8: ppo.gamma: must be in (0, 1]"),
+    ("ppo: {gae_lambda: -0.1}", "spec.yaml:8: ppo.gae_lambda: must be in [0, 1]"),
+    ("ppo: {n_steps: 1}", "spec.yaml:8: ppo.n_steps: n_steps * n_envs must be > 1"),
+    ("ppo: {n_steps: 2.5}", "spec.yaml:8: ppo.n_steps: must be an integer >= 1"),
+    ("ppo: {batch_size: 1}", "spec.yaml:8: ppo.batch_size: must be an integer >= 2"),
+    ("total_timesteps: 2.5e0", "spec.yaml:7: total_timesteps: Input should be a valid integer"),
+])
+def test_ppo_values_are_checked_before_launch(tmp_path, extra, expected):
+    old = "total_timesteps: 256" if extra.startswith("total_timesteps") else "ppo: {n_steps: 64, batch_size: 32}"
+    assert expected in error_of(tmp_path, GOOD.replace(old, extra))
+
+
+def test_grid_values_are_checked(tmp_path):
+    text = GOOD + "grid:\n  ppo.gamma: [0.99, 2]\n"
+    assert "spec.yaml:11: grid.ppo.gamma: must be in (0, 1]" in error_of(tmp_path, text)
+
+
+def test_whole_numbers_in_exponent_notation_are_integers(tmp_path):
+    text = GOOD.replace("total_timesteps: 256", "total_timesteps: 1e6").replace(
+        "n_steps: 64", "n_steps: 6.4e1") + "grid:\n  total_timesteps: [2e3, 3000]\n"
+    spec = speclib.load(write(tmp_path, text))
+    assert spec.total_timesteps == 1_000_000 and isinstance(spec.total_timesteps, int)
+    assert spec.ppo["n_steps"] == 64 and isinstance(spec.ppo["n_steps"], int)
+    assert spec.grid["total_timesteps"] == [2000, 3000]
+
+
+def test_schedules_are_accepted(tmp_path):
+    text = GOOD.replace("ppo: {n_steps: 64, batch_size: 32}",
+                        "ppo: {n_steps: 64, batch_size: 32, learning_rate: lin_3e-4, clip_range: lin_0.2}")
+    spec = speclib.load(write(tmp_path, text))
+    assert spec.ppo["learning_rate"] == "lin_3e-4"
+
+
+def test_batch_size_that_does_not_divide_the_rollout_is_a_warning(tmp_path):
+    spec = speclib.load(write(tmp_path, GOOD.replace("ppo: {n_steps: 64, batch_size: 32}",
+                                                     "ppo: {n_steps: 7, batch_size: 64}")))
+    assert len(spec.warnings) == 1
+    assert "spec.yaml:8: ppo.batch_size: batch_size 64 does not divide the rollout" in spec.warnings[0]
+    assert not speclib.load(write(tmp_path, GOOD)).warnings

@@ -22,6 +22,7 @@ def values(items) -> dict:
 def test_each_run_logs_its_progress_and_result_to_its_own_offline_wandb_run(tmp_path, tiny_spec):
     tiny_spec.update({"seeds": 2, "tracking": {"wandb": {"project": "mjsweep-test", "mode": "offline",
                                                           "tags": ["smoke"]}}})
+    tiny_spec["eval"]["every"] = 256
     spec = write_spec(tmp_path, tiny_spec)
     proc = run_sweep("run", str(spec))
     assert proc.returncode == 0, proc.stderr
@@ -41,8 +42,14 @@ def test_each_run_logs_its_progress_and_result_to_its_own_offline_wandb_run(tmp_
         assert config["run_id"] == spec_json["run_id"] and config["seed"] == spec_json["seed"]
         history = [values(r.history.item) for r in kinds["history"]]
         progress = (run_dir / "progress.csv").read_text().splitlines()[1:]
-        assert [h["timesteps"] for h in history] == [int(line.split(",")[1]) for line in progress]
-        assert all("train/fps" in h and "time/rollout_s" in h for h in history)
+        rows = [h for h in history if "train/fps" in h]
+        assert [h["timesteps"] for h in rows] == [int(line.split(",")[1]) for line in progress]
+        assert all("time/rollout_s" in h for h in rows)
+        evaluations = [h for h in history if "eval/mean_return" in h]
+        written = (run_dir / "evaluations.csv").read_text().splitlines()[1:]
+        assert [(h["timesteps"], h["eval/mean_return"]) for h in evaluations] == [
+            (int(line.split(",")[0]), pytest.approx(float(line.split(",")[1]))) for line in written]
+        assert len(evaluations) == 2  # at 256 and 512 timesteps
         summary = {}
         for record in kinds["summary"]:
             summary.update(values(record.summary.update))

@@ -10,7 +10,6 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -60,23 +59,23 @@ def _invalid(message: str) -> typer.Exit:
 @app.command()
 def run(
     spec_file: Path = typer.Argument(..., help="The sweep spec (YAML)."),
-    workers: Optional[int] = typer.Option(None, "--workers", "-w", min=1,
+    workers: int | None = typer.Option(None, "--workers", "-w", min=1,
                                           help="Runs at once [default: usable CPU cores]."),
-    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Overrides the spec's runs_dir."),
+    runs_dir: Path | None = typer.Option(None, "--runs-dir", help="Overrides the spec's runs_dir."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and start nothing."),
     retries: int = typer.Option(1, "--retries", min=0,
                                 help="Extra attempts for a run killed by a signal or a timeout."),
-    timeout: Optional[str] = typer.Option(None, "--timeout", help="Per-run time limit, e.g. 90m, 2h."),
+    timeout: str | None = typer.Option(None, "--timeout", help="Per-run time limit, e.g. 90m, 2h."),
     grace: float = typer.Option(10.0, "--grace", min=0.0,
                                 help="Seconds between SIGINT and SIGKILL when stopping runs."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the end summary."),
     backend: str = typer.Option("local", "--backend", help="Where runs execute: local, ray or slurm "
                                 "(docs/cluster.md)."),
-    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address, e.g. 10.0.0.1:6379 "
+    address: str | None = typer.Option(None, "--address", help="Ray cluster address, e.g. 10.0.0.1:6379 "
                                           "[default: RAY_ADDRESS, else a local Ray]."),
-    gpus: Optional[str] = typer.Option(None, "--gpus",
+    gpus: str | None = typer.Option(None, "--gpus",
                                        help="GPU ids for device: cuda, e.g. 0,1 [default: all found]."),
-    pictures: Optional[Path] = typer.Option(None, "--pictures", help=PICTURES_HELP),
+    pictures: Path | None = typer.Option(None, "--pictures", help=PICTURES_HELP),
     order: str = typer.Option("breadth", "--order", help="Start order: breadth (every variant and grid point "
                               "gets its first seed before any gets its second; the longest runs first within "
                               "that) or variant (the spec's order: variant, grid point, seed)."),
@@ -99,6 +98,7 @@ def run(
         plan = prepare(spec_file, runs_dir)
     except InputError as exc:
         raise _invalid(str(exc)) from None
+    render.warn_spec(plan.spec)
     render.warn_missing_tensorboard(plan.spec)
     if pictures:
         _render_pictures(plan, pictures)
@@ -179,8 +179,8 @@ def _keep_contact_sheet(folder: Path, sweep_dir) -> None:
 @app.command()
 def validate(
     spec_file: Path = typer.Argument(..., help="The sweep spec (YAML)."),
-    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Overrides the spec's runs_dir."),
-    pictures: Optional[Path] = typer.Option(None, "--pictures", help=PICTURES_HELP),
+    runs_dir: Path | None = typer.Option(None, "--runs-dir", help="Overrides the spec's runs_dir."),
+    pictures: Path | None = typer.Option(None, "--pictures", help=PICTURES_HELP),
 ) -> None:
     """Check the spec; compile every variant, build its env and take random steps; one row per variant."""
     from .spec import SpecError
@@ -193,7 +193,9 @@ def validate(
         raise _invalid(str(exc)) from None
     except SpecError as exc:
         raise _invalid(str(exc)) from None
+    render.warn_spec(plan.spec)
     render.warn_missing_tensorboard(plan.spec)
+    render.zoo_hyperparameters(plan.spec)
     render.variant_table(render.make_console(), plan)
     if pictures:
         _render_pictures(plan, pictures)
@@ -207,6 +209,8 @@ def report(
     sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
     fmt: str = typer.Option("table", "--format", "-f", help="table | csv | md | json, on stdout; html: "
                             "a self-contained SWEEP_DIR/report.html (figures, pictures, videos inside)."),
+    rank: str = typer.Option("final", "--rank", help="final: by the final evaluation's return; best: by each "
+                             "run's best periodic evaluation (eval.every)."),
 ) -> None:
     """Mean, std, IQM and 95% CI of the final eval return over seeds; writes report.csv and report.md too."""
     from . import report as reportlib
@@ -220,7 +224,9 @@ def report(
     rows = collect(folder)
     if not rows:
         raise _invalid(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
-    groups = reportlib.aggregate(rows, reportlib.model_stats(folder, rows))
+    if rank not in reportlib.RANKINGS:
+        raise _invalid(f"--rank {rank!r}: choose one of {', '.join(reportlib.RANKINGS)}")
+    groups = reportlib.aggregate(rows, reportlib.model_stats(folder, rows), reportlib.eval_aucs(folder, rows), rank)
     warnings = [str(w) for w in read_sweep(folder.path).warnings]
     csv_text = reportlib.to_csv(groups)
     md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings)
@@ -242,19 +248,19 @@ def report(
 @app.command()
 def video(
     sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
-    variant: Optional[str] = typer.Option(None, "--variant", help="Only this variant [default: every one]."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="This seed [default: the seed with the median "
+    variant: str | None = typer.Option(None, "--variant", help="Only this variant [default: every one]."),
+    seed: int | None = typer.Option(None, "--seed", help="This seed [default: the seed with the median "
                                        "final return of each variant x grid point]."),
     best: bool = typer.Option(False, "--best", help="The best evaluation's model (best_model.zip) where a run "
                               "kept one."),
     seconds: float = typer.Option(10.0, "--seconds", min=0.1, help="Simulated seconds per video."),
     gif: bool = typer.Option(False, "--gif", help="A GIF beside each MP4."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Folder [default: SWEEP_DIR/videos]."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Folder [default: SWEEP_DIR/videos]."),
 ) -> None:
     """A video of each variant's trained policy (MP4, drawn on the CPU where there is no GPU)."""
-    from .results import collect
     from .rendering.gl import RenderFailed, RenderUnavailable
     from .rendering.videos import NoVideo, choose, render_videos
+    from .results import collect
     from .rundir import SweepDir
 
     folder = SweepDir(sweep_dir)
@@ -276,7 +282,7 @@ def evaluate(
     cross: bool = typer.Option(False, "--cross", help="Every trained policy on every variant whose observation "
                                "and action spaces match: a matrix of mean returns over seeds."),
     episodes: int = typer.Option(5, "--episodes", min=1, help="Episodes per policy and variant."),
-    workers: Optional[int] = typer.Option(None, "--workers", "-w", min=1,
+    workers: int | None = typer.Option(None, "--workers", "-w", min=1,
                                           help="Evaluations at once [default: usable CPU cores]."),
 ) -> None:
     """Evaluate trained policies again; with --cross, on the other variants too (results kept, resumable)."""
@@ -350,16 +356,16 @@ def plot(
 @app.command()
 def bench(
     env: str = typer.Option("Ant-v5", "--env", help="The Gymnasium env id (or module:Class) to train."),
-    xml: Optional[Path] = typer.Option(None, "--xml", help="The model to train on (default: the env's own)."),
+    xml: Path | None = typer.Option(None, "--xml", help="The model to train on (default: the env's own)."),
     steps: int = typer.Option(32_768, "--steps", min=1, help="Environment steps per run."),
-    max_workers: Optional[int] = typer.Option(None, "--max-workers", min=1,
+    max_workers: int | None = typer.Option(None, "--max-workers", min=1,
                                               help="Largest concurrent batch (default: 2 x usable cores)."),
-    n_steps: Optional[int] = typer.Option(None, "--n-steps", min=2, help="PPO n_steps (default: SB3's 2048)."),
+    n_steps: int | None = typer.Option(None, "--n-steps", min=2, help="PPO n_steps (default: SB3's 2048)."),
     scale_runs: int = typer.Option(10_000, "--scale-runs", min=0,
                                    help="Runs in the generated plan and folder for the dry-run and status "
                                    "figures (0: skip them)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout, for scripts."),
-    markdown: Optional[Path] = typer.Option(None, "--markdown", help="Also write the Markdown table to this "
+    markdown: Path | None = typer.Option(None, "--markdown", help="Also write the Markdown table to this "
                                             "file (as pasted into BENCHMARKS.md)."),
     save: bool = typer.Option(True, "--save/--no-save", help="Keep the recommended --workers for this machine "
                               "as `sweep run`'s default."),

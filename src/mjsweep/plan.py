@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from .naming import format_value, sanitize
-from .spec import SweepSpec, WandbSpec
+from .spec import SweepSpec, WandbSpec, normalize_kwargs
 
 if TYPE_CHECKING:  # variants imports MuJoCo's edit machinery, which `sweep status` never needs
     from .variants import Variant
@@ -51,6 +51,9 @@ class RunSpec(BaseModel):
     as checkpoint_every is not: when a run saves does not change what it computes."""
     eval_episodes: int
     eval_deterministic: bool
+    eval_every: int | None = None
+    """Timesteps between periodic evaluations; None: the final one only. Not in content_hash: an
+    evaluation runs on its own env and random state, so training computes the same with or without."""
     content_hash: str
     cpus: int = 1
     """CPU slots the run takes from the scheduler's cap (processes or threads it uses)."""
@@ -58,6 +61,9 @@ class RunSpec(BaseModel):
     """torch device of the run; "cuda" runs take a GPU slot."""
     tensorboard: bool = False
     """Log to <run dir>/tensorboard. Kept out of content_hash: logging does not change what a run computes."""
+    normalize: dict[str, Any] | None = None
+    """VecNormalize's keyword arguments, every one written out; None: no normalization. In content_hash
+    when set (a run without it keeps the id it had before the key existed)."""
     wandb: WandbSpec | None = None
     """Log to Weights & Biases (tracking.py); out of content_hash as tensorboard is."""
 
@@ -70,7 +76,7 @@ class RunSpec(BaseModel):
 def expand(spec: SweepSpec, variants: list[Variant]) -> list[RunSpec]:
     """Every run of the sweep, in a stable order: variant, then grid point, then seed."""
     axes = list(spec.grid.items())
-    points = [dict(zip([k for k, _ in axes], combo)) for combo in itertools.product(*[v for _, v in axes])]
+    points = [dict(zip([k for k, _ in axes], combo, strict=True)) for combo in itertools.product(*[v for _, v in axes])]
     short = _short_names(list(spec.grid))
     runs = []
     for variant in variants:
@@ -85,9 +91,14 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
     ppo = copy.deepcopy(spec.ppo)
     env_kwargs = {**copy.deepcopy(spec.env_kwargs), **copy.deepcopy(variant.env_kwargs)}
     total = spec.total_timesteps
+    normalize: Any = spec.normalize
+    if variant.loc[:1] == ("variants",) and spec.variants[int(variant.loc[1])].normalize is not None:
+        normalize = spec.variants[int(variant.loc[1])].normalize
     for key, value in point.items():
         if key == "total_timesteps":
             total = value
+        elif key == "normalize":
+            normalize = value
         elif key.startswith("ppo."):
             _set_dotted(ppo, key[len("ppo."):], value)
         else:
@@ -98,6 +109,9 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         "max_episode_steps": spec.max_episode_steps, "policy": policy, "ppo": ppo,
         "seed": seed, "total_timesteps": total, "n_envs": spec.n_envs, "vec_env": spec.vec_env, "device": spec.device,
     }
+    normalized = normalize_kwargs(normalize, ppo.get("gamma", 0.99))
+    if normalized is not None:
+        content["normalize"] = normalized
     digest = hashlib.sha256(json.dumps(content, sort_keys=True, default=repr).encode()).hexdigest()
     readable = "_".join([variant.name, *(f"{short[k]}={format_value(v)}" for k, v in point.items()), f"s{seed}"])
     readable = sanitize(readable)[: MAX_ID_LENGTH - 9]
@@ -107,8 +121,9 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         max_episode_steps=spec.max_episode_steps, policy=policy, ppo=ppo, total_timesteps=total,
         n_envs=spec.n_envs, vec_env=spec.vec_env, checkpoint_every=spec.checkpoint_every,
         checkpoint_every_s=spec.checkpoint_every_s,
-        eval_episodes=spec.eval.episodes, eval_deterministic=spec.eval.deterministic, content_hash=digest,
-        cpus=cpus_per_run(spec), device=spec.device, tensorboard=spec.tensorboard, wandb=spec.tracking.wandb,
+        eval_episodes=spec.eval.episodes, eval_deterministic=spec.eval.deterministic, eval_every=spec.eval.every,
+        content_hash=digest, cpus=cpus_per_run(spec), device=spec.device, tensorboard=spec.tensorboard,
+        normalize=normalized, wandb=spec.tracking.wandb,
     )
 
 
@@ -135,4 +150,4 @@ def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
 def _short_names(keys: list[str]) -> dict[str, str]:
     """Last dotted segment of each grid key, or the whole key where two would clash."""
     last = [k.rsplit(".", 1)[-1] for k in keys]
-    return {k: (s if last.count(s) == 1 else k) for k, s in zip(keys, last)}
+    return {k: (s if last.count(s) == 1 else k) for k, s in zip(keys, last, strict=True)}

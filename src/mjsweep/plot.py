@@ -45,6 +45,27 @@ def read_curve(run_dir: RunDir) -> Curve | None:
     return _progress_curve(run_dir.progress_csv) or _monitor_curve(run_dir.monitor_csv)
 
 
+def read_eval_curve(run_dir: RunDir) -> Curve | None:
+    """The periodic evaluations' mean returns (evaluations.csv, eval.every), or None without any."""
+    try:
+        with open(run_dir.evaluations_csv, newline="", encoding="utf-8") as fh:
+            rows = [r for r in csv.DictReader(fh) if r.get("timesteps") and r.get("mean_return")]
+    except OSError:
+        return None
+    if not rows:
+        return None
+    return Curve(np.array([float(r["timesteps"]) for r in rows]), np.array([float(r["mean_return"]) for r in rows]))
+
+
+def curve_auc(curve: Curve) -> float:
+    """The area under a curve over its timesteps divided by their span: the mean return over training
+    (trapezoids), a summary that an unlucky last evaluation does not decide. A lone point: its value."""
+    if len(curve.timesteps) < 2 or curve.timesteps[-1] == curve.timesteps[0]:
+        return float(curve.returns[-1])
+    area = np.sum((curve.returns[1:] + curve.returns[:-1]) / 2 * np.diff(curve.timesteps))
+    return float(area / (curve.timesteps[-1] - curve.timesteps[0]))
+
+
 def _progress_curve(path: Path) -> Curve | None:
     try:
         with open(path, newline="", encoding="utf-8") as fh:
@@ -91,9 +112,12 @@ def plot_sweep(sweep_dir: Path, rows: list[ResultRow], output: Path) -> list[Pat
 
     matplotlib.use("Agg")
     folder = SweepDir(sweep_dir)
+    # Evaluation curves where the sweep evaluates periodically; training returns otherwise.
+    evaluated = any(read_eval_curve(folder.run(row.run_id)) is not None for row in rows)
+    read = read_eval_curve if evaluated else read_curve
     by_group: dict[str, list[Curve]] = {}
     for row in rows:
-        curve = read_curve(folder.run(row.run_id))
+        curve = read(folder.run(row.run_id))
         if curve is not None:
             by_group.setdefault(row.group, []).append(curve)
     if not by_group:
@@ -101,7 +125,8 @@ def plot_sweep(sweep_dir: Path, rows: list[ResultRow], output: Path) -> list[Pat
     output.parent.mkdir(parents=True, exist_ok=True)
     groups = sorted(by_group)
     colors = {g: _color(i, len(groups)) for i, g in enumerate(groups)}
-    _curves_figure({g: band(by_group[g]) for g in groups}, colors, folder.path.name, output)
+    _curves_figure({g: band(by_group[g]) for g in groups}, colors, folder.path.name, output,
+                   "mean evaluation return" if evaluated else "mean episode return (training)")
     written = [output]
     final = output.with_name(f"{output.stem}_final.png")
     if _final_figure(rows, colors, folder.path.name, final):
@@ -116,7 +141,8 @@ def _color(i: int, n: int):
     return cmap(i % cmap.N)
 
 
-def _curves_figure(bands: dict[str, Band], colors: dict, title: str, output: Path) -> None:
+def _curves_figure(bands: dict[str, Band], colors: dict, title: str, output: Path,
+                   ylabel: str = "mean episode return (training)") -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9, 5.5))
@@ -125,7 +151,7 @@ def _curves_figure(bands: dict[str, Band], colors: dict, title: str, output: Pat
         ax.plot(b.timesteps, b.mean, color=colors[group], label=label, linewidth=2,
                 marker="o" if len(b.mean) == 1 else None)  # a lone point would be invisible as a line
         ax.fill_between(b.timesteps, b.low, b.high, color=colors[group], alpha=0.2, linewidth=0)
-    ax.set(xlabel="timesteps", ylabel="mean episode return (training)",
+    ax.set(xlabel="timesteps", ylabel=ylabel,
            title=f"{title}: learning curves, mean over seeds, 95% bootstrap CI")
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
@@ -145,6 +171,8 @@ def _final_figure(rows: list[ResultRow], colors: dict, title: str, output: Path)
         color = colors.get(g.group, "black")
         seeds = [r.final_return for r in rows if r.group == g.group and r.final_return is not None]
         ax.scatter(seeds, [y - 0.2] * len(seeds), color=color, alpha=0.6, s=25, zorder=2)
+        if g.mean_return is None or g.ci_low is None or g.ci_high is None:
+            continue  # no succeeded run: its seeds' dots are all it has
         ax.errorbar([g.mean_return], [y], xerr=[[g.mean_return - g.ci_low], [g.ci_high - g.mean_return]],
                     fmt="D", color=color, capsize=5, markersize=7, zorder=3)
     ax.set_ylim(-0.6, len(groups) - 0.4)

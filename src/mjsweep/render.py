@@ -30,6 +30,24 @@ def error(message: str) -> None:
     print(f"error: {message}", file=sys.stderr, flush=True)
 
 
+def zoo_hyperparameters(spec: SweepSpec) -> None:
+    """For `ppo: {zoo: true}`: the hyperparameters the runs take, RL Zoo's with the spec's keys over them."""
+    if spec.zoo_entry is None:
+        return
+    print(f"hyperparameters: RL Zoo's PPO for {spec.zoo_entry}, with the spec's keys over them:")
+    resolved = {"n_envs": spec.n_envs, "total_timesteps": spec.total_timesteps,
+                "normalize": spec.normalize if isinstance(spec.normalize, bool) else spec.normalize.model_dump(),
+                **spec.ppo}
+    for key, value in resolved.items():
+        print(f"  {key}: {value}")
+
+
+def warn_spec(spec: SweepSpec) -> None:
+    """The spec's warnings (values that work but are likely unintended), one line each on stderr."""
+    for warning in spec.warnings:
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
+
+
 def warn_missing_tensorboard(spec: SweepSpec) -> None:
     """tensorboard: true is a wish, not a need: without the package the runs train and log as usual."""
     import importlib.util

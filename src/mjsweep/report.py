@@ -37,25 +37,71 @@ class GroupRow:
     """Total mass, bodies, joints, actuators of the variant's compiled model; None if it does not compile."""
     mean_eval_s: float | None = None
     """Mean seconds of the final evaluation over succeeded runs (None for results written before eval_s)."""
+    mean_best_return: float | None = None
+    """Mean over seeds of each run's best periodic evaluation (eval.every); None without them."""
+    mean_eval_auc: float | None = None
+    """Mean over seeds of the area under each run's evaluation curve divided by its timestep span (eval_auc)."""
 
 
-def aggregate(rows: list[ResultRow], models: dict[str, ModelStats | None] | None = None) -> list[GroupRow]:
-    """Group runs that differ only by seed; best mean return first, groups without results last.
+RANKINGS = ("final", "best")
+"""What `aggregate` ranks groups by: the final evaluation's mean return, or the best periodic evaluation's."""
 
-    `models` maps a variant's name to its model statistics (see model_stats).
+
+def aggregate(rows: list[ResultRow], models: dict[str, ModelStats | None] | None = None,
+              aucs: dict[str, float] | None = None, rank: str = "final") -> list[GroupRow]:
+    """Group runs that differ only by seed; best mean return first (rank "final": of the final evaluation,
+    "best": of each run's best periodic evaluation), groups without one last.
+
+    `models` maps a variant's name to its model statistics (see model_stats); `aucs` a run id to the area
+    under its evaluation curve (eval_aucs).
     """
     groups: dict[str, list[ResultRow]] = {}
     for row in rows:
         groups.setdefault(row.group, []).append(row)
-    out = [_group_row(name, members, (models or {}).get(members[0].variant)) for name, members in groups.items()]
-    return sorted(out, key=lambda g: (g.mean_return is None, -(g.mean_return or 0.0), g.group))
+    out = [_group_row(name, members, (models or {}).get(members[0].variant), aucs or {})
+           for name, members in groups.items()]
+
+    def score(g: GroupRow) -> float | None:
+        return g.mean_best_return if rank == "best" else g.mean_return
+
+    return sorted(out, key=lambda g: (score(g) is None, -(score(g) or 0.0), g.group))
 
 
-def _group_row(name: str, members: list[ResultRow], model: ModelStats | None) -> GroupRow:
+def eval_auc(path: Path) -> float | None:
+    """The area under a run's evaluation curve (evaluations.csv: mean return against timesteps, trapezoids)
+    divided by its timestep span: the mean evaluation return over training. None without evaluations."""
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            points = [(float(r["timesteps"]), float(r["mean_return"])) for r in csv.DictReader(fh)
+                      if r.get("timesteps") and r.get("mean_return")]
+    except (OSError, ValueError, KeyError):
+        return None
+    if not points:
+        return None
+    span = points[-1][0] - points[0][0]
+    if span <= 0:
+        return points[-1][1]
+    area = sum((x1 - x0) * (y0 + y1) / 2 for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False))
+    return area / span
+
+
+def eval_aucs(sweep_dir: SweepDir, rows: list[ResultRow]) -> dict[str, float]:
+    """eval_auc of every succeeded run that has evaluations.csv."""
+    out = {}
+    for row in rows:
+        if row.ok and (auc := eval_auc(sweep_dir.run(row.run_id).evaluations_csv)) is not None:
+            out[row.run_id] = auc
+    return out
+
+
+def _group_row(name: str, members: list[ResultRow], model: ModelStats | None,
+               aucs: dict[str, float] | None = None) -> GroupRow:
     returns = [m.final_return for m in members if m.final_return is not None]
     ok = [m.result for m in members if m.ok and m.result]
     fps = [f for f in (r.training_fps for r in ok) if f is not None]
     eval_s = [r.eval_s for r in ok if r.eval_s is not None]
+    best = [r.best_eval_mean_return for r in ok if r.best_eval_mean_return is not None]
+    auc = [(aucs or {})[m.run_id] for m in members if m.run_id in (aucs or {})]
     summary = stats.summarize(returns) if returns else None
     return GroupRow(
         group=name, variant=members[0].variant, grid=members[0].grid, runs=len(members),
@@ -64,6 +110,8 @@ def _group_row(name: str, members: list[ResultRow], model: ModelStats | None) ->
         mean_fps=statistics.fmean(fps) if fps else None, iqm_return=summary.iqm if summary else None,
         ci_low=summary.ci_low if summary else None, ci_high=summary.ci_high if summary else None, model=model,
         mean_eval_s=statistics.fmean(eval_s) if eval_s else None,
+        mean_best_return=statistics.fmean(best) if best else None,
+        mean_eval_auc=statistics.fmean(auc) if auc else None,
     )
 
 
@@ -94,7 +142,8 @@ def _compiled_stats(xml: Path) -> ModelStats | None:
 
 
 CSV_FIELDS = ("variant", "grid", "runs", "succeeded", "failed", "mean_return", "std_return", "iqm_return",
-              "ci95_low", "ci95_high", "mean_fps", "mean_eval_s", "total_mass", "bodies", "joints", "actuators")
+              "ci95_low", "ci95_high", "mean_fps", "mean_eval_s", "total_mass", "bodies", "joints", "actuators",
+              "mean_best_return", "mean_eval_auc")
 
 
 def table_rows(groups: list[GroupRow]) -> list[list[str]]:
@@ -105,7 +154,8 @@ def table_rows(groups: list[GroupRow]) -> list[list[str]]:
         out.append([g.variant, grid_text(g.grid), str(g.runs), str(g.succeeded), str(g.failed),
                     _num(g.mean_return), _num(g.std_return), _num(g.iqm_return), _num(g.ci_low), _num(g.ci_high),
                     _num(g.mean_fps), _num(g.mean_eval_s), _num(m.total_mass if m else None), *(
-                        [str(m.bodies), str(m.joints), str(m.actuators)] if m else ["", "", ""])])
+                        [str(m.bodies), str(m.joints), str(m.actuators)] if m else ["", "", ""]),
+                    _num(g.mean_best_return), _num(g.mean_eval_auc)])
     return out
 
 

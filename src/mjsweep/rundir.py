@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
@@ -63,7 +63,7 @@ def succeeded(status: RunStatus | None, result: RunResult | None) -> bool:
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -170,6 +170,7 @@ class RunDir:
     log = property(lambda self: self.path / "log.txt")
     monitor_csv = property(lambda self: self.path / "monitor.csv")
     progress_csv = property(lambda self: self.path / "progress.csv")
+    evaluations_csv = property(lambda self: self.path / "evaluations.csv")
     model_zip = property(lambda self: self.path / "model.zip")
     model_zip_tmp = property(lambda self: self.path / ".model.zip.tmp")
     vecnormalize = property(lambda self: self.path / "vecnormalize.pkl")
@@ -186,6 +187,13 @@ class RunDir:
 
     def checkpoint_models(self) -> list[Path]:
         return list(self.checkpoints.glob("model_*.zip"))
+
+    def checkpoint_vecnormalize(self, timesteps: int) -> Path:
+        """Where the checkpoint taken at `timesteps` keeps its normalization statistics."""
+        return self.checkpoints / f"vecnormalize_{timesteps}.pkl"
+
+    def checkpoint_vecnormalizes(self) -> list[Path]:
+        return list(self.checkpoints.glob("vecnormalize_*.pkl"))
 
     def read_status(self) -> RunStatus | None:
         return read_model(self.status_json, RunStatus)

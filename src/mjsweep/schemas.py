@@ -63,6 +63,13 @@ class RunResult(FileModel):
     """rollout_s + train_s: the seconds fps counts. Absent in files written when fps counted wall time."""
     eval_s: float | None = None
     """Seconds of the final evaluation."""
+    periodic_eval_s: float | None = None
+    """Seconds of the periodic evaluations (eval.every), over all attempts; counted in neither fps nor eval_s."""
+    evaluations: int | None = None
+    """Rows of evaluations.csv (periodic evaluations); None without eval.every."""
+    best_eval_mean_return: float | None = None
+    """The best periodic evaluation's mean return (its model: best_model.zip), and its timesteps."""
+    best_eval_timesteps: int | None = None
     save_s: float | None = None
     """Seconds writing checkpoints and the final model, over all attempts."""
     early_fps: float | None = None
@@ -109,6 +116,8 @@ class Timing(BaseModel):
     """PPO updates (forward, backward, optimizer)."""
     save_s: float = 0.0
     """Writing checkpoints; absent from checkpoint.json files of earlier versions."""
+    eval_s: float = 0.0
+    """Periodic evaluations (eval.every)."""
 
     @property
     def training_s(self) -> float:
@@ -126,6 +135,10 @@ class CheckpointRecord(FileModel):
     monitor_bytes: int
     progress_bytes: int
     timing: Timing
+    evaluations_bytes: int = 0
+    """evaluations.csv's size when the checkpoint was taken."""
+    vecnormalize_file: str | None = None
+    """The normalization statistics saved with the model (a file in checkpoints/), for a normalized run."""
 
 
 class VariantRecord(BaseModel):

@@ -7,6 +7,7 @@ the line and the key. Later stages (variants, envs) report their own errors thro
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -47,10 +49,28 @@ PPO_KWARGS_OWNED = {
     "_init_setup_model": "internal to stable-baselines3",
     "rollout_buffer_class": "classes cannot be named in YAML",
 }
-# policy_kwargs.activation_fn is a class in SB3; YAML names it.
+# policy_kwargs.activation_fn is a class in SB3; YAML names it, in these words or as RL Zoo writes it
+# (nn.ReLU, ReLU).
 ACTIVATIONS = ("tanh", "relu", "elu", "leaky_relu", "gelu", "silu")
+_TORCH_ACTIVATIONS = {"tanh": "tanh", "relu": "relu", "elu": "elu", "leakyrelu": "leaky_relu", "gelu": "gelu",
+                      "silu": "silu"}
+
+
+def activation_name(written: str) -> str | None:
+    """The activation a spec names ('relu', 'nn.ReLU', 'torch.nn.ReLU' -> 'relu'); None if unknown."""
+    if written in ACTIVATIONS:
+        return written
+    return _TORCH_ACTIVATIONS.get(written.rsplit(".", 1)[-1].lower())
 GRID_PREFIXES = ("ppo.", "env_kwargs.")
-GRID_TOP_KEYS = ("total_timesteps",)
+GRID_TOP_KEYS = ("total_timesteps", "normalize")
+# RL Zoo's linear schedules: "lin_3e-4" decays linearly from 3e-4 to 0 over the run.
+SCHEDULE = re.compile(r"^lin_([0-9.eE+-]+)$")
+SCHEDULED_KWARGS = ("learning_rate", "clip_range")
+INTEGER_KWARGS = ("n_steps", "batch_size", "n_epochs", "sde_sample_freq", "stats_window_size")
+# Keys of RL Zoo's hyperparameter files that are spec keys here.
+ZOO_TOP_KEYS = {"n_envs": "n_envs", "normalize": "normalize", "n_timesteps": "total_timesteps"}
+# SB3's defaults, for the checks that combine keys.
+PPO_DEFAULTS = {"n_steps": 2048, "batch_size": 64}
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+-]*$")
 
@@ -64,6 +84,87 @@ def check_safe_name(name: str) -> str:
 
 
 SafeName = Annotated[str, AfterValidator(check_safe_name)]
+
+
+def whole_number(value: Any) -> Any:
+    """1e6, 1.0e6 and "1e6" (YAML 1.1 reads an exponent without a dot as a string) -> 1000000 when
+    whole; anything else is left for the type check to refuse."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            value = float(value.replace("_", ""))
+        except ValueError:
+            return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+WholeInt = Annotated[int, BeforeValidator(whole_number)]
+
+
+def zoo_expression(text: str) -> Any:
+    """RL Zoo writes some values as Python text: policy_kwargs "dict(ortho_init=False, activation_fn=nn.ReLU,
+    net_arch=dict(pi=[64], vf=[64]))", normalize "{'norm_obs': True, 'norm_reward': False}". Read such text
+    as data (no code runs): dict(...) calls, literals, lists, and names such as nn.ReLU as strings."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise ValueError(f"cannot read {text!r}: {exc.msg}") from None
+    return _literal(tree, text)
+
+
+def _literal(node: ast.expr, text: str) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        return -node.operand.value  # type: ignore[operator]  # a bad constant is the parser's to refuse
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(item, text) for item in node.elts]
+    if isinstance(node, ast.Dict) and all(key is not None for key in node.keys):
+        return {_literal(k, text): _literal(v, text)  # type: ignore[arg-type]
+                for k, v in zip(node.keys, node.values, strict=True)}
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
+        return {kw.arg: _literal(kw.value, text) for kw in node.keywords if kw.arg}
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return ast.unparse(node)
+    raise ValueError(f"cannot read {ast.unparse(node)!r} in {text!r}: only dict(...), literals and names")
+
+
+def zoo_hyperparameters(env_id: str) -> tuple[str, dict[str, Any]]:
+    """RL Zoo's tuned PPO hyperparameters for env_id from the installed rl_zoo3 package (its ppo.yml), and
+    the entry they come from: env_id itself, else the same env's highest other version (RL Zoo tunes
+    Hopper-v4; Hopper-v5 takes those). ValueError naming what is missing."""
+    import importlib.util
+
+    package = importlib.util.find_spec("rl_zoo3")  # found, not imported: it imports much of the ML world
+    if package is None or package.origin is None:
+        raise ValueError("zoo: true needs the rl_zoo3 package (pip install 'mjsweep[zoo]' or rl_zoo3)")
+    text = (Path(package.origin).parent / "hyperparams" / "ppo.yml").read_text(encoding="utf-8")
+    entries = yaml.safe_load(text) or {}
+    name = env_id.rsplit("-v", 1)[0]
+    versions = sorted((int(key.rsplit("-v", 1)[1]), key) for key in entries
+                      if isinstance(key, str) and key.rsplit("-v", 1)[0] == name and key.rsplit("-v", 1)[-1].isdigit())
+    entry = env_id if env_id in entries else (versions[-1][1] if versions else None)
+    if entry is None:
+        raise ValueError(f"RL Zoo has no PPO hyperparameters for {env_id!r} (nor another version of it)")
+    return entry, dict(entries[entry])
+
+
+def _zoo_text(value: Any) -> Any:
+    return zoo_expression(value) if isinstance(value, str) and value.lstrip()[:1] in ("{", "d") else value
+
+
+def schedule_start(value: Any) -> float | None:
+    """The initial value of an RL Zoo schedule string such as "lin_3e-4", else None."""
+    match = SCHEDULE.match(value) if isinstance(value, str) else None
+    if not match:
+        return None
+    try:
+        return float(match.group(1))
+    except ValueError:
+        return None
 
 
 class _Strict(BaseModel):
@@ -83,6 +184,8 @@ class VariantSpec(_Strict):
     """label -> values; one variant per combination, named '<name>_<label>=<value>...'."""
     env_kwargs: dict[str, Any] = {}
     """Merged over the sweep's env_kwargs for this variant only."""
+    normalize: NormalizeValue | None = None
+    """This variant's normalization; default: the sweep's `normalize`."""
 
     @model_validator(mode="after")
     def _source(self) -> VariantSpec:
@@ -93,9 +196,40 @@ class VariantSpec(_Strict):
         return self
 
 
+class NormalizeSpec(_Strict):
+    """stable-baselines3 VecNormalize arguments (RL Zoo's `normalize`)."""
+
+    norm_obs: bool = True
+    norm_reward: bool = True
+    clip_obs: float = Field(10.0, gt=0)
+    clip_reward: float = Field(10.0, gt=0)
+    gamma: float | None = Field(None, gt=0, le=1)
+    """Discount of the reward normalization's return estimate; default: the run's PPO gamma."""
+    epsilon: float = Field(1e-8, gt=0)
+
+
+NormalizeValue = Annotated[bool | NormalizeSpec, BeforeValidator(_zoo_text)]
+"""`normalize: true` (VecNormalize's defaults), `false`, or a mapping of VecNormalize arguments."""
+
+
+def normalize_kwargs(value: NormalizeValue | dict[str, Any] | None, ppo_gamma: float) -> dict[str, Any] | None:
+    """VecNormalize's keyword arguments for a `normalize` value, or None when it is off. Every argument is
+    written out (gamma defaults to the run's PPO gamma), so spec.json and the content hash hold them all."""
+    if value is None or value is False:
+        return None
+    resolved = NormalizeSpec() if value is True else NormalizeSpec.model_validate(value)
+    kwargs = resolved.model_dump()
+    if kwargs["gamma"] is None:
+        kwargs["gamma"] = ppo_gamma
+    return kwargs
+
+
 class EvalSpec(_Strict):
-    episodes: int = Field(10, ge=1)
-    """Episodes of the final evaluation (eval_mean_return / eval_std_return in result.json)."""
+    every: WholeInt | None = Field(None, gt=0)
+    """Also evaluate each time training passes a multiple of this many timesteps: a row of
+    evaluations.csv each, and best_model.zip kept for the best. Default: only the final evaluation."""
+    episodes: WholeInt = Field(10, ge=1)
+    """Episodes of each evaluation (the final one: eval_mean_return / eval_std_return in result.json)."""
     deterministic: bool = True
     """Evaluate the policy's mean action rather than sampling."""
 
@@ -155,14 +289,16 @@ class SweepSpec(_Strict):
     """One more variant per matching file, named by the file's stem."""
     seeds: int | list[int] = Field(1)
     """A count n (seeds 0..n-1) or an explicit list."""
-    total_timesteps: int = Field(gt=0)
-    """Environment steps per run."""
+    total_timesteps: WholeInt = Field(gt=0)
+    """Environment steps per run (1e6 is read as 1000000)."""
     ppo: dict[str, Any] = {}
     """Fixed stable-baselines3 PPO keyword arguments; 'policy' defaults to MlpPolicy."""
     grid: dict[str, list[Any]] = {}
     """Cartesian product over dotted keys: ppo.<kwarg>, env_kwargs.<kwarg>, total_timesteps."""
-    n_envs: int = Field(1, ge=1)
+    n_envs: WholeInt = Field(1, ge=1)
     """Environments per run."""
+    normalize: NormalizeValue = False
+    """Observation and reward normalization (VecNormalize): true, or a mapping of its arguments."""
     vec_env: Literal["dummy", "subproc"] = "dummy"
     """dummy: the n_envs environments step in turn in the run's one process; subproc: one process
     each (SubprocVecEnv, in the run's process group), and the run takes n_envs CPU slots."""
@@ -176,7 +312,7 @@ class SweepSpec(_Strict):
     eval: EvalSpec = EvalSpec()
     slurm: SlurmSpec = SlurmSpec()
     """sbatch resources for `--backend slurm`; ignored by the other backends."""
-    checkpoint_every: int = Field(50_000, gt=0)
+    checkpoint_every: WholeInt = Field(50_000, gt=0)
     """Timesteps between checkpoints; an interrupted run resumes from the last one."""
     checkpoint_every_s: float | None = Field(300.0, gt=0)
     """Also checkpoint once this many seconds have passed since the last checkpoint (or the start of
@@ -191,6 +327,8 @@ class SweepSpec(_Strict):
     """Degenerate-env checks of the pre-launch probe that only warn instead of refusing the sweep."""
 
     _locator: SpecLocator | None = PrivateAttr(None)
+    _warnings: list[str] = PrivateAttr(default_factory=list)
+    _zoo_entry: str | None = PrivateAttr(None)
 
     @field_validator("seeds")
     @classmethod
@@ -206,9 +344,60 @@ class SweepSpec(_Strict):
                 raise ValueError("seeds must be non-negative")
         return seeds
 
+    @model_validator(mode="before")
+    @classmethod
+    def _zoo_keys_in_ppo(cls, data: Any) -> Any:
+        """RL Zoo's hyperparameter blocks also hold n_envs, normalize and n_timesteps: pasted under `ppo`,
+        they mean the spec's own keys."""
+        ppo = data.get("ppo") if isinstance(data, dict) else None
+        if not isinstance(ppo, dict) or not {*ZOO_TOP_KEYS, "zoo"} & ppo.keys():
+            return data
+        data, ppo = dict(data), dict(ppo)
+        from_zoo: set[str] = set()
+        if ppo.pop("zoo", False) is True:
+            # RL Zoo's values first; keys the spec writes (in ppo, or n_envs / normalize / total_timesteps)
+            # override them.
+            _, tuned = zoo_hyperparameters(str(data.get("env", "")))
+            from_zoo = {k for k in tuned if k not in ppo}
+            ppo = {**tuned, **ppo}
+        for zoo_key, key in ZOO_TOP_KEYS.items():
+            if zoo_key in ppo:
+                if key in data and zoo_key in from_zoo:
+                    ppo.pop(zoo_key)
+                    continue
+                if key in data:
+                    raise ValueError(f"ppo.{zoo_key} and {key} both given: keep one")
+                data[key] = ppo.pop(zoo_key)
+        data["ppo"] = ppo
+        return data
+
+    @field_validator("ppo")
+    @classmethod
+    def _whole_ppo_counts(cls, ppo: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(ppo.get("policy_kwargs"), str):
+            ppo = {**ppo, "policy_kwargs": zoo_expression(ppo["policy_kwargs"])}
+        return {k: whole_number(v) if k in INTEGER_KWARGS else v for k, v in ppo.items()}
+
+    @field_validator("grid")
+    @classmethod
+    def _whole_grid_counts(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        counts = {"total_timesteps", *(f"ppo.{k}" for k in INTEGER_KWARGS)}
+        return {k: [whole_number(v) for v in values] if k in counts and isinstance(values, list) else values
+                for k, values in grid.items()}
+
     @property
     def seed_list(self) -> list[int]:
         return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+
+    @property
+    def zoo_entry(self) -> str | None:
+        """The RL Zoo entry (env id) `ppo: {zoo: true}` took its hyperparameters from; None without it."""
+        return self._zoo_entry
+
+    @property
+    def warnings(self) -> list[str]:
+        """Findings that do not stop the sweep (e.g. a batch_size that does not divide the rollout)."""
+        return list(self._warnings)
 
     @property
     def locator(self) -> SpecLocator:
@@ -285,11 +474,26 @@ def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
         # A misspelt key also shows up as a missing one; the unknown key is the one to report.
-        err = min(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-        raise locator.error(tuple(err["loc"]), _explain(err)) from None
+        # A value that may be true/false or a mapping (normalize) fails both ways: the way that fits
+        # the value written is the one to report, and its key path drops pydantic's union tags.
+        err: dict[str, Any] = min((dict(e) for e in exc.errors()),
+                                  key=lambda e: (e["type"] != "extra_forbidden", _wrong_union_member(e)))
+        loc = tuple(part for part in err["loc"] if part not in UNION_TAGS)
+        raise locator.error(loc, _explain({**err, "loc": loc})) from None
     spec._locator = locator
+    ppo = data.get("ppo")
+    if isinstance(ppo, dict) and ppo.get("zoo") is True:
+        spec._zoo_entry = zoo_hyperparameters(spec.env)[0]
     _check_semantics(spec, locator)
     return spec
+
+
+UNION_TAGS = ("bool", "NormalizeSpec")
+
+
+def _wrong_union_member(err: dict[str, Any]) -> bool:
+    """An error of the union member the value was not written as (a mapping checked as a bool)."""
+    return "bool" in err["loc"] and isinstance(err.get("input"), dict)
 
 
 def _explain(err: dict[str, Any]) -> str:
@@ -337,6 +541,7 @@ def _check_semantics(spec: SweepSpec, loc: SpecLocator) -> None:
     _check_ppo_kwargs(spec.ppo, ("ppo",), loc)
     for key, values in spec.grid.items():
         _check_grid_key(key, values, loc)
+    _check_rollout(spec, loc)
 
 
 def _check_edit_grid(variant: VariantSpec, at: tuple[str | int, ...], loc: SpecLocator) -> None:
@@ -377,13 +582,45 @@ def _ppo_key_problem(key: str) -> str | None:
     return None
 
 
+def _ppo_value_problem(key: str, value: Any) -> str | None:
+    """What is wrong with one PPO value, checked before anything starts; None if nothing."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if key in SCHEDULED_KWARGS:
+        start = schedule_start(value)
+        if isinstance(value, str):
+            if start is None:
+                return f"{value!r} is neither a number nor a schedule such as 'lin_3e-4'"
+            value, number = start, True
+        if not number or not value > 0:
+            return f"must be > 0 or a schedule such as 'lin_{'3e-4' if key == 'learning_rate' else '0.2'}'" \
+                f" (got {value!r})"
+    elif key == "gamma" and not (number and 0 < value <= 1):
+        return f"must be in (0, 1] (got {value!r})"
+    elif key == "gae_lambda" and not (number and 0 <= value <= 1):
+        return f"must be in [0, 1] (got {value!r})"
+    elif key in INTEGER_KWARGS and value is not None:
+        whole = whole_number(value)
+        least = {"sde_sample_freq": -1, "batch_size": 2}.get(key, 1)
+        if not isinstance(whole, int) or isinstance(whole, bool) or whole < least:
+            return f"must be an integer >= {least} (got {value!r})"
+    elif key in ("ent_coef", "vf_coef") and not (number and value >= 0):
+        return f"must be a number >= 0 (got {value!r})"
+    elif key in ("max_grad_norm",) and not (number and value > 0):
+        return f"must be a number > 0 (got {value!r})"
+    elif key in ("clip_range_vf", "target_kl") and value is not None and not (number and value > 0):
+        return f"must be a number > 0 or null (got {value!r})"
+    return None
+
+
 def _check_ppo_kwargs(ppo: dict[str, Any], where: tuple[str, ...], loc: SpecLocator) -> None:
     for key, value in ppo.items():
         if problem := _ppo_key_problem(key):
             raise loc.error((*where, key), problem)
+        if problem := _ppo_value_problem(key, value):
+            raise loc.error((*where, key), problem)
         if key == "policy_kwargs" and isinstance(value, dict):
             act = value.get("activation_fn")
-            if act is not None and act not in ACTIVATIONS:
+            if act is not None and (not isinstance(act, str) or activation_name(act) is None):
                 raise loc.error((*where, key, "activation_fn"),
                                 f"unknown activation {act!r} (known: {', '.join(ACTIVATIONS)})")
 
@@ -392,15 +629,69 @@ def _check_grid_key(key: str, values: list[Any], loc: SpecLocator) -> None:
     at = ("grid", key)
     if not values:
         raise loc.error(at, "a grid axis needs at least one value")
-    if key in GRID_TOP_KEYS:
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values):
+    if key == "total_timesteps":
+        if not all(isinstance(whole_number(v), int) and not isinstance(v, bool) and whole_number(v) > 0
+                   for v in values):
             raise loc.error(at, "total_timesteps values must be positive integers")
+        return
+    if key == "normalize":
+        for value in values:
+            try:
+                NormalizeSpec.model_validate(value) if isinstance(value, dict) else _check_bool(value)
+            except (ValidationError, ValueError) as exc:
+                problem = _first_error(exc)
+                raise loc.error(at, f"each value is true, false or a mapping of VecNormalize arguments: {problem}") \
+                    from None
         return
     prefix = next((p for p in GRID_PREFIXES if key.startswith(p) and len(key) > len(p)), None)
     if prefix is None:
-        raise loc.error(at, "unknown grid key: use ppo.<kwarg>, env_kwargs.<kwarg> or total_timesteps")
-    if prefix == "ppo." and (problem := _ppo_key_problem(key[len(prefix):].split(".")[0])):
-        raise loc.error(at, problem)
+        raise loc.error(at, "unknown grid key: use ppo.<kwarg>, env_kwargs.<kwarg>, normalize or total_timesteps")
+    if prefix == "ppo.":
+        name = key[len(prefix):].split(".")[0]
+        if key_problem := _ppo_key_problem(name):
+            raise loc.error(at, key_problem)
+        if name == key[len(prefix):]:
+            for value in values:
+                if value_problem := _ppo_value_problem(name, value):
+                    raise loc.error(at, value_problem)
+
+
+def _check_bool(value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"got {value!r}")
+
+
+def _first_error(exc: ValidationError | ValueError) -> str:
+    if isinstance(exc, ValidationError):
+        err: dict[str, Any] = dict(exc.errors()[0])
+        return f"{format_key(tuple(err['loc']))}: {_explain(err)}" if err["loc"] else _explain(err)
+    return str(exc)
+
+
+def _values_of(spec: SweepSpec, key: str) -> list[tuple[Any, tuple[str, ...]]]:
+    """Every value a PPO key takes in the sweep, with where it is written."""
+    grid_key = f"ppo.{key}"
+    if grid_key in spec.grid:
+        return [(whole_number(v), ("grid", grid_key)) for v in spec.grid[grid_key]]
+    if key in spec.ppo:
+        return [(whole_number(spec.ppo[key]), ("ppo", key))]
+    return [(PPO_DEFAULTS[key], ("ppo",))]
+
+
+def _check_rollout(spec: SweepSpec, loc: SpecLocator) -> None:
+    """n_steps * n_envs > 1 (SB3 refuses less); a batch_size that leaves a part batch is a warning."""
+    for n_steps, at in _values_of(spec, "n_steps"):
+        rollout = n_steps * spec.n_envs
+        if rollout <= 1:
+            raise loc.error(at if at != ("ppo",) else ("n_envs",),
+                            f"n_steps * n_envs must be > 1 (got {n_steps} * {spec.n_envs})")
+        for batch_size, at_batch in _values_of(spec, "batch_size"):
+            if batch_size > 1 and rollout % batch_size:
+                line = loc.line_of(at_batch)
+                spec._warnings.append(
+                    f"{loc.path}:{line}: {format_key(at_batch)}: batch_size {batch_size} does not divide the rollout "
+                    f"(n_steps {n_steps} * n_envs {spec.n_envs} = {rollout}): each epoch ends with a "
+                    f"batch of {rollout % batch_size}")
 
 
 def _resolve_paths(spec: SweepSpec, base: Path) -> SweepSpec:
@@ -415,4 +706,6 @@ def _resolve_paths(spec: SweepSpec, base: Path) -> SweepSpec:
     resolved = spec.model_copy(update={"variants": variants, "xml_glob": glob,
                                        "runs_dir": resolve(spec.runs_dir)})
     resolved._locator = spec._locator
+    resolved._warnings = list(spec._warnings)
+    resolved._zoo_entry = spec._zoo_entry
     return resolved

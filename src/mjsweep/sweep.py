@@ -10,10 +10,10 @@ import difflib
 import fcntl
 import os
 import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 import psutil
 import yaml
@@ -29,12 +29,20 @@ from .modelfiles import error_location
 from .order import Order, measured_fps, start_order
 from .plan import RunSpec
 from .planned import Action, PlannedRun, Reason
-from .rundir import (CorruptFileError, RunDir, RunState, SweepDir, succeeded, write_json_atomic, write_model,
-                     write_text_atomic)
+from .rundir import (
+    CorruptFileError,
+    RunDir,
+    RunState,
+    SweepDir,
+    succeeded,
+    write_json_atomic,
+    write_model,
+    write_text_atomic,
+)
 from .runindex import IndexEntry
 from .scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
-from .tracking import check_tracking
 from .schemas import SweepVariants, VariantRecord
+from .tracking import check_tracking
 
 
 class BrokenVariantsError(speclib.SpecError):
@@ -96,7 +104,7 @@ def _check_env_kwargs(spec: speclib.SweepSpec) -> None:
     accepted = accepted_kwargs(spec.env)
     if accepted is None:
         return
-    written = [(("env_kwargs", key), key) for key in spec.env_kwargs]
+    written: list[tuple[tuple[str | int, ...], str]] = [(("env_kwargs", key), key) for key in spec.env_kwargs]
     written += [(("variants", i, "env_kwargs", key), key)
                 for i, v in enumerate(spec.variants) for key in v.env_kwargs]
     written += [(("grid", key), key.removeprefix("env_kwargs.").split(".")[0])
@@ -124,7 +132,7 @@ def _check_variant(spec: speclib.SweepSpec, variant: variantlib.Variant, local: 
         stats = variantlib.model_stats(variantlib.compile_model(local.xml))
     except ValueError as exc:
         return VariantCheck(variant, None, EnvProbe((), ()),
-                            f"MuJoCo cannot compile it: {exc} ({_where_in_xml(variant, local, str(exc))})")
+                            f"MuJoCo cannot compile it: {exc} ({_where_in_xml(variant, str(exc))})")
     probe = EnvProbe((), ())
     kwargs_seen: list[dict] = []
     for run in runs:
@@ -139,7 +147,7 @@ def _check_variant(spec: speclib.SweepSpec, variant: variantlib.Variant, local: 
     return VariantCheck(variant, stats, probe)
 
 
-def _where_in_xml(variant: variantlib.Variant, local: variantlib.Variant, message: str) -> str:
+def _where_in_xml(variant: variantlib.Variant, message: str) -> str:
     """The file and line of a compile error; a generated variant's lines are those of its edited XML."""
     if variant.xml_text is None:
         return f"in {error_location(variant.xml, message)}"

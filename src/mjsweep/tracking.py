@@ -20,8 +20,8 @@ from .spec import SweepSpec
 DEFAULT_HOST = "https://api.wandb.ai"
 PROGRESS_KEYS = {"fps": "train/fps", "ep_rew_mean": "train/ep_rew_mean", "ep_len_mean": "train/ep_len_mean",
                  "rollout_s": "time/rollout_s", "train_s": "time/train_s", "wall_s": "time/wall_s"}
-SUMMARY_KEYS = ("eval_mean_return", "eval_std_return", "timesteps", "fps", "training_s", "eval_s", "save_s",
-                "startup_s", "torch_threads")
+SUMMARY_KEYS = ("eval_mean_return", "eval_std_return", "best_eval_mean_return", "best_eval_timesteps", "timesteps",
+                "fps", "training_s", "eval_s", "periodic_eval_s", "save_s", "startup_s", "torch_threads")
 
 
 def check_tracking(spec: SweepSpec) -> None:
@@ -75,6 +75,10 @@ class WandbLogger:
         metrics = {"timesteps": row["timesteps"]}
         metrics.update({name: row[key] for key, name in PROGRESS_KEYS.items() if row.get(key) not in (None, "")})
         self.run.log(metrics)
+
+    def log_evaluation(self, timesteps: int, mean: float, std: float) -> None:
+        """A periodic evaluation (evaluations.csv's row), against timesteps."""
+        self.run.log({"timesteps": timesteps, "eval/mean_return": mean, "eval/std_return": std})
 
     def finish(self, result: dict[str, Any] | None, exit_code: int) -> None:
         """The final result in the run's summary; the W&B run ends with the worker's exit code."""

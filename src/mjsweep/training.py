@@ -5,36 +5,44 @@ Imported only by the worker process (it imports torch and stable-baselines3).
 
 from __future__ import annotations
 
+import copy
 import csv
 import importlib.util
 import os
 import platform
 import time
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, TextIO
 
+import numpy as np
 import torch
 from stable_baselines3 import PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor, ResultsWriter
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor, VecNormalize
 
 from .envs import make_env
 from .plan import RunSpec
 from .rundir import RunDir, write_model
 from .schemas import CheckpointRecord, Timing
+from .spec import SCHEDULED_KWARGS, activation_name, schedule_start
 
 PROGRESS_FIELDS = ("iteration", "timesteps", "wall_s", "fps", "ep_rew_mean", "ep_len_mean",
                    "rollout_s", "train_s")
+EVALUATION_FIELDS = ("timesteps", "mean_return", "std_return", "returns", "lengths", "wall_s")
+"""evaluations.csv's header; returns and lengths are each episode's, space-separated."""
 ACTIVATION_CLASSES = {"tanh": "Tanh", "relu": "ReLU", "elu": "ELU", "leaky_relu": "LeakyReLU",
                       "gelu": "GELU", "silu": "SiLU"}
 
 
 def truncate_logs(run: RunDir, checkpoint: CheckpointRecord) -> None:
     """Drop log rows written after this checkpoint, so a resumed run does not repeat them."""
-    for path, size in ((run.monitor_csv, checkpoint.monitor_bytes), (run.progress_csv, checkpoint.progress_bytes)):
+    for path, size in ((run.monitor_csv, checkpoint.monitor_bytes), (run.progress_csv, checkpoint.progress_bytes),
+                       (run.evaluations_csv, checkpoint.evaluations_bytes)):
         if path.exists() and path.stat().st_size > size:
             os.truncate(path, size)
 
@@ -45,29 +53,47 @@ def checkpoint_due(steps_since: int, seconds_since: float, every_steps: int, eve
     return steps_since >= every_steps or (every_s is not None and seconds_since >= every_s)
 
 
+def save_atomic(save: Callable[[str], None], path: Path) -> None:
+    """save(a temporary name beside path), then rename it to path: a reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    save(str(tmp))
+    os.replace(tmp, path)
+
+
 class Checkpointer:
-    def __init__(self, run: RunDir, every: int, every_s: float | None = None):
+    def __init__(self, run: RunDir, every: int, every_s: float | None = None, normalized: bool = False):
         self.run, self.every, self.every_s = run, every, every_s
+        self.normalized = normalized
+        """The run normalizes: a checkpoint without its statistics cannot be resumed."""
 
     def latest(self) -> CheckpointRecord | None:
         checkpoint = self.run.read_checkpoint()
         if checkpoint is None or not (self.run.checkpoints / checkpoint.model_file).exists():
             return None
+        if self.normalized and (checkpoint.vecnormalize_file is None
+                                or not (self.run.checkpoints / checkpoint.vecnormalize_file).exists()):
+            return None
         return checkpoint
 
-    def save(self, model: PPO, iteration: int, timing: Timing, log_sizes: tuple[int, int]) -> CheckpointRecord:
-        # The model file is written first under a new name, then checkpoint.json points at it:
-        # a kill at any moment leaves the previous pair intact.
+    def save(self, model: BaseAlgorithm, iteration: int, timing: Timing, log_sizes: tuple[int, ...],
+             vecnormalize: VecNormalize | None = None) -> CheckpointRecord:
+        # The model (and the normalization statistics) are written first under new names, then
+        # checkpoint.json points at them: a kill at any moment leaves the previous set intact.
         self.run.checkpoints.mkdir(exist_ok=True)
-        path = self.run.checkpoint_model(int(model.num_timesteps))
-        tmp = path.with_name(f".{path.name}.tmp")
-        model.save(str(tmp))
-        os.replace(tmp, path)
-        ckpt = CheckpointRecord(timesteps=int(model.num_timesteps), iteration=iteration, model_file=path.name,
-                                monitor_bytes=log_sizes[0], progress_bytes=log_sizes[1], timing=timing)
+        timesteps = int(model.num_timesteps)
+        path = self.run.checkpoint_model(timesteps)
+        save_atomic(model.save, path)
+        stats = None
+        if vecnormalize is not None:
+            stats = self.run.checkpoint_vecnormalize(timesteps)
+            save_atomic(vecnormalize.save, stats)
+        ckpt = CheckpointRecord(timesteps=timesteps, iteration=iteration, model_file=path.name,
+                                monitor_bytes=log_sizes[0], progress_bytes=log_sizes[1],
+                                evaluations_bytes=log_sizes[2] if len(log_sizes) > 2 else 0, timing=timing,
+                                vecnormalize_file=stats.name if stats else None)
         write_model(self.run.checkpoint_json, ckpt)
-        for old in self.run.checkpoint_models():
-            if old.name != path.name:
+        for old in [*self.run.checkpoint_models(), *self.run.checkpoint_vecnormalizes()]:
+            if old.name not in (path.name, ckpt.vecnormalize_file):
                 old.unlink(missing_ok=True)
         return ckpt
 
@@ -121,9 +147,11 @@ class IterationRecorder(PhaseTimer):
     """Writes one progress.csv row per PPO iteration (rollout + update) and checkpoints when due."""
 
     def __init__(self, checkpointer: Checkpointer, resume: CheckpointRecord | None,
-                 stop_if_requested: Callable[[], None], on_row: Callable[[dict[str, Any]], None] | None = None):
+                 stop_if_requested: Callable[[], None], evaluator: PeriodicEvaluator | None = None,
+                 on_row: Callable[[dict[str, Any]], None] | None = None):
         super().__init__()
         self.checkpointer = checkpointer
+        self.evaluator = evaluator
         self.on_row = on_row
         """Also given each progress row once it is written (experiment tracking)."""
         self.stop_if_requested = stop_if_requested
@@ -134,10 +162,14 @@ class IterationRecorder(PhaseTimer):
         self.last_checkpoint_time = 0.0
         """time.monotonic() of the last checkpoint, or of this attempt's start of training."""
         self.save_s = 0.0
+        self.eval_s = 0.0
         self._t0 = 0.0
-        self._iter_start = (0, 0, (0, 0))  # timesteps, iteration, log sizes when this iteration began
-        self._file = None
-        self._writer = None
+        # timesteps, iteration, log sizes when this iteration began
+        self._iter_start: tuple[int, int, tuple[int, ...]] = (0, 0, (0, 0, 0))
+        self._stats_start: tuple[Any, Any] | None = None
+        """The normalization statistics (obs_rms, ret_rms) when this iteration began."""
+        self._file: TextIO | None = None
+        self._writer: csv.DictWriter[str] | None = None
         self.startup_s: float | None = None
         """Seconds from process start until training begins (imports, env and model built, first reset)."""
 
@@ -159,10 +191,12 @@ class IterationRecorder(PhaseTimer):
 
     def _mark_iteration_start(self) -> None:
         self._iter_start = (self.model.num_timesteps, self.iteration, self._log_sizes())
+        if (normalizer := self.model.get_vec_normalize_env()) is not None:
+            self._stats_start = (copy.deepcopy(normalizer.obs_rms), copy.deepcopy(normalizer.ret_rms))
 
-    def _log_sizes(self) -> tuple[int, int]:
+    def _log_sizes(self) -> tuple[int, int, int]:
         run = self.checkpointer.run
-        return _size(run.monitor_csv), _size(run.progress_csv)
+        return _size(run.monitor_csv), _size(run.progress_csv), _size(run.evaluations_csv)
 
     def _on_step(self) -> bool:
         self.stop_if_requested()
@@ -187,10 +221,15 @@ class IterationRecorder(PhaseTimer):
             "rollout_s": round(rollout_s, 4),
             "train_s": round(update_s, 4),
         }
+        assert self._writer is not None and self._file is not None, "opened when training started"
         self._writer.writerow(row)
         self._file.flush()
         if self.on_row:
             self.on_row(row)
+        if self.evaluator and self.evaluator.due(self._iter_start[0], self.model.num_timesteps):
+            started = time.monotonic()
+            self.evaluator.evaluate(self.model, self.totals().wall_s)
+            self.eval_s += time.monotonic() - started
         if checkpoint_due(self.model.num_timesteps - self.last_checkpoint_at,
                           time.monotonic() - self.last_checkpoint_time, self.checkpointer.every,
                           self.checkpointer.every_s):
@@ -199,7 +238,8 @@ class IterationRecorder(PhaseTimer):
     def totals(self) -> Timing:
         elapsed = time.monotonic() - self._t0 if self._t0 else 0.0
         return Timing(wall_s=self.base.wall_s + elapsed, rollout_s=self.base.rollout_s + self.rollout_s,
-                      train_s=self.base.train_s + self.train_s, save_s=self.base.save_s + self.save_s)
+                      train_s=self.base.train_s + self.train_s, save_s=self.base.save_s + self.save_s,
+                      eval_s=self.base.eval_s + self.eval_s)
 
     def save_interrupted(self) -> None:
         """Checkpoint on a stop request, rewound to the start of the unfinished iteration.
@@ -212,11 +252,15 @@ class IterationRecorder(PhaseTimer):
         if self._file:
             self._file.flush()
         self.model.num_timesteps, iteration, log_sizes = self._iter_start
+        normalizer = self.model.get_vec_normalize_env()
+        if normalizer is not None and self._stats_start is not None:
+            # The statistics as they were before the dropped partial rollout, to pair with the model.
+            normalizer.obs_rms, normalizer.ret_rms = self._stats_start
         self._save(iteration, log_sizes)
 
-    def _save(self, iteration: int, log_sizes: tuple[int, int]) -> None:
+    def _save(self, iteration: int, log_sizes: tuple[int, ...]) -> None:
         started = time.monotonic()
-        self.checkpointer.save(self.model, iteration, self.totals(), log_sizes)
+        self.checkpointer.save(self.model, iteration, self.totals(), log_sizes, self.model.get_vec_normalize_env())
         self.last_checkpoint_time = time.monotonic()
         self.save_s += self.last_checkpoint_time - started
         self.last_checkpoint_at = self.model.num_timesteps
@@ -245,7 +289,25 @@ def make_vec_env(spec: RunSpec, run: RunDir, resume: CheckpointRecord | None) ->
         str(run.monitor_csv), header={"t_start": monitored.t_start, "env_id": spec.env},
         override_existing=resume is None,
     )
-    return monitored
+    if spec.normalize is None:
+        return monitored
+    # Below the normalization, the monitor records the env's own rewards.
+    if resume and resume.vecnormalize_file:
+        normalized = VecNormalize.load(str(run.checkpoints / resume.vecnormalize_file), monitored)
+        normalized.training = True
+        return normalized
+    return VecNormalize(monitored, training=True, **spec.normalize)
+
+
+def frozen_normalization(venv: VecEnv, training: VecNormalize) -> VecNormalize:
+    """venv normalized with a copy of `training`'s observation statistics, which it never updates, and
+    its own rewards: how an evaluation sees the env the policy was trained on."""
+    frozen = VecNormalize(venv, training=False, norm_obs=training.norm_obs, norm_reward=False,
+                          clip_obs=training.clip_obs, clip_reward=training.clip_reward, gamma=training.gamma,
+                          epsilon=training.epsilon)
+    frozen.obs_rms = copy.deepcopy(training.obs_rms)
+    frozen.ret_rms = copy.deepcopy(training.ret_rms)
+    return frozen
 
 
 def tensorboard_dir(spec: RunSpec, run: RunDir) -> str | None:
@@ -260,6 +322,23 @@ def tensorboard_dir(spec: RunSpec, run: RunDir) -> str | None:
     return str(run.tensorboard)
 
 
+class LinearSchedule:
+    """RL Zoo's lin_<start>: start at the beginning of training, decaying linearly to 0 at its end.
+
+    SB3 calls it with the fraction of the run still to go (1 -> 0), computed from the run's timesteps
+    and total, so a resumed run continues the decay where its checkpoint left it.
+    """
+
+    def __init__(self, start: float):
+        self.start = start
+
+    def __call__(self, progress_remaining: float) -> float:
+        return progress_remaining * self.start
+
+    def __repr__(self) -> str:
+        return f"lin_{self.start}"
+
+
 def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer, resume: CheckpointRecord | None) -> PPO:
     tensorboard_log = tensorboard_dir(spec, checkpointer.run)
     if resume:
@@ -269,26 +348,99 @@ def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer, resume:
         venv.seed(spec.seed + resume.timesteps)
         return model
     kwargs = dict(spec.ppo)
+    for key in SCHEDULED_KWARGS:
+        if (start := schedule_start(kwargs.get(key))) is not None:
+            kwargs[key] = LinearSchedule(start)
     policy_kwargs = dict(kwargs.pop("policy_kwargs", None) or {})
     if isinstance(policy_kwargs.get("activation_fn"), str):
-        policy_kwargs["activation_fn"] = getattr(torch.nn, ACTIVATION_CLASSES[policy_kwargs["activation_fn"]])
+        name = activation_name(policy_kwargs["activation_fn"])
+        assert name is not None, "the spec checked the activation's name"
+        policy_kwargs["activation_fn"] = getattr(torch.nn, ACTIVATION_CLASSES[name])
     return PPO(spec.policy, venv, seed=spec.seed, device=spec.device, verbose=0,
                policy_kwargs=policy_kwargs or None, tensorboard_log=tensorboard_log, **kwargs)
 
 
-def evaluate(spec: RunSpec, model: PPO, stop_if_requested: Callable[[], None]) -> tuple[float, float]:
+def evaluate(spec: RunSpec, model: PPO, stop_if_requested: Callable[[], None],
+             vecnormalize: VecNormalize | None = None) -> tuple[float, float]:
     """Mean and std of the return over eval_episodes fresh episodes of a separately seeded env;
-    stop_if_requested is called at every step."""
-    env = DummyVecEnv([lambda: Monitor(make_env(spec.env, Path(spec.xml), spec.env_kwargs,
-                                                spec.max_episode_steps))])
+    stop_if_requested is called at every step. A normalized run's policy sees observations normalized
+    with its training statistics, frozen; the returns are the env's own."""
+    returns, _ = evaluate_episodes(spec, model, stop_if_requested, vecnormalize)
+    return float(np.mean(returns)), float(np.std(returns))
+
+
+def evaluate_episodes(spec: RunSpec, model: BaseAlgorithm, stop_if_requested: Callable[[], None],
+                      vecnormalize: VecNormalize | None = None) -> tuple[list[float], list[int]]:
+    """Each episode's return and length, as `evaluate` runs them."""
+    env: VecEnv = DummyVecEnv([lambda: Monitor(make_env(spec.env, Path(spec.xml), spec.env_kwargs,
+                                                        spec.max_episode_steps))])
+    if vecnormalize is not None:
+        env = frozen_normalization(env, vecnormalize)
     env.seed(spec.seed + 1_000_003)
     try:
-        mean, std = evaluate_policy(model, env, n_eval_episodes=spec.eval_episodes,
-                                    deterministic=spec.eval_deterministic,
-                                    callback=lambda _locals, _globals: stop_if_requested())
+        returns, lengths = evaluate_policy(model, env, n_eval_episodes=spec.eval_episodes,
+                                           deterministic=spec.eval_deterministic, return_episode_rewards=True,
+                                           callback=lambda _locals, _globals: stop_if_requested())
     finally:
         env.close()
-    return float(mean), float(std)
+    assert isinstance(returns, list) and isinstance(lengths, list)  # return_episode_rewards=True
+    return [float(r) for r in returns], [int(n) for n in lengths]
+
+
+class PeriodicEvaluator:
+    """eval.every: an evaluation each time training passes a multiple of `every` timesteps, a row of
+    evaluations.csv for each, and best_model.zip (with best_vecnormalize.pkl) for the best so far.
+
+    An evaluation draws its random numbers from a forked torch generator and steps its own env, so the
+    training goes on exactly as it would without it. It does not stop on a stop request (the next
+    rollout step does), so the row and the model it describes always belong together.
+    """
+
+    def __init__(self, spec: RunSpec, run: RunDir, resume: CheckpointRecord | None,
+                 on_evaluation: Callable[[int, float, float], None] | None = None):
+        assert spec.eval_every is not None
+        self.spec, self.run, self.every = spec, run, spec.eval_every
+        self.on_evaluation = on_evaluation
+        """Also given (timesteps, mean, std) of each evaluation once its row is written (tracking)."""
+        self.rows = 0
+        self.best: tuple[float, int] | None = None
+        """(mean return, timesteps) of the best evaluation so far."""
+        path = run.evaluations_csv
+        if resume is None or not path.exists():
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(",".join(EVALUATION_FIELDS) + "\n")
+            return
+        with open(path, encoding="utf-8", newline="") as fh:  # already truncated to the checkpoint's rows
+            for row in csv.DictReader(fh):
+                self._count(float(row["mean_return"]), int(row["timesteps"]))
+
+    def due(self, previous_timesteps: int, timesteps: int) -> bool:
+        """Whether the iteration from previous_timesteps to timesteps passed a multiple of `every`."""
+        return timesteps // self.every > previous_timesteps // self.every
+
+    def _count(self, mean: float, timesteps: int) -> bool:
+        self.rows += 1
+        if self.best is None or mean > self.best[0]:
+            self.best = (mean, timesteps)
+            return True
+        return False
+
+    def evaluate(self, model: BaseAlgorithm, wall_s: float) -> None:
+        normalizer = model.get_vec_normalize_env()
+        with torch.random.fork_rng(devices=[]):
+            returns, lengths = evaluate_episodes(self.spec, model, lambda: None, normalizer)
+        mean, std = float(np.mean(returns)), float(np.std(returns))
+        timesteps = int(model.num_timesteps)
+        line = ",".join([str(timesteps), repr(mean), repr(std), " ".join(repr(r) for r in returns),
+                         " ".join(str(n) for n in lengths), f"{wall_s:.3f}"]) + "\n"
+        with open(self.run.evaluations_csv, "a", encoding="utf-8") as fh:
+            fh.write(line)  # one write of a whole line; a torn one lies past the checkpoint's size
+        if self.on_evaluation:
+            self.on_evaluation(timesteps, mean, std)
+        if self._count(mean, timesteps):
+            if normalizer is not None:
+                save_atomic(normalizer.save, self.run.best_vecnormalize)
+            save_atomic(model.save, self.run.best_model_zip)
 
 
 def versions() -> dict[str, str]:

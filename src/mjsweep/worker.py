@@ -25,8 +25,9 @@ import resource  # noqa: E402
 import signal  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import TYPE_CHECKING, Any, Callable, TypeVar  # noqa: E402
+from typing import TYPE_CHECKING, Any, TypeVar  # noqa: E402
 
 if TYPE_CHECKING:
     from stable_baselines3 import PPO
@@ -79,14 +80,23 @@ def _train(run_path: Path) -> int:
     from .runview import read_progress
     from .schemas import RunResult
     from .tracking import start_logger
-    from .training import (Checkpointer, IterationRecorder, build_model, evaluate, make_vec_env, truncate_logs,
-                           versions)
+    from .training import (
+        Checkpointer,
+        IterationRecorder,
+        PeriodicEvaluator,
+        build_model,
+        evaluate,
+        make_vec_env,
+        truncate_logs,
+        versions,
+    )
 
     stop_if_requested()
     started = time.monotonic()
     run = RunDir(run_path)
     spec = RunSpec.model_validate_json(run.spec_json.read_text(encoding="utf-8"))
-    checkpointer = Checkpointer(run, spec.checkpoint_every, spec.checkpoint_every_s)
+    checkpointer = Checkpointer(run, spec.checkpoint_every, spec.checkpoint_every_s,
+                                normalized=spec.normalize is not None)
     resume = checkpointer.latest()
     if resume:
         print(f"mjsweep.worker: resuming {spec.run_id} from {resume.timesteps} timesteps", flush=True)
@@ -96,13 +106,15 @@ def _train(run_path: Path) -> int:
         stop_if_requested()
         model = build_model(spec, venv, checkpointer, resume)
         tracker = start_logger(spec, run)
-        recorder = IterationRecorder(checkpointer, resume, stop_if_requested,
+        evaluator = PeriodicEvaluator(spec, run, resume, tracker.log_evaluation if tracker else None) \
+            if spec.eval_every else None
+        recorder = IterationRecorder(checkpointer, resume, stop_if_requested, evaluator,
                                      on_row=tracker.log_progress if tracker else None)
         try:
             model.learn(total_timesteps=spec.total_timesteps - model.num_timesteps,
                         reset_num_timesteps=resume is None, callback=recorder)
             _, final_save_s = timed(_save_model, model, run)
-            (mean, std), eval_s = timed(evaluate, spec, model, stop_if_requested)
+            (mean, std), eval_s = timed(evaluate, spec, model, stop_if_requested, model.get_vec_normalize_env())
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 recorder.save_interrupted()
@@ -129,6 +141,10 @@ def _train(run_path: Path) -> int:
         training_s=training_s,
         save_s=round(timing.save_s + final_save_s, 3),
         eval_s=round(eval_s, 3),
+        periodic_eval_s=round(timing.eval_s, 3) if evaluator else None,
+        evaluations=evaluator.rows if evaluator else None,
+        best_eval_mean_return=evaluator.best[0] if evaluator and evaluator.best else None,
+        best_eval_timesteps=evaluator.best[1] if evaluator and evaluator.best else None,
         # progress.csv's summary, so that `sweep status` need not open it for a finished run
         early_fps=progress.early_fps if progress else None,
         ep_rew_mean=progress.ep_rew_mean if progress else None,
@@ -153,8 +169,12 @@ def _train(run_path: Path) -> int:
 
 
 def _save_model(model: PPO, run: RunDir) -> None:
+    from .training import save_atomic
+
     model.save(str(run.model_zip_tmp))
     os.replace(run.model_zip_tmp, run.model_zip)
+    if (normalizer := model.get_vec_normalize_env()) is not None:
+        save_atomic(normalizer.save, run.vecnormalize)
 
 
 def timed(fn: Callable[..., T], *args: Any) -> tuple[T, float]:
