@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..launchers.spawn import worker_env
 
@@ -43,6 +43,16 @@ def run_render_process(module: str, args: Sequence[str]) -> str:
             raise RenderFailed(last)
         reasons.append(f"{backend}: {last}")
     raise RenderUnavailable(f"cannot render here ({'; '.join(reasons)}); {INSTALL_HINT}")
+
+
+def run_job(main: Callable[[str], None]) -> None:
+    """A render process's entry point: main(JOB.json path); any failure is one line on stdout for the
+    launcher (a traceback would hide it) and exit code 1."""
+    try:
+        main(sys.argv[1])
+    except Exception as exc:  # noqa: BLE001 - whatever went wrong, the launcher shows this line
+        print(f"{type(exc).__name__}: {' '.join(str(exc).split())}", flush=True)
+        sys.exit(1)
 
 
 def open_gl_or_exit(width: int, height: int):

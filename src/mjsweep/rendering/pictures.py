@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from .camera import Box, CameraPose, framing
-from .gl import open_gl_or_exit
+from .gl import open_gl_or_exit, run_job
 from .sheet import contact_sheet, save_png
 
 CONTACT_SHEET = "contact_sheet.png"
@@ -77,8 +77,4 @@ def main(job_path: str) -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main(sys.argv[1])
-    except Exception as exc:  # noqa: BLE001 - one line for the launcher; the traceback would hide it
-        print(f"{type(exc).__name__}: {' '.join(str(exc).split())}", flush=True)
-        sys.exit(1)
+    run_job(main)

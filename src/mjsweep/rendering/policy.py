@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .camera import framing
-from .gl import open_gl_or_exit
+from .gl import open_gl_or_exit, run_job
 from .pictures import robot_box
 from .sheet import label
 
@@ -107,8 +107,4 @@ def main(job_path: str) -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main(sys.argv[1])
-    except Exception as exc:  # noqa: BLE001 - one line for the launcher; the traceback would hide it
-        print(f"{type(exc).__name__}: {' '.join(str(exc).split())}", flush=True)
-        sys.exit(1)
+    run_job(main)
