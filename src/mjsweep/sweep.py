@@ -25,6 +25,7 @@ from . import variants as variantlib
 from .envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
 from .errors import SweepLockedError
 from .launchers.base import Launcher
+from .modelcheck import ModelCheck
 from .modelfiles import error_location
 from .order import Order, measured_fps, start_order
 from .plan import RunSpec
@@ -87,15 +88,30 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
     runs = _point_at_variant_xml(planlib.expand(spec, variants), variants, sweep_dir)
     # Generated XMLs live in a temp folder while they are checked; the runs get theirs when written.
     with tempfile.TemporaryDirectory(prefix="mjsweep-check-") as tmp:
-        checks = [_check_variant(spec, v, variantlib.materialize(v, Path(tmp)), runs, check_envs)
-                  for v in variants]
+        local = [variantlib.materialize(v, Path(tmp)) for v in variants]
+        # SB3 judges the hyperparameters in a child process while the envs are probed here.
+        model_check = ModelCheck(runs, local[0].xml) if check_envs and local else None
+        checks = [_check_variant(spec, v, lv, runs, check_envs) for v, lv in zip(variants, local, strict=True)]
+        refused = model_check.problems() if model_check else []
     plan = SweepPlan(spec, checks, runs, sweep_dir)
     broken = [c for c in checks if c.problem]
     if broken:
         reasons = "; ".join(f"variant {c.variant.name!r}: {c.problem}" for c in broken)
         raise BrokenVariantsError(str(spec.locator.error(
             broken[0].variant.loc, f"{len(broken)} of {len(checks)} variants broken: {reasons}")), plan)
+    if refused:
+        run, problem = refused[0]
+        raise _refused_hyperparameters(spec, run, problem, len(refused))
     return plan
+
+
+def _refused_hyperparameters(spec: speclib.SweepSpec, run: RunSpec, problem: str, count: int) -> speclib.SpecError:
+    """SB3 refused a set of hyperparameters: point at the grid key that made it, else at the ppo block."""
+    grid_keys = [key for key in run.grid if key.startswith("ppo.")]
+    at: tuple[str, ...] = ("grid", grid_keys[0]) if grid_keys else ("ppo",)
+    point = f" (grid point {', '.join(f'{k}={run.grid[k]}' for k in grid_keys)})" if grid_keys else ""
+    more = f"; {count - 1} more set(s) refused" if count > 1 else ""
+    return spec.locator.error(at, f"stable-baselines3 cannot build the model{point}: {problem}{more}")
 
 
 def _check_env_kwargs(spec: speclib.SweepSpec) -> None:
