@@ -15,7 +15,8 @@ import pytest
 
 from conftest import wait_for, write_spec
 from mjsweep.plan import RunSpec
-from mjsweep.rundir import RunDir
+from mjsweep.rundir import RunDir, read_model
+from mjsweep.schemas import BestRecord
 from mjsweep.sweep import prepare
 
 
@@ -122,7 +123,13 @@ def test_statistics_survive_sigint_and_resume(tmp_path, tiny_spec):
     assert lines[0] == "timesteps,mean_return,std_return,returns,lengths,wall_s"
     assert [int(line.split(",")[0]) for line in lines[1:]] == list(range(256, 4097, 256))
     assert all(len(line.split(",")) == 6 for line in lines[1:])
-    assert run.best_model_zip.exists() and run.best_vecnormalize.exists()
+    # The best pair is the best evaluation's, on the resumed timeline, and best.json says which it is.
+    best_row = max((line.split(",") for line in lines[1:]), key=lambda row: float(row[1]))
+    best = read_model(run.best_json, BestRecord)
+    assert best.timesteps == int(best_row[0]) == run.read_result().best_eval_timesteps
+    assert run.best_model_zip.samefile(run.best / best.model_file)
+    assert run.best_vecnormalize.samefile(run.best / best.vecnormalize_file)
+    assert sorted(p.name for p in run.best_files()) == sorted([best.model_file, best.vecnormalize_file])
     # The schedules continued over the resume: the last update ran at progress 0, learning rate 0 (a
     # resume that restarted the decay would end at a negative progress and learning rate).
     from stable_baselines3 import PPO

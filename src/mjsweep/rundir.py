@@ -176,6 +176,8 @@ class RunDir:
     vecnormalize = property(lambda self: self.path / "vecnormalize.pkl")
     best_model_zip = property(lambda self: self.path / "best_model.zip")
     best_vecnormalize = property(lambda self: self.path / "best_vecnormalize.pkl")
+    best = property(lambda self: self.path / "best")
+    best_json = property(lambda self: self.path / "best" / "best.json")
     checkpoints = property(lambda self: self.path / "checkpoints")
     checkpoint_json = property(lambda self: self.path / "checkpoints" / "checkpoint.json")
     variant_xml = property(lambda self: self.path / "variant.xml")
@@ -194,6 +196,16 @@ class RunDir:
 
     def checkpoint_vecnormalizes(self) -> list[Path]:
         return list(self.checkpoints.glob("vecnormalize_*.pkl"))
+
+    def best_model(self, timesteps: int) -> Path:
+        """Where the evaluation at `timesteps` keeps its model while it is (or a checkpoint's) best."""
+        return self.best / f"model_{timesteps}.zip"
+
+    def best_vecnormalize_at(self, timesteps: int) -> Path:
+        return self.best / f"vecnormalize_{timesteps}.pkl"
+
+    def best_files(self) -> list[Path]:
+        return [*self.best.glob("model_*.zip"), *self.best.glob("vecnormalize_*.pkl")]
 
     def read_status(self) -> RunStatus | None:
         return read_model(self.status_json, RunStatus)

@@ -139,6 +139,18 @@ class CheckpointRecord(FileModel):
     """evaluations.csv's size when the checkpoint was taken."""
     vecnormalize_file: str | None = None
     """The normalization statistics saved with the model (a file in checkpoints/), for a normalized run."""
+    best_timesteps: int | None = None
+    """The best evaluation's timesteps when the checkpoint was taken (eval.every; None: none yet). A resume
+    brings that best model back if a later, dropped evaluation replaced it. Absent in older files."""
+
+
+class BestRecord(FileModel):
+    """best/best.json: the best periodic evaluation so far and its model (and statistics) in best/."""
+
+    timesteps: int
+    mean_return: float
+    model_file: str
+    vecnormalize_file: str | None = None
 
 
 class VariantRecord(BaseModel):

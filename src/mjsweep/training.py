@@ -27,8 +27,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 
 from .envs import make_env
 from .plan import RunSpec
-from .rundir import RunDir, write_model
-from .schemas import CheckpointRecord, Timing
+from .rundir import RunDir, read_model, write_model
+from .schemas import BestRecord, CheckpointRecord, Timing
 from .spec import SCHEDULED_KWARGS, activation_name, schedule_start
 
 PROGRESS_FIELDS = ("iteration", "timesteps", "wall_s", "fps", "ep_rew_mean", "ep_len_mean",
@@ -60,11 +60,98 @@ def save_atomic(save: Callable[[str], None], path: Path) -> None:
     os.replace(tmp, path)
 
 
+class BestModel:
+    """best_model.zip and best_vecnormalize.pkl: one evaluation's pair, on the run's own timeline.
+
+    Each new best is saved in best/ under names that carry its timesteps; best/best.json, written last,
+    says which pair is the best, and only then are the two copied (hard-linked) to the run dir's top,
+    where a start repairs a copy a kill left half done. A checkpoint records the best it saw and keeps that
+    pair, so a resume that drops the evaluations made after its checkpoint brings back its best too.
+    """
+
+    def __init__(self, run: RunDir):
+        self.run = run
+
+    def current(self) -> BestRecord | None:
+        return read_model(self.run.best_json, BestRecord)
+
+    def save(self, model: BaseAlgorithm, normalizer: VecNormalize | None, timesteps: int, mean: float,
+             keep: int | None) -> None:
+        """The new best pair, committed; earlier pairs deleted but that of `keep` timesteps (the checkpoint's)."""
+        self.run.best.mkdir(exist_ok=True)
+        model_path = self.run.best_model(timesteps)
+        save_atomic(model.save, model_path)
+        stats = None
+        if normalizer is not None:
+            stats = self.run.best_vecnormalize_at(timesteps)
+            save_atomic(normalizer.save, stats)
+        write_model(self.run.best_json, BestRecord(timesteps=timesteps, mean_return=mean, model_file=model_path.name,
+                                                   vecnormalize_file=stats.name if stats else None))
+        self.publish()
+        self.prune(keep)
+
+    def publish(self) -> None:
+        """The committed pair, as best_model.zip and best_vecnormalize.pkl (none: both removed)."""
+        best = self.current()
+        pairs = [(self.run.best_model_zip, best.model_file if best else None),
+                 (self.run.best_vecnormalize, best.vecnormalize_file if best else None)]
+        for top, name in pairs:
+            if name is None:
+                top.unlink(missing_ok=True)
+                continue
+            tmp = top.with_name(f".{top.name}.tmp")
+            tmp.unlink(missing_ok=True)
+            os.link(self.run.best / name, tmp)
+            os.replace(tmp, top)
+
+    def prune(self, keep: int | None) -> None:
+        best = self.current()
+        wanted = {best.model_file, best.vecnormalize_file} if best else set()
+        if keep is not None:
+            wanted |= {self.run.best_model(keep).name, self.run.best_vecnormalize_at(keep).name}
+        for path in self.run.best_files():
+            if path.name not in wanted:
+                path.unlink(missing_ok=True)
+
+    def rewind(self, checkpoint: CheckpointRecord) -> None:
+        """On resume: the best as the checkpoint saw it, if a dropped later evaluation replaced it."""
+        if "best_timesteps" not in checkpoint.model_fields_set:
+            return  # an older checkpoint: it did not record one
+        best, at = self.current(), checkpoint.best_timesteps
+        if (best.timesteps if best else None) != at:
+            mean = _evaluation_mean(self.run, at) if at is not None else None
+            if at is None or mean is None or not self.run.best_model(at).exists():
+                self.run.best_json.unlink(missing_ok=True)
+            else:
+                stats = self.run.best_vecnormalize_at(at)
+                write_model(self.run.best_json, BestRecord(
+                    timesteps=at, mean_return=mean, model_file=self.run.best_model(at).name,
+                    vecnormalize_file=stats.name if stats.exists() else None))
+        self.publish()
+        self.prune(at)
+
+    def clear(self) -> None:
+        """No best yet: a fresh start."""
+        self.run.best_json.unlink(missing_ok=True)
+        self.publish()
+        self.prune(None)
+
+
+def _evaluation_mean(run: RunDir, timesteps: int) -> float | None:
+    """The mean return of the evaluation at `timesteps` in evaluations.csv, if it has one."""
+    if not run.evaluations_csv.exists():
+        return None
+    with open(run.evaluations_csv, encoding="utf-8", newline="") as fh:
+        return next((float(row["mean_return"]) for row in csv.DictReader(fh) if int(row["timesteps"]) == timesteps),
+                    None)
+
+
 class Checkpointer:
     def __init__(self, run: RunDir, every: int, every_s: float | None = None, normalized: bool = False):
         self.run, self.every, self.every_s = run, every, every_s
         self.normalized = normalized
         """The run normalizes: a checkpoint without its statistics cannot be resumed."""
+        self.best = BestModel(run)
 
     def latest(self) -> CheckpointRecord | None:
         checkpoint = self.run.read_checkpoint()
@@ -87,15 +174,23 @@ class Checkpointer:
         if vecnormalize is not None:
             stats = self.run.checkpoint_vecnormalize(timesteps)
             save_atomic(vecnormalize.save, stats)
+        best = self.best.current()
         ckpt = CheckpointRecord(timesteps=timesteps, iteration=iteration, model_file=path.name,
                                 monitor_bytes=log_sizes[0], progress_bytes=log_sizes[1],
                                 evaluations_bytes=log_sizes[2] if len(log_sizes) > 2 else 0, timing=timing,
-                                vecnormalize_file=stats.name if stats else None)
+                                vecnormalize_file=stats.name if stats else None,
+                                best_timesteps=best.timesteps if best else None)
         write_model(self.run.checkpoint_json, ckpt)
         for old in [*self.run.checkpoint_models(), *self.run.checkpoint_vecnormalizes()]:
             if old.name not in (path.name, ckpt.vecnormalize_file):
                 old.unlink(missing_ok=True)
+        self.best.prune(ckpt.best_timesteps)  # pairs older than both the best and the checkpoint's best
         return ckpt
+
+    def kept_best(self) -> int | None:
+        """The best evaluation's timesteps that the latest checkpoint keeps, if any."""
+        checkpoint = self.run.read_checkpoint()
+        return checkpoint.best_timesteps if checkpoint else None
 
 
 def _size(path: Path) -> int:
@@ -396,10 +491,11 @@ class PeriodicEvaluator:
     rollout step does), so the row and the model it describes always belong together.
     """
 
-    def __init__(self, spec: RunSpec, run: RunDir, resume: CheckpointRecord | None,
+    def __init__(self, spec: RunSpec, checkpointer: Checkpointer, resume: CheckpointRecord | None,
                  on_evaluation: Callable[[int, float, float], None] | None = None):
         assert spec.eval_every is not None
-        self.spec, self.run, self.every = spec, run, spec.eval_every
+        self.spec, self.checkpointer, self.every = spec, checkpointer, spec.eval_every
+        run = self.run = checkpointer.run
         self.on_evaluation = on_evaluation
         """Also given (timesteps, mean, std) of each evaluation once its row is written (tracking)."""
         self.rows = 0
@@ -438,9 +534,7 @@ class PeriodicEvaluator:
         if self.on_evaluation:
             self.on_evaluation(timesteps, mean, std)
         if self._count(mean, timesteps):
-            if normalizer is not None:
-                save_atomic(normalizer.save, self.run.best_vecnormalize)
-            save_atomic(model.save, self.run.best_model_zip)
+            self.checkpointer.best.save(model, normalizer, timesteps, mean, keep=self.checkpointer.kept_best())
 
 
 def versions() -> dict[str, str]:

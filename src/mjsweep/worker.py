@@ -101,12 +101,15 @@ def _train(run_path: Path) -> int:
     if resume:
         print(f"mjsweep.worker: resuming {spec.run_id} from {resume.timesteps} timesteps", flush=True)
         truncate_logs(run, resume)
+        checkpointer.best.rewind(resume)
+    else:
+        checkpointer.best.clear()  # an earlier attempt's, which ended before its first checkpoint
     venv = make_vec_env(spec, run, resume)
     try:
         stop_if_requested()
         model = build_model(spec, venv, checkpointer, resume)
         tracker = start_logger(spec, run)
-        evaluator = PeriodicEvaluator(spec, run, resume, tracker.log_evaluation if tracker else None) \
+        evaluator = PeriodicEvaluator(spec, checkpointer, resume, tracker.log_evaluation if tracker else None) \
             if spec.eval_every else None
         recorder = IterationRecorder(checkpointer, resume, stop_if_requested, evaluator,
                                      on_row=tracker.log_progress if tracker else None)
@@ -162,6 +165,7 @@ def _train(run_path: Path) -> int:
         versions=versions(),
     )
     write_model(run.result_json, result)
+    checkpointer.best.prune(None)  # done: no resume will need the checkpoint's best pair
     if tracker:
         tracker.finish(result.model_dump(), 0)
     print(f"mjsweep.worker: done, eval return {mean:.2f} +- {std:.2f}", flush=True)

@@ -18,6 +18,7 @@ from ..rundir import IN_RUN, RunDir, write_bytes_atomic
 APPEND_ONLY = (".csv", ".txt")
 """Logs that workers only append to (or truncate on resume): these may travel as tails."""
 CHECKPOINTS = IN_RUN.checkpoints.as_posix()
+BEST = IN_RUN.best.as_posix()
 _TAIL_CHECK = 256  # bytes before the old end that must be unchanged for a file to count as grown
 
 
@@ -35,6 +36,8 @@ class Shipment:
     chunks: tuple[FileChunk, ...] = ()
     checkpoint_files: tuple[str, ...] | None = None
     """Every file now under checkpoints/ on the node (old checkpoints are deleted there), if any."""
+    best_files: tuple[str, ...] | None = None
+    """Every file now under best/ on the node (earlier best models are deleted there), if any."""
     exit_code: int | None = None
     """The worker's exit code, once it has ended: the last shipment of a run."""
 
@@ -64,9 +67,8 @@ class ChangeTracker:
     def changes(self, exit_code: int | None = None) -> Shipment:
         found = (self._chunk(rel, path) for rel, path in run_files(self.root, self.skip))
         chunks = sorted((c for c in found if c is not None), key=_apply_order)
-        ckpt_dir = self.root / CHECKPOINTS
-        kept = tuple(sorted(p.name for p in ckpt_dir.iterdir() if p.is_file())) if ckpt_dir.is_dir() else None
-        return Shipment(tuple(chunks), kept, exit_code)
+        return Shipment(tuple(chunks), checkpoint_files=_files_in(self.root / CHECKPOINTS),
+                        best_files=_files_in(self.root / BEST), exit_code=exit_code)
 
     def _chunk(self, rel: str, path: Path) -> FileChunk | None:
         try:
@@ -84,7 +86,6 @@ class ChangeTracker:
         return FileChunk(rel, 0, data)
 
 
-
 def apply(run_path: Path, shipment: Shipment) -> None:
     """Write a shipment into the launcher's copy of the run dir."""
     for chunk in shipment.chunks:
@@ -97,11 +98,16 @@ def apply(run_path: Path, shipment: Shipment) -> None:
                 fh.truncate(chunk.offset)
                 fh.seek(chunk.offset)
                 fh.write(chunk.data)
-    if shipment.checkpoint_files is not None:
-        keep = set(shipment.checkpoint_files)
-        for old in (run_path / CHECKPOINTS).glob("*"):
-            if old.is_file() and old.name not in keep and not old.name.startswith("."):
+    for folder, kept in ((CHECKPOINTS, shipment.checkpoint_files), (BEST, shipment.best_files)):
+        if kept is None:
+            continue
+        for old in (run_path / folder).glob("*"):
+            if old.is_file() and old.name not in kept and not old.name.startswith("."):
                 old.unlink(missing_ok=True)
+
+
+def _files_in(folder: Path) -> tuple[str, ...] | None:
+    return tuple(sorted(p.name for p in folder.iterdir() if p.is_file())) if folder.is_dir() else None
 
 
 def run_files(root: Path, skip: frozenset[str] = frozenset()) -> list[tuple[str, Path]]:
@@ -167,8 +173,8 @@ def _same_model(xml: Path, sha256: str) -> bool:
 
 
 def _apply_order(chunk: FileChunk) -> tuple[int, str]:
-    # A checkpoint's model file before the checkpoint.json naming it; result.json after everything.
-    last = {IN_RUN.checkpoint_json.as_posix(): 1, IN_RUN.result_json.as_posix(): 2}
+    # A model file before the checkpoint.json or best.json naming it; result.json after everything.
+    last = {IN_RUN.checkpoint_json.as_posix(): 1, IN_RUN.best_json.as_posix(): 1, IN_RUN.result_json.as_posix(): 2}
     return last.get(chunk.path, 0), chunk.path
 
 
