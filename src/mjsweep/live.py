@@ -33,7 +33,7 @@ REFRESH_S = 1.0
 SUMMARY_EVERY_S = 30.0
 """Default period of the plain summary line; MJSWEEP_SUMMARY_EVERY (seconds) overrides it."""
 EVENT_STATES = {EventKind.STARTED: "running", EventKind.SUCCEEDED: "succeeded", EventKind.FAILED: "failed",
-                EventKind.RETRYING: "pending", EventKind.INTERRUPTED: "interrupted"}
+                EventKind.RETRYING: "pending", EventKind.INTERRUPTED: "interrupted", EventKind.PRUNED: "pruned"}
 LOUD_EVENTS = {EventKind.FAILED, EventKind.RETRYING, EventKind.WARNING, EventKind.WAITING_MEMORY,
                EventKind.STOPPING}
 """Events the live view also prints above its table; the others only change a row."""

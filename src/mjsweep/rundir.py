@@ -31,6 +31,7 @@ class RunState(str, Enum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
+    PRUNED = "pruned"  # a search stopped its trial as behind the others: an end, never a failure
 
 
 class FailureClass(str, Enum):
