@@ -185,6 +185,7 @@ def fixed(value: float | None, digits: int = 2) -> str:
 
 def outcome_summary(out: Console, plan: SweepPlan, outcome: SweepOutcome) -> None:
     out.print(f"sweep {plan.spec.name}: {len(outcome.succeeded)} succeeded, {len(outcome.failed)} failed, "
-              f"{len(outcome.interrupted)} interrupted -> {plan.sweep_dir.path}")
+              f"{len(outcome.interrupted)} interrupted"
+              + (f", {len(outcome.pruned)} pruned" if outcome.pruned else "") + f" -> {plan.sweep_dir.path}")
     for run_id in outcome.failed:
         out.print(f"  failed: {run_id} (see {plan.sweep_dir.run(run_id).log})")

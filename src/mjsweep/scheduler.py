@@ -49,6 +49,7 @@ class EventKind(str, Enum):
     STOPPING = "stopping"
     WARNING = "warning"
     PRUNED = "pruned"
+    TRIAL = "trial"  # a search's trial ended (run_id None; the message says which and how)
 
 
 @dataclass(frozen=True)

@@ -584,7 +584,7 @@ def _check_search(spec: SweepSpec, search: SearchSpec, loc: SpecLocator) -> None
         elif not (key.startswith("env_kwargs.") and len(key) > len("env_kwargs.")):
             raise loc.error(at, "unknown search key: use ppo.<kwarg>, env_kwargs.<kwarg>, edits.<label>, "
                                 "normalize or total_timesteps")
-    needs_evals = [("search", "prune")] if search.prune else []
+    needs_evals: list[tuple[str, ...]] = [("search", "prune")] if search.prune else []
     if search.objective.metric != "eval_iqm":
         needs_evals.append(("search", "objective", "metric"))
     if needs_evals and spec.eval.every is None:

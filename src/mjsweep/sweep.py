@@ -211,7 +211,7 @@ def execute(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
         _write_sweep_files(plan, planned)
         for item in planned:
             if item.reason is Reason.LEFT_RUNNING:
-                _kill_orphan(plan.sweep_dir.run(item.run.run_id))
+                kill_orphan(plan.sweep_dir.run(item.run.run_id))
         todo = [p.run for p in in_start_order(plan, planned, order) if p.action is not Action.SKIP]
         if todo:
             launcher.submit(todo, plan.sweep_dir)
@@ -260,7 +260,7 @@ def variants_record(plan: SweepPlan) -> SweepVariants:
     return SweepVariants(variants=records)
 
 
-def _kill_orphan(run_dir: RunDir) -> None:
+def kill_orphan(run_dir: RunDir) -> None:
     """A run marked running under a lock we now hold: if its worker still lives here, end its group."""
     try:
         status = run_dir.read_status()

@@ -25,6 +25,8 @@ class Dimension(_Strict):
     """One searched key, written as exactly one of {log_uniform: [lo, hi]}, {uniform: [lo, hi]},
     {int: [lo, hi]} or {choice: [a, b, ...]}."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, serialize_by_alias=True)
+
     log_uniform: tuple[float, float] | None = None
     uniform: tuple[float, float] | None = None
     integer: tuple[int, int] | None = Field(None, alias="int")
@@ -67,8 +69,13 @@ class Dimension(_Strict):
         if self.integer is not None:
             return min(int(low + math.floor(u * (high - low + 1))), int(high))
         if self.log_uniform is not None:
-            return float(math.exp(math.log(low) + u * (math.log(high) - math.log(low))))
-        return float(low + u * (high - low))
+            return self.clamp(math.exp(math.log(low) + u * (math.log(high) - math.log(low))))
+        return self.clamp(low + u * (high - low))
+
+    def clamp(self, value: float) -> float:
+        """A sampled float rounded to 4 significant digits (readable ids, pasteable YAML), kept in bounds."""
+        low, high = self.bounds
+        return min(max(float(f"{value:.4g}"), low), high)
 
     def numbers(self) -> list[Any]:
         """The values a check must accept: both bounds, or every choice."""
