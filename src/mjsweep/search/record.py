@@ -48,7 +48,7 @@ class TrialRecord(BaseModel):
 
 
 def append(path: Path, record: TrialRecord) -> None:
-    line = json.dumps(record.model_dump(mode="json", by_alias=True), sort_keys=True) + "\n"
+    line = json.dumps(record.model_dump(mode="json", by_alias=True)) + "\n"
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(line)
         fh.flush()

@@ -141,13 +141,17 @@ class SearchSource:
 
     def _resume(self, study: Study, rec: TrialRecord) -> None:
         """A trial on record as running: its succeeded runs count, the others run again (from checkpoints)."""
+        params = {key: rec.params[key] for key in study.dims if key in rec.params}  # in the space's order
         try:
-            variant, runs = trial_runs(self.spec, study, rec.number, rec.params, self._variant_xml)
+            variant, runs = trial_runs(self.spec, study, rec.number, params, self._variant_xml)
         except TrialBuildError as exc:
             trial = _Trial(rec, study, {}, None)
             self.trials[rec.key] = trial
             self._finish(trial, TrialState.FAILED, None, 0, str(exc))
             return
+        if [r.run_id for r in runs] != rec.runs:  # the spec changed what these parameters run: the new runs
+            rec = rec.model_copy(update={"runs": [r.run_id for r in runs]})
+            recordlib.append(self.sweep_dir.trials_jsonl, rec)
         trial = _Trial(rec, study, {r.run_id: r for r in runs}, variant.xml_text)
         self._register(trial)
         for run in runs:
