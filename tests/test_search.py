@@ -257,3 +257,43 @@ def test_ranked_trials_and_the_best_block(tmp_path):
     assert [r.record.number for r in rows] == [1, 2, 0] and [r.value for r in rows] == [5.0, 3.0, 1.0]
     block = yaml.safe_load(best_block(rows[0]))
     assert block == {"ppo": {k.removeprefix("ppo."): v for k, v in rows[0].record.params.items()}}
+
+
+def test_a_grid_splits_the_search_into_studies_and_searched_labels_make_families(tmp_path):
+    walker = str(TINY_XML.with_name("planar_walker.xml"))
+    data = spec_data(trials=1, space={"ppo.learning_rate": {"log_uniform": [1.0e-5, 1.0e-3]},
+                                      "edits.legs": {"uniform": [0.8, 1.25]}})
+    data["env"] = "mjsweep/Locomotion-v0"
+    data["variants"] = [
+        {"name": "w", "base": walker, "edit_grid": {"legs": [0.8, 1.25], "motors": [1.0, 2.0]},
+         "edits": [{"scale_body": {"body": ["left_thigh", "right_thigh"], "factor": "${legs}"}},
+                   {"gear": {"actuator": "left_hip", "factor": "${motors}"}}]},
+        {"name": "plain", "xml": str(TINY_XML)}]
+    data["grid"] = {"ppo.n_epochs": [1, 2]}
+    spec = load(tmp_path, data)
+    found = studies(spec, variantlib.resolve(spec))
+    assert [s.key for s in found] == ["w_motors=1.0 ppo.n_epochs=1", "w_motors=1.0 ppo.n_epochs=2",
+                                      "w_motors=2.0 ppo.n_epochs=1", "w_motors=2.0 ppo.n_epochs=2",
+                                      "plain ppo.n_epochs=1", "plain ppo.n_epochs=2"]
+    assert list(found[0].dims) == ["ppo.learning_rate", "edits.legs"]
+    assert list(found[-1].dims) == ["ppo.learning_rate"]  # the label is not the plain variant's
+    sweep_dir = SweepDir(tmp_path / "runs" / "s")
+    sweep_dir.path.mkdir(parents=True)
+    source = SearchSource(spec, found, sweep_dir)
+    runs = [source.next_run() for _ in range(12)]  # 6 studies x 1 trial x 2 seeds
+    assert len({r.run_id for r in runs}) == 12 and source.next_run() is None
+    first = runs[0]
+    legs = replay(sweep_dir.trials_jsonl)[0].params["edits.legs"]
+    assert first.variant == f"w_legs={legs!r}_motors=1.0" and first.ppo["n_epochs"] == 1
+    assert first.grid["ppo.n_epochs"] == 1 and "edits.legs" not in first.grid
+    assert (sweep_dir.run(first.run_id).variant_xml).read_text().startswith("<mujoco")
+
+
+def test_a_searched_env_argument_the_env_does_not_take_is_a_spec_error(tmp_path):
+    from mjsweep.sweep import prepare
+
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec_data(space={"env_kwargs.ctrl_cost_weigt": {"uniform": [0.0, 1.0]}})))
+    with pytest.raises(SpecError, match=r"spec.yaml:\d+: search.space.env_kwargs.ctrl_cost_weigt: .*did you mean "
+                                        r"ctrl_cost_weight"):
+        prepare(path)

@@ -156,6 +156,10 @@ def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, 
     if backend == "slurm":
         raise _invalid("a search makes its runs as slots free up: use --backend local or ray, not slurm")
     try:
+        searchlib.check_method(plan)
+    except ImportError as exc:
+        raise _invalid(str(exc)) from None
+    try:
         launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers)
     except InputError as exc:
         raise _invalid(str(exc)) from None
@@ -167,7 +171,7 @@ def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, 
         try:
             outcome = searchlib.run_search(plan, launcher, options, on_event=progress.event,
                                            on_planned=progress.planned)
-        except (InputError, ImportError) as exc:
+        except InputError as exc:
             raise _invalid(str(exc)) from None
         finally:
             progress.close()

@@ -73,8 +73,13 @@ class Tracker:
 
     def event(self, event: Event) -> None:
         state = EVENT_STATES.get(event.kind)
-        if state is None or event.run_id not in self.views:
+        if state is None or event.run_id is None:
             return
+        if event.run_id not in self.views:
+            if event.kind is not EventKind.STARTED:
+                return
+            with self.lock:  # a run made on demand (a search) joins when it starts; refresh() reads its files
+                self.views[event.run_id] = RunView(event.run_id, "", {}, 0, state)
         with self.lock:
             self.states[event.run_id] = state
             self.views[event.run_id] = dataclasses.replace(self.views[event.run_id], state=state)

@@ -109,6 +109,9 @@ def _check_env_kwargs(spec: speclib.SweepSpec) -> None:
                 for i, v in enumerate(spec.variants) for key in v.env_kwargs]
     written += [(("grid", key), key.removeprefix("env_kwargs.").split(".")[0])
                 for key in spec.grid if key.startswith("env_kwargs.")]
+    searched = spec.search.space if spec.search else {}
+    written += [(("search", "space", key), key.removeprefix("env_kwargs.").split(".")[0])
+                for key in searched if key.startswith("env_kwargs.")]
     for loc, key in written:
         if key not in accepted:
             close = difflib.get_close_matches(key, sorted(accepted), n=3)

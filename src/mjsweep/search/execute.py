@@ -49,6 +49,13 @@ class Preview:
     proposals: list[dict[str, Any]]
 
 
+def check_method(plan: SweepPlan) -> None:
+    """ImportError naming the extra to install when the method's package is missing, before anything starts."""
+    search = plan.spec.search
+    assert search is not None
+    make_sampler(search.method, {}, search.seed, 0, search.maximize, [])
+
+
 def preview(plan: SweepPlan, count: int = PREVIEW_TRIALS) -> list[Preview]:
     """The first trials each study's sampler proposes from a fresh start: what `sweep run` asks first."""
     search = plan.spec.search
