@@ -11,9 +11,10 @@ import yaml
 
 from ..launchers.base import Launcher
 from ..planned import Action, PlannedRun, Reason
-from ..rundir import write_model, write_text_atomic
+from ..rundir import CorruptFileError, RunState, SweepDir, now_iso, write_model, write_text_atomic
 from ..scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
 from ..sweep import SweepPlan, kill_orphan, sweep_lock, variants_record
+from .record import TrialRecord, TrialState
 from .samplers import make_sampler
 from .source import SearchSource
 from .trials import Study, studies
@@ -33,6 +34,7 @@ def run_search(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
         write_model(plan.sweep_dir.variants_json, variants_record(plan))
         source = SearchSource(spec, studies(spec, [c.variant for c in plan.checks]), plan.sweep_dir,
                               on_event=on_event)
+        settle_pruned(plan.sweep_dir, source.records())
         resumed = source.queued_runs()
         for run in resumed:
             kill_orphan(plan.sweep_dir.run(run.run_id))  # left running by a launcher that is gone
@@ -41,6 +43,23 @@ def run_search(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
         outcome = Scheduler(launcher, plan.sweep_dir, options, on_event=on_event).run([], source=source)
         outcome.succeeded[:0] = source.skipped
         return outcome
+
+
+def settle_pruned(sweep_dir: SweepDir, records: list[TrialRecord]) -> None:
+    """A pruned trial's run that a launcher which died while stopping it left marked running: its worker is
+    ended and the run recorded pruned, as the launcher would have."""
+    for record in records:
+        if record.state is not TrialState.PRUNED:
+            continue
+        for run_id in record.runs:
+            run_dir = sweep_dir.run(run_id)
+            try:
+                status = run_dir.read_status()
+            except CorruptFileError:
+                continue
+            if status is not None and status.state is RunState.RUNNING:
+                kill_orphan(run_dir)
+                run_dir.write_status(status.model_copy(update={"state": RunState.PRUNED, "ended_at": now_iso()}))
 
 
 @dataclass(frozen=True)
