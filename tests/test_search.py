@@ -19,7 +19,7 @@ from mjsweep.errors import SpecError
 from mjsweep.rundir import RunState, SweepDir
 from mjsweep.search import prune
 from mjsweep.search.record import TrialRecord, TrialState, append, replay
-from mjsweep.search.results import best_block, ranked
+from mjsweep.search.results import best_block, ranked, to_dicts, to_markdown
 from mjsweep.search.samplers import RandomSampler, SobolSampler, make_sampler
 from mjsweep.search.source import SearchSource
 from mjsweep.search.space import Dimension, SearchSpec
@@ -257,6 +257,10 @@ def test_ranked_trials_and_the_best_block(tmp_path):
     assert [r.record.number for r in rows] == [1, 2, 0] and [r.value for r in rows] == [5.0, 3.0, 1.0]
     block = yaml.safe_load(best_block(rows[0]))
     assert block == {"ppo": {k.removeprefix("ppo."): v for k, v in rows[0].record.params.items()}}
+    markdown = to_markdown(rows, "eval_iqm")
+    assert markdown.splitlines()[4].startswith("| 1 | walker | 1 | complete | 5.00 | - | 1/1 |")
+    assert markdown.rstrip().endswith("```") and best_block(rows[0]).rstrip() in markdown
+    assert [(d["rank"], d["number"], d["value"]) for d in to_dicts(rows)] == [(1, 1, 5.0), (2, 2, 3.0), (3, 0, 1.0)]
 
 
 def test_a_grid_splits_the_search_into_studies_and_searched_labels_make_families(tmp_path):

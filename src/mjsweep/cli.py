@@ -276,11 +276,19 @@ def report(
     warnings = [str(w) for w in read_sweep(folder.path).warnings]
     csv_text = reportlib.to_csv(groups)
     md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings)
+    trials = _search_trials(folder)
+    if trials is not None:
+        from .search.results import to_markdown as trials_markdown
+
+        md_text += "\n" + trials_markdown(*trials)
     write_text_atomic(folder.report_csv, csv_text)
     write_text_atomic(folder.report_md, md_text)
     if fmt == "table":
         render.report_table(render.make_console(), groups, rows, warnings)
-        _report_trials(folder)
+        if trials is not None:
+            from .search.show import trials_table
+
+            trials_table(render.make_console(), *trials)
     elif fmt == "html":
         from .html_report import build
 
@@ -289,17 +297,21 @@ def report(
     else:
         problems = [p for r in rows for p in r.problems]
         text = {"csv": csv_text, "md": md_text}.get(fmt) or reportlib.to_json(groups, warnings, problems)
+        if fmt == "json" and trials is not None:
+            import json
+
+            from .search.results import to_dicts
+
+            text = json.dumps({**json.loads(text), "trials": to_dicts(trials[0])}, indent=2) + "\n"
         sys.stdout.write(text)
 
 
-def _report_trials(folder) -> None:
-    """A search's trials ranked by its objective, and the best trial's parameters as spec keys."""
+def _search_trials(folder):
+    """A search's trials ranked by its objective and the objective's name; None for a grid sweep."""
     from .search import results as searchresults
-    from .search.show import trials_table
 
     search = searchresults.read_search(folder) if searchresults.is_search(folder) else None
-    if search is not None:
-        trials_table(render.make_console(), searchresults.ranked(folder, search), search.objective.metric)
+    return (searchresults.ranked(folder, search), search.objective.metric) if search is not None else None
 
 
 @app.command()

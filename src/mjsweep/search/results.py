@@ -85,3 +85,28 @@ def space_lines(spec: SweepSpec) -> list[str]:
     for key, dim in search.space.items():
         lines.append(f"  {key}: {dim.kind} {dim.numbers()}")
     return lines
+
+
+def to_markdown(rows: list[TrialRow], metric: str) -> str:
+    """The ranked trials as a Markdown section, with the best block, for report.md."""
+    lines = [f"## Trials by {metric}, best first", "",
+             f"| rank | study | trial | state | {metric} | 95% CI | seeds | parameters |", "|---" * 8 + "|"]
+    for rank, row in enumerate(rows, 1):
+        rec = row.record
+        value = f"{row.value:.2f}" if row.value is not None else "-"
+        ci = f"[{row.ci[0]:.2f}, {row.ci[1]:.2f}]" if row.ci else "-"
+        params = " ".join(f"`{k}={v}`" for k, v in rec.params.items())
+        lines.append(f"| {rank} | {rec.study} | {rec.number} | {rec.state.value} | {value} | {ci} | "
+                     f"{row.seeds_done}/{row.seeds} | {params} |")
+    best = next((r for r in rows if r.record.state is TrialState.COMPLETE), None)
+    if best is not None:
+        lines += ["", f"Best: trial {best.record.number} of {best.record.study}:", "", "```yaml",
+                  best_block(best).rstrip(), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def to_dicts(rows: list[TrialRow]) -> list[dict[str, Any]]:
+    """The ranked trials for `sweep report --format json`."""
+    return [{**row.record.model_dump(mode="json", by_alias=True), "rank": rank, "seeds_done": row.seeds_done,
+             "ci_low": row.ci[0] if row.ci else None, "ci_high": row.ci[1] if row.ci else None}
+            for rank, row in enumerate(rows, 1)]
