@@ -314,3 +314,14 @@ def test_a_pruned_trials_run_left_running_by_a_dead_launcher_is_recorded_pruned(
     settle_pruned(sweep_dir, [pruned])
     assert sweep_dir.run(b.run_id).read_status().state is RunState.PRUNED
     assert sweep_dir.run(a.run_id).read_status().state is RunState.PRUNED
+
+
+def test_search_figure_needs_a_complete_trial(tmp_path):
+    from mjsweep.search.plots import plot_search
+
+    source, spec, sweep_dir = source_for(tmp_path, trials=2, seeds_per_trial=1)
+    first = source.next_run()
+    assert plot_search(sweep_dir, spec.search, tmp_path / "figs.png") == []  # asked, nothing ended
+    finish(sweep_dir, source, first, 2.0)
+    [path] = plot_search(sweep_dir, spec.search, tmp_path / "figs.png")
+    assert path.name == "figs_search.png" and path.read_bytes()[:4] == b"\x89PNG"

@@ -124,7 +124,9 @@ def sbatch_preview(out: Console, plan: SweepPlan, planned: list[PlannedRun], wor
 
 
 def variant_table(out: Console, plan: SweepPlan) -> None:
-    table = Table(title=f"sweep {plan.spec.name}: env {plan.spec.env}, {len(plan.runs)} runs")
+    search = plan.spec.search
+    size = f"a search of {search.trials} trials per study" if search else f"{len(plan.runs)} runs"
+    table = Table(title=f"sweep {plan.spec.name}: env {plan.spec.env}, {size}")
     for col in ("variant", "xml", "bodies", "joints", "actuators", "mass", "obs", "act", "verdict"):
         table.add_column(col, overflow="fold")
     for check in plan.checks:

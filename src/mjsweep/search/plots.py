@@ -15,6 +15,7 @@ def plot_search(sweep_dir: SweepDir, search: SearchSpec, output: Path) -> list[P
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator, NullFormatter
 
     done = [r for r in replay(sweep_dir.trials_jsonl) if r.state is TrialState.COMPLETE and r.value is not None]
     if not done:
@@ -32,16 +33,19 @@ def plot_search(sweep_dir: SweepDir, search: SearchSpec, output: Path) -> list[P
             ax.scatter(xs, [r.value for r in done])
             if dim.kind == "log_uniform":
                 ax.set_xscale("log")
+                ax.xaxis.set_minor_formatter(NullFormatter())  # the decade labels only: minor ones overlap
+            ax.set_xlim(*dim.bounds)  # the whole searched range, so that unexplored parts show
         ax.set_xlabel(key)
         ax.set_ylabel(search.objective.metric)
     over = axes[0][-1]
-    order = sorted(done, key=lambda r: (r.study, r.number))
-    over.plot([r.number for r in order], [r.value for r in order], "o")
-    best: list[float] = []
-    for v in [float(r.value or 0.0) for r in order]:
-        best.append(v if not best else (max(best[-1], v) if search.maximize else min(best[-1], v)))
-    over.plot([r.number for r in order], best, "-", label="best so far")
+    for study in dict.fromkeys(r.study for r in done):  # each study's trials and its best so far
+        order = sorted((r for r in done if r.study == study), key=lambda r: r.number)
+        values = [float(r.value or 0.0) for r in order]
+        best = [max(values[: i + 1]) if search.maximize else min(values[: i + 1]) for i in range(len(values))]
+        points = over.plot([r.number for r in order], values, "o")[0]
+        over.plot([r.number for r in order], best, "-", color=points.get_color(), label=f"{study}: best so far")
     over.set_xlabel("trial")
+    over.xaxis.set_major_locator(MaxNLocator(integer=True))
     over.set_ylabel(search.objective.metric)
     over.legend()
     fig.tight_layout()
