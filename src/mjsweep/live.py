@@ -132,7 +132,8 @@ class PlainProgress:
         if self.quiet:
             return
         todo = sum(1 for p in planned if p.action.value != "skip")
-        self._print(f"{len(planned)} runs: {todo} to run, {len(planned) - todo} already succeeded")
+        if planned:  # a search starts with none planned: it makes its runs as slots free up
+            self._print(f"{len(planned)} runs: {todo} to run, {len(planned) - todo} already succeeded")
         self._thread.start()
 
     def event(self, event: Event) -> None:
