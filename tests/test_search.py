@@ -325,3 +325,27 @@ def test_search_figure_needs_a_complete_trial(tmp_path):
     finish(sweep_dir, source, first, 2.0)
     [path] = plot_search(sweep_dir, spec.search, tmp_path / "figs.png")
     assert path.name == "figs_search.png" and path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_whole_search_through_the_scheduler_with_a_fake_launcher(tmp_path):
+    from mjsweep.scheduler import Scheduler, SchedulerOptions
+    from test_scheduler import FakeClock, FakeLauncher, Script
+
+    source, _, sweep_dir = source_for(tmp_path, trials=3, seeds_per_trial=2)
+    clock = FakeClock()
+    launcher = FakeLauncher(clock)
+
+    def start(run, run_dir, _start=launcher.start):
+        if run.run_id.startswith("t001_"):  # every seed of trial 1 fails: the trial fails, the search goes on
+            launcher.scripts[run.run_id] = Script([(1.0, 1)])
+        return _start(run, run_dir)
+
+    launcher.start = start
+    sched = Scheduler(launcher, sweep_dir, SchedulerOptions(max_workers=2, memory_guard=False, poll_s=0.5),
+                      clock=clock, sleep=clock.sleep)
+    outcome = sched.run([], source=source)
+    assert len(launcher.started) == 6 and len(outcome.succeeded) == 4 and len(outcome.failed) == 2
+    assert max(len(together) for together in launcher.together) == 2
+    states = [(r.number, r.state, r.value, r.seeds_ok) for r in replay(sweep_dir.trials_jsonl)]
+    assert states == [(0, TrialState.COMPLETE, 1.0, 2), (1, TrialState.FAILED, None, 0),
+                      (2, TrialState.COMPLETE, 1.0, 2)]
