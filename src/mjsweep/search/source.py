@@ -40,6 +40,8 @@ class _Trial:
 
 
 class SearchSource:
+    """The scheduler's RunSource for a search; built from trials.jsonl, so a new one resumes the search."""
+
     def __init__(self, spec: SweepSpec, studies: list[Study], sweep_dir: SweepDir,
                  on_event: Callable[[Event], None] = lambda e: None, clock: Callable[[], float] = time.monotonic):
         assert spec.search is not None
