@@ -161,3 +161,11 @@ def test_tpe_searches_ppo_settings_and_a_robot_edit(tmp_path):
         assert run_spec["variant"] == f"w_legs={legs!r}" and (sweep_dir / run_id / "variant.xml").is_file()
     report = run_sweep("report", str(sweep_dir), env={"COLUMNS": "250"})
     assert "edit_grid:" in report.stdout and "legs:" in report.stdout
+
+
+def test_a_bad_space_exits_2_with_one_line_and_writes_nothing(tmp_path):
+    spec = search_spec(tmp_path, space={"ppo.learning_rate": {"log_uniform": [-1.0, 1.0e-3]}})
+    proc = run_sweep("run", str(spec))
+    assert proc.returncode == 2 and not (tmp_path / "runs").exists()
+    [line] = proc.stderr.strip().splitlines()
+    assert f"{spec}:" in line and "search.space.ppo.learning_rate: " in line and "bounds must be > 0" in line
