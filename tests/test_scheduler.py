@@ -338,3 +338,55 @@ def test_a_launch_error_fails_that_run_and_the_others_go_on(tmp_path):
     assert outcome.failed == ["r0"] and sorted(outcome.succeeded) == ["r1", "r2"] and outcome.exit_code == 1
     status = SweepDir(tmp_path).run("r0").read_status()
     assert status.failure is FailureClass.ERROR and "slurmctld down" in status.error_tail
+
+
+class OnDemand:
+    """A RunSource: n runs made one at a time, only when asked; prunes `prune` once `after` of them ended."""
+
+    def __init__(self, n: int, prune: str | None = None, after: int = 1):
+        self.n, self.made, self.ends = n, 0, {}
+        self.prune, self.after, self.pruned = prune, after, False
+
+    def next_run(self):
+        if self.made == self.n:
+            return None
+        self.made += 1
+        return make_run(self.made - 1)
+
+    def exhausted(self):
+        return self.made == self.n
+
+    def ended(self, run_id, state):
+        self.ends[run_id] = state
+
+    def to_prune(self):
+        if self.prune and not self.pruned and len(self.ends) >= self.after:
+            self.pruned = True
+            return [self.prune]
+        return []
+
+
+def test_a_run_source_is_asked_only_when_a_slot_is_free(tmp_path):
+    clock = FakeClock()
+    launcher = FakeLauncher(clock, {f"r{i}": Script([(1.0 + i, 0)]) for i in range(5)})
+    sched, _ = scheduler(tmp_path, launcher, clock, max_workers=2)
+    source = OnDemand(5)
+    outcome = sched.run([], source=source)
+    assert launcher.max_cpus_in_use == 2 and launcher.started == [f"r{i}" for i in range(5)]
+    assert sorted(outcome.succeeded) == [f"r{i}" for i in range(5)]
+    assert source.ends == {f"r{i}": RunState.SUCCEEDED for i in range(5)}
+    assert launcher.together[:3] == [{"r0"}, {"r0", "r1"}, {"r1", "r2"}]  # r2 made once r0 had ended
+
+
+def test_a_pruned_run_is_interrupted_and_recorded_pruned_never_retried(tmp_path):
+    clock = FakeClock()
+    launcher = FakeLauncher(clock, {"r0": Script([(1.0, 0)]), "r1": Script([(50.0, 0)])})
+    sched, events = scheduler(tmp_path, launcher, clock, max_workers=2, retries=3)
+    source = OnDemand(2, prune="r1", after=1)
+    outcome = sched.run([], source=source)
+    assert outcome.pruned == ["r1"] and outcome.succeeded == ["r0"] and outcome.exit_code == 0
+    assert launcher.started == ["r0", "r1"]  # not retried
+    assert source.ends["r1"] is RunState.PRUNED
+    status = json.loads((tmp_path / "r1" / "status.json").read_text())
+    assert status["state"] == "pruned" and status["returncode"] == 130
+    assert [e.kind for e in events if e.run_id == "r1"][-1] is EventKind.PRUNED

@@ -102,6 +102,9 @@ def run(
     render.warn_missing_tensorboard(plan.spec)
     if pictures:
         _render_pictures(plan, pictures)
+    if plan.spec.search is not None:
+        _run_search(plan, dry_run, backend, workers, out, retries=retries, timeout_s=timeout_s, grace=grace,
+                    quiet=quiet, gpus=gpus, address=address)
     if dry_run:
         render.variant_table(out, plan)  # what deep validation found, model by model
         planned = in_start_order(plan, decide(plan), start)  # reads every run dir: once
@@ -129,6 +132,49 @@ def run(
             progress.close()
             if pictures:
                 _keep_contact_sheet(pictures, plan.sweep_dir)
+    render.outcome_summary(out, plan, outcome)
+    raise typer.Exit(outcome.exit_code)
+
+
+def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, retries: int,
+                timeout_s: float | None, grace: float, quiet: bool, gpus: str | None, address: str | None) -> None:
+    """`sweep run` on a spec with a search section (docs/search.md); exits when done."""
+    from . import live
+    from .errors import InputError
+    from .launchers import build_launcher
+    from .scheduler import SchedulerOptions
+    from .search import execute as searchlib
+    from .search import show
+
+    if dry_run:
+        render.variant_table(out, plan)
+        try:
+            show.preview(out, plan.spec, searchlib.preview(plan))
+        except ImportError as exc:
+            raise _invalid(str(exc)) from None
+        raise typer.Exit(0)
+    if backend == "slurm":
+        raise _invalid("a search makes its runs as slots free up: use --backend local or ray, not slurm")
+    try:
+        searchlib.check_method(plan)
+    except ImportError as exc:
+        raise _invalid(str(exc)) from None
+    try:
+        launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers)
+    except InputError as exc:
+        raise _invalid(str(exc)) from None
+    with launcher:
+        default = _default_workers(backend)
+        options = SchedulerOptions(max_workers=launcher.slots(workers, default.workers), retries=retries,
+                                   timeout_s=timeout_s, grace_s=grace, memory_guard=backend == "local")
+        progress = live.make_progress(out, plan.sweep_dir, quiet=quiet)
+        try:
+            outcome = searchlib.run_search(plan, launcher, options, on_event=progress.event,
+                                           on_planned=progress.planned)
+        except InputError as exc:
+            raise _invalid(str(exc)) from None
+        finally:
+            progress.close()
     render.outcome_summary(out, plan, outcome)
     raise typer.Exit(outcome.exit_code)
 
@@ -230,10 +276,19 @@ def report(
     warnings = [str(w) for w in read_sweep(folder.path).warnings]
     csv_text = reportlib.to_csv(groups)
     md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings)
+    trials = _search_trials(folder)
+    if trials is not None:
+        from .search.results import to_markdown as trials_markdown
+
+        md_text += "\n" + trials_markdown(*trials)
     write_text_atomic(folder.report_csv, csv_text)
     write_text_atomic(folder.report_md, md_text)
     if fmt == "table":
         render.report_table(render.make_console(), groups, rows, warnings)
+        if trials is not None:
+            from .search.show import trials_table
+
+            trials_table(render.make_console(), *trials)
     elif fmt == "html":
         from .html_report import build
 
@@ -242,7 +297,21 @@ def report(
     else:
         problems = [p for r in rows for p in r.problems]
         text = {"csv": csv_text, "md": md_text}.get(fmt) or reportlib.to_json(groups, warnings, problems)
+        if fmt == "json" and trials is not None:
+            import json
+
+            from .search.results import to_dicts
+
+            text = json.dumps({**json.loads(text), "trials": to_dicts(trials[0])}, indent=2) + "\n"
         sys.stdout.write(text)
+
+
+def _search_trials(folder):
+    """A search's trials ranked by its objective and the objective's name; None for a grid sweep."""
+    from .search import results as searchresults
+
+    search = searchresults.read_search(folder) if searchresults.is_search(folder) else None
+    return (searchresults.ranked(folder, search), search.objective.metric) if search is not None else None
 
 
 @app.command()
@@ -349,6 +418,14 @@ def plot(
         written = plot_sweep(sweep_dir, rows, output)
     except NothingToPlotError as exc:
         raise _invalid(str(exc)) from None
+    from .rundir import SweepDir
+    from .search import results as searchresults
+
+    search = searchresults.read_search(SweepDir(sweep_dir)) if searchresults.is_search(SweepDir(sweep_dir)) else None
+    if search is not None:
+        from .search.plots import plot_search
+
+        written += plot_search(SweepDir(sweep_dir), search, output)
     for path in written:
         print(f"wrote {path}")
 

@@ -33,9 +33,9 @@ REFRESH_S = 1.0
 SUMMARY_EVERY_S = 30.0
 """Default period of the plain summary line; MJSWEEP_SUMMARY_EVERY (seconds) overrides it."""
 EVENT_STATES = {EventKind.STARTED: "running", EventKind.SUCCEEDED: "succeeded", EventKind.FAILED: "failed",
-                EventKind.RETRYING: "pending", EventKind.INTERRUPTED: "interrupted"}
+                EventKind.RETRYING: "pending", EventKind.INTERRUPTED: "interrupted", EventKind.PRUNED: "pruned"}
 LOUD_EVENTS = {EventKind.FAILED, EventKind.RETRYING, EventKind.WARNING, EventKind.WAITING_MEMORY,
-               EventKind.STOPPING}
+               EventKind.STOPPING, EventKind.TRIAL}
 """Events the live view also prints above its table; the others only change a row."""
 
 
@@ -73,8 +73,13 @@ class Tracker:
 
     def event(self, event: Event) -> None:
         state = EVENT_STATES.get(event.kind)
-        if state is None or event.run_id not in self.views:
+        if state is None or event.run_id is None:
             return
+        if event.run_id not in self.views:
+            if event.kind is not EventKind.STARTED:
+                return
+            with self.lock:  # a run made on demand (a search) joins when it starts; refresh() reads its files
+                self.views[event.run_id] = RunView(event.run_id, "", {}, 0, state)
         with self.lock:
             self.states[event.run_id] = state
             self.views[event.run_id] = dataclasses.replace(self.views[event.run_id], state=state)
@@ -127,7 +132,8 @@ class PlainProgress:
         if self.quiet:
             return
         todo = sum(1 for p in planned if p.action.value != "skip")
-        self._print(f"{len(planned)} runs: {todo} to run, {len(planned) - todo} already succeeded")
+        if planned:  # a search starts with none planned: it makes its runs as slots free up
+            self._print(f"{len(planned)} runs: {todo} to run, {len(planned) - todo} already succeeded")
         self._thread.start()
 
     def event(self, event: Event) -> None:

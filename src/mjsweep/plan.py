@@ -86,6 +86,11 @@ def expand(spec: SweepSpec, variants: list[Variant]) -> list[RunSpec]:
     return runs
 
 
+def make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: int) -> RunSpec:
+    """One run of `variant` with the values of `point` (grid keys) set; a search's trials are made so."""
+    return _make_run(spec, variant, point, seed, _short_names(list(point)))
+
+
 def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: int,
               short: dict[str, str]) -> RunSpec:
     ppo = copy.deepcopy(spec.ppo)

@@ -124,7 +124,9 @@ def sbatch_preview(out: Console, plan: SweepPlan, planned: list[PlannedRun], wor
 
 
 def variant_table(out: Console, plan: SweepPlan) -> None:
-    table = Table(title=f"sweep {plan.spec.name}: env {plan.spec.env}, {len(plan.runs)} runs")
+    search = plan.spec.search
+    size = f"a search of {search.trials} trials per study" if search else f"{len(plan.runs)} runs"
+    table = Table(title=f"sweep {plan.spec.name}: env {plan.spec.env}, {size}")
     for col in ("variant", "xml", "bodies", "joints", "actuators", "mass", "obs", "act", "verdict"):
         table.add_column(col, overflow="fold")
     for check in plan.checks:
@@ -185,6 +187,7 @@ def fixed(value: float | None, digits: int = 2) -> str:
 
 def outcome_summary(out: Console, plan: SweepPlan, outcome: SweepOutcome) -> None:
     out.print(f"sweep {plan.spec.name}: {len(outcome.succeeded)} succeeded, {len(outcome.failed)} failed, "
-              f"{len(outcome.interrupted)} interrupted -> {plan.sweep_dir.path}")
+              f"{len(outcome.interrupted)} interrupted"
+              + (f", {len(outcome.pruned)} pruned" if outcome.pruned else "") + f" -> {plan.sweep_dir.path}")
     for run_id in outcome.failed:
         out.print(f"  failed: {run_id} (see {plan.sweep_dir.run(run_id).log})")

@@ -31,6 +31,7 @@ class RunState(str, Enum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
+    PRUNED = "pruned"  # a search stopped its trial as behind the others: an end, never a failure
 
 
 class FailureClass(str, Enum):
@@ -252,6 +253,7 @@ class SweepDir:
     sweep_yaml = property(lambda self: self.path / "sweep.yaml")
     lock_file = property(lambda self: self.path / "sweep.lock")
     index_jsonl = property(lambda self: self.path / "index.jsonl")
+    trials_jsonl = property(lambda self: self.path / "trials.jsonl")
     variants_json = property(lambda self: self.path / "variants.json")
     report_csv = property(lambda self: self.path / "report.csv")
     report_html = property(lambda self: self.path / "report.html")

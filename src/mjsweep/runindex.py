@@ -29,7 +29,8 @@ from .rundir import RunDir, RunState, read_bytes, write_text_atomic
 from .runview import RunView, read_run
 from .schemas import SCHEMA, FileModel
 
-ENDED_STATES = frozenset({RunState.SUCCEEDED.value, RunState.FAILED.value, RunState.INTERRUPTED.value})
+ENDED_STATES = frozenset({RunState.SUCCEEDED.value, RunState.FAILED.value, RunState.INTERRUPTED.value,
+                          RunState.PRUNED.value})
 RESTARTED = RunState.RUNNING.value
 
 

@@ -10,9 +10,10 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Protocol
 
 import psutil
 
@@ -47,6 +48,8 @@ class EventKind(str, Enum):
     WAITING_MEMORY = "waiting-memory"
     STOPPING = "stopping"
     WARNING = "warning"
+    PRUNED = "pruned"
+    TRIAL = "trial"  # a search's trial ended (run_id None; the message says which and how)
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,23 @@ class _Active:
     attempt: int
     timed_out_at: float | None = None
     interrupted_at: float | None = None
+    pruned_at: float | None = None
+
+
+class RunSource(Protocol):
+    """Runs made on demand (a search), asked for whenever a slot is free; a grid is a fixed list instead."""
+
+    def next_run(self) -> RunSpec | None:
+        """The next run to start; None when none is due now (more may come once running ones end)."""
+
+    def exhausted(self) -> bool:
+        """No run will come any more."""
+
+    def ended(self, run_id: str, state: RunState) -> None:
+        """A run reached its end state in this invocation (after any retries)."""
+
+    def to_prune(self) -> Iterable[str]:
+        """Runs to stop now as pruned: interrupted like Ctrl-C does, recorded as pruned."""
 
 
 @dataclass
@@ -72,6 +92,7 @@ class SweepOutcome:
     succeeded: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     interrupted: list[str] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -96,21 +117,25 @@ class Scheduler:
         self._active: dict[str, _Active] = {}
         self._measured_rss_mb: list[float] = []
         self._waiting_for_memory = False
+        self._source: RunSource | None = None
 
     # -- public -------------------------------------------------------------------------------------
 
-    def run(self, runs: list[RunSpec]) -> SweepOutcome:
-        """Run each given run to an end state. Ctrl-C/SIGTERM stop gracefully; a second one at once."""
+    def run(self, runs: list[RunSpec], source: RunSource | None = None) -> SweepOutcome:
+        """Run each given run, then each run `source` makes, to an end state. Ctrl-C/SIGTERM stop
+        gracefully; a second one at once."""
         outcome = SweepOutcome()
         pending = deque((run, 0) for run in runs)
+        self._source = source
         self._measured_rss_mb = self.recorder.measured_peaks_mb()  # from earlier invocations too
         with self._signals_handled():
             try:
-                while (pending or self._active) and not self._stop_requests:
+                while (pending or self._active or self._more_to_come()) and not self._stop_requests:
                     self._poll(pending, outcome)
+                    self._prune(pending)
                     self._fill_slots(pending, outcome)
                     self._enforce_timeouts()
-                    if pending or self._active:
+                    if pending or self._active or self._more_to_come():
                         self.sleep(self.options.poll_s)
             finally:
                 self._stop_all(outcome)
@@ -126,8 +151,21 @@ class Scheduler:
 
     # -- slots --------------------------------------------------------------------------------------
 
+    def _more_to_come(self) -> bool:
+        return self._source is not None and not self._source.exhausted()
+
+    def _next_from_source(self, pending: deque) -> bool:
+        """Asks the source only when a one-slot run could start now, so that it decides as late as it can."""
+        used = sum(a.run.cpus for a in self._active.values())
+        if self._source is None or (self._active and used + 1 > self.options.max_workers):
+            return False
+        run = self._source.next_run()
+        if run is not None:
+            pending.append((run, 0))
+        return run is not None
+
     def _fill_slots(self, pending: deque, outcome: SweepOutcome) -> None:
-        while pending and not self._stop_requests:
+        while (pending or self._next_from_source(pending)) and not self._stop_requests:
             run, attempt = pending[0]
             used = sum(a.run.cpus for a in self._active.values())
             # A run wider than the whole cap still runs, alone.
@@ -150,6 +188,7 @@ class Scheduler:
                                                     failure=FailureClass.ERROR, ended_at=now_iso(),
                                                     error_tail=f"could not start the worker: {exc}"))
             outcome.failed.append(run.run_id)
+            self._ended(run.run_id, RunState.FAILED)
             self.on_event(Event(EventKind.FAILED, run.run_id, f"could not start the worker: {exc}"))
             return
         status = RunStatus(state=RunState.RUNNING, attempts=attempts, pid=handle.pid, host=handle.host,
@@ -188,6 +227,26 @@ class Scheduler:
             active.status = active.status.model_copy(update={"host": active.handle.host})
             self.recorder.record(self.sweep_dir.run(active.run.run_id), active.status)
 
+    def _prune(self, pending: deque) -> None:
+        """Stop the runs the source prunes, as Ctrl-C stops a run; a pruned run waiting to retry is dropped."""
+        if self._source is None:
+            return
+        now = self.clock()
+        for run_id in self._source.to_prune():
+            for item in [p for p in pending if p[0].run_id == run_id]:
+                pending.remove(item)
+            active = self._active.get(run_id)
+            if active is not None and active.pruned_at is None:
+                active.pruned_at = now
+                active.handle.interrupt()
+        for active in self._active.values():
+            if active.pruned_at is not None and now - active.pruned_at > self.options.grace_s:
+                active.handle.kill()
+
+    def _ended(self, run_id: str, state: RunState) -> None:
+        if self._source is not None:
+            self._source.ended(run_id, state)
+
     def _enforce_timeouts(self) -> None:
         timeout, now = self.options.timeout_s, self.clock()
         for active in self._active.values():
@@ -199,7 +258,7 @@ class Scheduler:
 
     def _finish(self, active: _Active, end: RunExit, pending: deque, outcome: SweepOutcome) -> None:
         run_dir = self.sweep_dir.run(active.run.run_id)
-        stopped = bool(self._stop_requests) and active.interrupted_at is not None
+        stopped = (bool(self._stop_requests) and active.interrupted_at is not None) or active.pruned_at is not None
         failure = classify(end, stopped=stopped, timed_out=active.timed_out_at is not None,
                            succeeded=run_dir.has_complete_result())
         peak = active.handle.peak_rss_mb()
@@ -211,13 +270,20 @@ class Scheduler:
             self.recorder.record(run_dir, active.status.model_copy(update={"state": RunState.SUCCEEDED, **ended}))
             outcome.succeeded.append(active.run.run_id)
             self.on_event(Event(EventKind.SUCCEEDED, active.run.run_id))
+            self._ended(active.run.run_id, RunState.SUCCEEDED)
             return
         tail = run_dir.error_tail()
         state = RunState.INTERRUPTED if failure is FailureClass.INTERRUPTED else RunState.FAILED
+        if active.pruned_at is not None:
+            state = RunState.PRUNED
         status = active.status.model_copy(update={"state": state, "failure": failure, "error_tail": tail,
                                                   **ended})
         self.recorder.record(run_dir, status)
-        if should_retry(failure, active.attempt, self.options.retries, stopping=bool(self._stop_requests)):
+        if state is RunState.PRUNED:
+            outcome.pruned.append(active.run.run_id)
+            self.on_event(Event(EventKind.PRUNED, active.run.run_id))
+            self._ended(active.run.run_id, state)
+        elif should_retry(failure, active.attempt, self.options.retries, stopping=bool(self._stop_requests)):
             pending.append((active.run, active.attempt + 1))
             self.on_event(Event(EventKind.RETRYING, active.run.run_id, f"{failure.value} (exit {code})"))
         elif state is RunState.INTERRUPTED:
@@ -227,6 +293,7 @@ class Scheduler:
             outcome.failed.append(active.run.run_id)
             last = tail.strip().splitlines()[-1] if tail.strip() else f"exit {code}"
             self.on_event(Event(EventKind.FAILED, active.run.run_id, f"{failure.value}: {last}"))
+            self._ended(active.run.run_id, state)
 
     def _warn(self, run_id: str, message: str) -> None:
         self.on_event(Event(EventKind.WARNING, run_id, message))

@@ -28,6 +28,7 @@ from pydantic import (
 
 from .editspec import PLACEHOLDER, EditSpec
 from .errors import SpecError
+from .search.space import SearchSpec
 
 MENAGERIE_PREFIX = "menagerie:"
 
@@ -325,6 +326,8 @@ class SweepSpec(_Strict):
     """Experiment tracking (W&B); never part of the run ids."""
     warn_only: list[Literal["short_episodes", "unhealthy_start", "penetration", "constant_obs"]] = []
     """Degenerate-env checks of the pre-launch probe that only warn instead of refusing the sweep."""
+    search: SearchSpec | None = None
+    """A search beyond the grid (docs/search.md): trials sampled from a space, each trained with several seeds."""
 
     _locator: SpecLocator | None = PrivateAttr(None)
     _warnings: list[str] = PrivateAttr(default_factory=list)
@@ -481,6 +484,8 @@ def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
         loc = tuple(part for part in err["loc"] if part not in UNION_TAGS)
         raise locator.error(loc, _explain({**err, "loc": loc})) from None
     spec._locator = locator
+    if spec.search is not None and "seeds" in data:
+        raise locator.error(("seeds",), "a search trains search.seeds_per_trial seeds per trial: drop 'seeds'")
     ppo = data.get("ppo")
     if isinstance(ppo, dict) and ppo.get("zoo") is True:
         spec._zoo_entry = zoo_hyperparameters(spec.env)[0]
@@ -542,6 +547,48 @@ def _check_semantics(spec: SweepSpec, loc: SpecLocator) -> None:
     for key, values in spec.grid.items():
         _check_grid_key(key, values, loc)
     _check_rollout(spec, loc)
+    if spec.search is not None:
+        _check_search(spec, spec.search, loc)
+
+
+def _check_search(spec: SweepSpec, search: SearchSpec, loc: SpecLocator) -> None:
+    """Every searched key is one a run can take, with values it accepts; pruning and the evaluation-based
+    objectives need periodic evaluations."""
+    labels = {label for v in spec.variants for label in v.edit_grid}
+    for key, dim in search.space.items():
+        at = ("search", "space", key)
+        if key in spec.grid:
+            raise loc.error(at, "this key is in the grid too: search it or grid it, not both")
+        if key.startswith("edits."):
+            label = key[len("edits."):]
+            if label not in labels:
+                raise loc.error(at, f"no variant has the edit_grid label {label!r} "
+                                    f"(labels: {', '.join(sorted(labels)) or 'none'})")
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in dim.numbers()):
+                raise loc.error(at, "an edit value is a number")
+        elif key in GRID_TOP_KEYS:
+            if key == "normalize" and dim.choice is None:
+                raise loc.error(at, "normalize is searched as a choice of true, false or VecNormalize mappings")
+            if key == "total_timesteps" and not (dim.kind in ("int", "choice")
+                                                 and all(whole_number(v) > 0 for v in dim.numbers())):
+                raise loc.error(at, "total_timesteps is searched as int or choice of positive integers")
+        elif key.startswith("ppo.") and len(key) > len("ppo."):
+            name = key[len("ppo."):]
+            if problem := _ppo_key_problem(name):
+                raise loc.error(at, problem)
+            if name in INTEGER_KWARGS and dim.kind not in ("int", "choice"):
+                raise loc.error(at, f"{name} is an integer: search it with int or choice")
+            for value in dim.numbers():
+                if problem := _ppo_value_problem(name, value):
+                    raise loc.error(at, problem)
+        elif not (key.startswith("env_kwargs.") and len(key) > len("env_kwargs.")):
+            raise loc.error(at, "unknown search key: use ppo.<kwarg>, env_kwargs.<kwarg>, edits.<label>, "
+                                "normalize or total_timesteps")
+    needs_evals: list[tuple[str, ...]] = [("search", "prune")] if search.prune else []
+    if search.objective.metric != "eval_iqm":
+        needs_evals.append(("search", "objective", "metric"))
+    if needs_evals and spec.eval.every is None:
+        raise loc.error(needs_evals[0], "needs periodic evaluations: set eval.every")
 
 
 def _check_edit_grid(variant: VariantSpec, at: tuple[str | int, ...], loc: SpecLocator) -> None:

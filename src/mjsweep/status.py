@@ -19,7 +19,7 @@ from .machine import Competition, MachineLoad, measure_once
 from .rundir import RunState, SweepDir
 from .runview import STALE, RunView, read_run
 
-STATE_ORDER = ("running", STALE, "pending", "failed", "interrupted", "unknown", "succeeded")
+STATE_ORDER = ("running", STALE, "pending", "failed", "interrupted", "pruned", "unknown", "succeeded")
 FPS_DROP = 0.5  # a run at under half its own early fps, or the sweep's median, is being starved
 SPARE_MARGIN = 0.5
 """Cores other processes may take beyond those the runs leave free before they count as competing:

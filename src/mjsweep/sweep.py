@@ -125,6 +125,9 @@ def _check_env_kwargs(spec: speclib.SweepSpec) -> None:
                 for i, v in enumerate(spec.variants) for key in v.env_kwargs]
     written += [(("grid", key), key.removeprefix("env_kwargs.").split(".")[0])
                 for key in spec.grid if key.startswith("env_kwargs.")]
+    searched = spec.search.space if spec.search else {}
+    written += [(("search", "space", key), key.removeprefix("env_kwargs.").split(".")[0])
+                for key in searched if key.startswith("env_kwargs.")]
     for loc, key in written:
         if key not in accepted:
             close = difflib.get_close_matches(key, sorted(accepted), n=3)
@@ -227,7 +230,7 @@ def execute(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
         _write_sweep_files(plan, planned)
         for item in planned:
             if item.reason is Reason.LEFT_RUNNING:
-                _kill_orphan(plan.sweep_dir.run(item.run.run_id))
+                kill_orphan(plan.sweep_dir.run(item.run.run_id))
         todo = [p.run for p in in_start_order(plan, planned, order) if p.action is not Action.SKIP]
         if todo:
             launcher.submit(todo, plan.sweep_dir)
@@ -276,7 +279,7 @@ def variants_record(plan: SweepPlan) -> SweepVariants:
     return SweepVariants(variants=records)
 
 
-def _kill_orphan(run_dir: RunDir) -> None:
+def kill_orphan(run_dir: RunDir) -> None:
     """A run marked running under a lock we now hold: if its worker still lives here, end its group."""
     try:
         status = run_dir.read_status()

@@ -1,0 +1,46 @@
+"""How a search prints: the dry run's space and proposals, the ranked trials and the best block (rich)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from ..naming import format_value
+from ..render import fixed
+from ..spec import SweepSpec
+from .execute import Preview
+from .results import TrialRow, best_block, space_lines
+
+
+def _params(params: dict) -> str:
+    return " ".join(f"{k}={format_value(v)}" for k, v in params.items())
+
+
+def preview(out: Console, spec: SweepSpec, previews: list[Preview]) -> None:
+    for line in space_lines(spec):
+        out.print(line, markup=False, highlight=False)
+    for item in previews:
+        table = Table(title=f"study {item.study.key}: the first trials the sampler proposes")
+        table.add_column("trial")
+        table.add_column("parameters", overflow="fold")
+        for number, params in enumerate(item.proposals):
+            table.add_row(str(number), _params(params))
+        out.print(table)
+    out.print("dry run: nothing started", markup=False)
+
+
+def trials_table(out: Console, rows: list[TrialRow], metric: str) -> None:
+    table = Table(title=f"trials by {metric}, best first")
+    for col in ("rank", "study", "trial", "state", metric, "95% CI", "seeds", "parameters"):
+        table.add_column(col, overflow="fold")
+    for rank, row in enumerate(rows, 1):
+        rec = row.record
+        ci = f"[{fixed(row.ci[0])}, {fixed(row.ci[1])}]" if row.ci else "-"
+        table.add_row(str(rank), rec.study, str(rec.number), rec.state.value, fixed(row.value), ci,
+                      f"{row.seeds_done}/{row.seeds}", _params(rec.params))
+    out.print(table)
+    best = next((r for r in rows if r.record.state.value == "complete"), None)
+    if best is not None:
+        out.print(f"best: trial {best.record.number} of {best.record.study}; its parameters as spec keys:",
+                  markup=False, highlight=False)
+        out.print(best_block(best).rstrip(), markup=False, highlight=False)

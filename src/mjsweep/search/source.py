@@ -1,0 +1,242 @@
+"""The search as a run source: the next seed of an unfinished trial, else a new trial, whenever a slot is free.
+
+The launcher process alone asks the sampler and tells it each trial's objective; every change of a trial is a
+line of trials.jsonl before anything acts on it, so a launcher that dies at any point resumes with no trial
+lost or counted twice: a trial on record as running gets its unfinished runs again (from their checkpoints),
+a trial that ended is never run again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..plan import RunSpec
+from ..rundir import CorruptFileError, RunState, SweepDir, succeeded, write_json_atomic, write_text_atomic
+from ..scheduler import Event, EventKind
+from ..spec import SweepSpec
+from . import prune as prunelib
+from . import record as recordlib
+from .objective import evaluations, run_value, trial_value
+from .record import TrialRecord, TrialState
+from .samplers import Sampler, make_sampler
+from .trials import Study, TrialBuildError, trial_runs
+
+PRUNE_CHECK_S = 2.0
+"""Seconds between readings of the running trials' evaluations.csv files."""
+
+
+@dataclass
+class _Trial:
+    record: TrialRecord
+    study: Study
+    runs: dict[str, RunSpec]
+    xml_text: str | None
+    queue: list[str] = field(default_factory=list)
+    """Runs not handed out yet, in seed order."""
+    ended: dict[str, RunState] = field(default_factory=dict)
+
+
+class SearchSource:
+    """The scheduler's RunSource for a search; built from trials.jsonl, so a new one resumes the search."""
+
+    def __init__(self, spec: SweepSpec, studies: list[Study], sweep_dir: SweepDir,
+                 on_event: Callable[[Event], None] = lambda e: None, clock: Callable[[], float] = time.monotonic):
+        assert spec.search is not None
+        self.spec, self.search, self.studies, self.sweep_dir = spec, spec.search, studies, sweep_dir
+        self.on_event, self.clock = on_event, clock
+        self.trials: dict[tuple[str, int], _Trial] = {}
+        self.asked = {s.key: 0 for s in studies}
+        self.by_run: dict[str, _Trial] = {}
+        self.skipped: list[str] = []
+        """Runs that had succeeded before this invocation."""
+        self._to_stop: list[str] = []
+        self._last_prune_check = -PRUNE_CHECK_S
+        history = recordlib.replay(sweep_dir.trials_jsonl)
+        self.samplers: dict[str, Sampler] = {
+            s.key: make_sampler(self.search.method, s.dims, self.search.seed, s.index, self.search.maximize,
+                                [r for r in history if r.study == s.key]) for s in studies}
+        by_key = {s.key: s for s in studies}
+        for rec in history:
+            study = by_key.get(rec.study)
+            if study is None:
+                continue  # a study the spec no longer has
+            self.asked[study.key] = max(self.asked[study.key], rec.number + 1)
+            if rec.state is TrialState.RUNNING:
+                self._resume(study, rec)
+            else:
+                self.trials[rec.key] = _Trial(rec, study, {}, None)
+                self.skipped += [run_id for run_id in rec.runs if self._succeeded(run_id)]
+
+    # -- RunSource ----------------------------------------------------------------------------------
+
+    def next_run(self) -> RunSpec | None:
+        for trial in self._running():
+            if trial.queue:
+                return self._hand_out(trial, trial.queue.pop(0))
+        while (study := self._next_study()) is not None:
+            asked = self._ask(study)
+            if asked is not None:
+                return self._hand_out(asked, asked.queue.pop(0))
+        return None
+
+    def exhausted(self) -> bool:
+        return self._next_study() is None and not any(t.queue or t.record.state is TrialState.RUNNING
+                                                      for t in self.trials.values())
+
+    def ended(self, run_id: str, state: RunState) -> None:
+        trial = self.by_run.get(run_id)
+        if trial is None or state is RunState.INTERRUPTED:
+            return  # interrupted by a stop of the whole sweep: it resumes with the next `sweep run`
+        trial.ended[run_id] = state
+        if trial.record.state is TrialState.RUNNING and len(trial.ended) == len(trial.runs):
+            self._tell(trial)
+
+    def to_prune(self) -> Iterable[str]:
+        if self.search.prune is not None and self.clock() - self._last_prune_check >= PRUNE_CHECK_S:
+            self._last_prune_check = self.clock()
+            for trial in list(self._running()):
+                self._judge(trial)
+        stop, self._to_stop = self._to_stop, []
+        return stop
+
+    # -- what the search holds ----------------------------------------------------------------------
+
+    def records(self) -> list[TrialRecord]:
+        return [t.record for t in self.trials.values()]
+
+    def queued_runs(self) -> list[RunSpec]:
+        return [t.runs[r] for t in self._running() for r in t.queue]
+
+    def _running(self) -> list[_Trial]:
+        return [t for t in self.trials.values() if t.record.state is TrialState.RUNNING]
+
+    def _next_study(self) -> Study | None:
+        """The study with the fewest trials asked that still has trials to ask: studies advance together."""
+        open_ = [s for s in self.studies if self.asked[s.key] < self.search.trials]
+        return min(open_, key=lambda s: (self.asked[s.key], s.index)) if open_ else None
+
+    # -- trials -------------------------------------------------------------------------------------
+
+    def _ask(self, study: Study) -> _Trial | None:
+        number = self.asked[study.key]
+        self.asked[study.key] = number + 1
+        params = self.samplers[study.key].propose(number)
+        try:
+            variant, runs = trial_runs(self.spec, study, number, params, self._variant_xml)
+        except TrialBuildError as exc:
+            rec = TrialRecord(study=study.key, number=number, params=params, runs=[], state=TrialState.FAILED,
+                              note=str(exc))
+            recordlib.append(self.sweep_dir.trials_jsonl, rec)
+            self.trials[rec.key] = _Trial(rec, study, {}, None)
+            self.samplers[study.key].tell(rec)
+            self.on_event(Event(EventKind.TRIAL, None, f"trial {number} of {study.key} failed: {exc}"))
+            return None
+        rec = TrialRecord(study=study.key, number=number, params=params, runs=[r.run_id for r in runs],
+                          state=TrialState.RUNNING)
+        recordlib.append(self.sweep_dir.trials_jsonl, rec)  # on record before any of its runs starts
+        trial = _Trial(rec, study, {r.run_id: r for r in runs}, variant.xml_text, queue=[r.run_id for r in runs])
+        self._register(trial)
+        return trial
+
+    def _resume(self, study: Study, rec: TrialRecord) -> None:
+        """A trial on record as running: its succeeded runs count, the others run again (from checkpoints)."""
+        params = {key: rec.params[key] for key in study.dims if key in rec.params}  # in the space's order
+        try:
+            variant, runs = trial_runs(self.spec, study, rec.number, params, self._variant_xml)
+        except TrialBuildError as exc:
+            trial = _Trial(rec, study, {}, None)
+            self.trials[rec.key] = trial
+            self._finish(trial, TrialState.FAILED, None, 0, str(exc))
+            return
+        if [r.run_id for r in runs] != rec.runs:  # the spec changed what these parameters run: the new runs
+            rec = rec.model_copy(update={"runs": [r.run_id for r in runs]})
+            recordlib.append(self.sweep_dir.trials_jsonl, rec)
+        trial = _Trial(rec, study, {r.run_id: r for r in runs}, variant.xml_text)
+        self._register(trial)
+        for run in runs:
+            if self._succeeded(run.run_id):
+                trial.ended[run.run_id] = RunState.SUCCEEDED
+                self.skipped.append(run.run_id)
+            else:
+                trial.queue.append(run.run_id)
+        if len(trial.ended) == len(trial.runs):
+            self._tell(trial)
+
+    def _succeeded(self, run_id: str) -> bool:
+        run_dir = self.sweep_dir.run(run_id)
+        try:
+            return succeeded(run_dir.read_status(), run_dir.read_result())
+        except CorruptFileError:
+            return False
+
+    def summary(self) -> str:
+        counts = {s: sum(t.record.state is s for t in self.trials.values()) for s in TrialState}
+        total = len(self.studies) * self.search.trials
+        return (f"search: {len(self.trials)} of {total} trials on record ("
+                + ", ".join(f"{n} {s.value}" for s, n in counts.items()) + f"), {len(self.queued_runs())} runs "
+                f"to resume, {len(self.skipped)} already succeeded")
+
+    def _register(self, trial: _Trial) -> None:
+        self.trials[trial.record.key] = trial
+        for run_id in trial.runs:
+            self.by_run[run_id] = trial
+
+    def _hand_out(self, trial: _Trial, run_id: str) -> RunSpec:
+        """Writes the run's folder (spec.json, and variant.xml for a generated robot) just before it starts."""
+        run = trial.runs[run_id]
+        run_dir = self.sweep_dir.run(run_id)
+        run_dir.path.mkdir(parents=True, exist_ok=True)
+        if trial.xml_text is not None:
+            write_text_atomic(run_dir.variant_xml, trial.xml_text)
+        write_json_atomic(run_dir.spec_json, run.model_dump(mode="json"))
+        return run
+
+    def _variant_xml(self, run_id: str) -> Any:
+        return self.sweep_dir.run(run_id).variant_xml
+
+    def _tell(self, trial: _Trial) -> None:
+        """Every seed ended: the IQM over those that succeeded, or a failed trial when none did."""
+        values = [v for run_id, state in trial.ended.items() if state is RunState.SUCCEEDED
+                  and (v := run_value(self.sweep_dir.run(run_id), self.search.objective.metric)) is not None]
+        value = trial_value(values)
+        if value is None:
+            self._finish(trial, TrialState.FAILED, None, 0, "no seed succeeded")
+        else:
+            self._finish(trial, TrialState.COMPLETE, value, len(values))
+
+    def _finish(self, trial: _Trial, state: TrialState, value: float | None, seeds_ok: int, note: str = "") -> None:
+        trial.record = trial.record.model_copy(update={"state": state, "value": value, "seeds_ok": seeds_ok,
+                                                       "note": note})
+        recordlib.append(self.sweep_dir.trials_jsonl, trial.record)
+        self.samplers[trial.study.key].tell(trial.record)
+        shown = f" = {value:.4g}" if value is not None else (f" ({note})" if note else "")
+        number, key = trial.record.number, trial.study.key
+        self.on_event(Event(EventKind.TRIAL, None, f"trial {number} of {key} {state.value}{shown}"))
+
+    # -- pruning ------------------------------------------------------------------------------------
+
+    def _curves(self, trial: _Trial) -> list[prunelib.Curve]:
+        return [evaluations(self.sweep_dir.run(run_id).evaluations_csv) for run_id in trial.record.runs]
+
+    def _judge(self, trial: _Trial) -> None:
+        prune = self.search.prune
+        assert prune is not None
+        if trial.queue:
+            return  # judged once every seed runs
+        peers = [t for t in self.trials.values() if t.study is trial.study and t is not trial and t.record.runs]
+        maximize = self.search.maximize
+        if prune.method == "median":
+            ended = [self._curves(t) for t in peers if t.record.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+            value = prunelib.median_prunes(self._curves(trial), ended, prune.after, maximize, prune.min_trials)
+        else:
+            others = [self._curves(t) for t in peers if t.record.state is not TrialState.FAILED]
+            value = prunelib.asha_prunes(self._curves(trial), others, prune.after, maximize, prune.min_trials)
+        if value is None:
+            return
+        live = [r for r in trial.record.runs if r not in trial.ended]
+        step = prunelib.reached(self._curves(trial))
+        self._finish(trial, TrialState.PRUNED, value, 0, f"stopped at {step} timesteps")
+        self._to_stop.extend(live)

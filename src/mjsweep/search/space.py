@@ -1,0 +1,121 @@
+"""The spec's `search:` section: the method, the trial budget, the objective, the space, pruning.
+
+Pure data and checks that need nothing but the values written; spec.py checks the keys themselves (a PPO
+argument, an env argument, an edit_grid label) against the rest of the spec.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+KINDS = ("log_uniform", "uniform", "int", "choice")
+METRICS = ("eval_iqm", "best_iqm", "auc_iqm")
+"""eval_iqm: each seed's final evaluation; best_iqm: its best periodic evaluation; auc_iqm: the area under
+its periodic evaluations per timestep. Each time the IQM over the trial's seeds."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Dimension(_Strict):
+    """One searched key, written as exactly one of {log_uniform: [lo, hi]}, {uniform: [lo, hi]},
+    {int: [lo, hi]} or {choice: [a, b, ...]}."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, serialize_by_alias=True)
+
+    log_uniform: tuple[float, float] | None = None
+    uniform: tuple[float, float] | None = None
+    integer: tuple[int, int] | None = Field(None, alias="int")
+    choice: list[Any] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Dimension:
+        given = [k for k in KINDS if self._given(k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of {', '.join(KINDS)} (got {', '.join(given) or 'none'})")
+        if self.choice is not None:
+            if not self.choice:
+                raise ValueError("choice needs at least one value")
+            return self
+        low, high = self.bounds
+        if not low < high:
+            raise ValueError(f"{self.kind}: low must be < high (got [{low}, {high}])")
+        if self.log_uniform is not None and low <= 0:
+            raise ValueError(f"log_uniform: bounds must be > 0 (got [{low}, {high}])")
+        return self
+
+    def _given(self, kind: str) -> Any:
+        return self.integer if kind == "int" else getattr(self, kind)
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in KINDS if self._given(k) is not None)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        span = self.log_uniform or self.uniform or self.integer
+        assert span is not None, "a choice has no bounds"
+        return span[0], span[1]
+
+    def value_at(self, u: float) -> Any:
+        """The value at u in [0, 1): the map from the unit cube that random and Sobol sampling share."""
+        if self.choice is not None:
+            return self.choice[min(int(u * len(self.choice)), len(self.choice) - 1)]
+        low, high = self.bounds
+        if self.integer is not None:
+            return min(int(low + math.floor(u * (high - low + 1))), int(high))
+        if self.log_uniform is not None:
+            return self.clamp(math.exp(math.log(low) + u * (math.log(high) - math.log(low))))
+        return self.clamp(low + u * (high - low))
+
+    def clamp(self, value: float) -> float:
+        """A sampled float rounded to 4 significant digits (readable ids, pasteable YAML), kept in bounds."""
+        low, high = self.bounds
+        return min(max(float(f"{value:.4g}"), low), high)
+
+    def numbers(self) -> list[Any]:
+        """The values a check must accept: both bounds, or every choice."""
+        return list(self.choice) if self.choice is not None else list(self.bounds)
+
+
+class ObjectiveSpec(_Strict):
+    metric: Literal["eval_iqm", "best_iqm", "auc_iqm"] = "eval_iqm"
+    direction: Literal["maximize", "minimize"] = "maximize"
+
+
+class PruneSpec(_Strict):
+    method: Literal["median", "asha"] = "median"
+    """median: stop a trial whose seeds' mean evaluation is worse than the median of the trials ended before
+    it at the same timestep; asha: successive halving, only the best 1/3 of the trials that reached a rung
+    (after, 3 x after, 9 x after, ...) go on."""
+    after: int = Field(gt=0)
+    """No trial is judged before its evaluations pass this many timesteps."""
+    min_trials: int = Field(1, ge=1)
+    """Ended trials of the same study needed before any trial is judged."""
+
+
+class SearchSpec(_Strict):
+    method: Literal["random", "sobol", "tpe"] = "random"
+    """random and sobol need numpy (sobol: scipy); tpe: Optuna's TPESampler (pip install 'mjsweep[search]')."""
+    trials: int = Field(ge=1)
+    """Points to try, per study (one study per variant and grid point)."""
+    seeds_per_trial: int = Field(1, ge=1)
+    """Every trial trains seeds 0 .. seeds_per_trial-1, each its own run."""
+    objective: ObjectiveSpec = ObjectiveSpec()
+    space: dict[str, Dimension] = Field(min_length=1)
+    """Dotted key -> distribution: ppo.<kwarg>, env_kwargs.<kwarg>, total_timesteps, normalize, edits.<label>."""
+    prune: PruneSpec | None = None
+    seed: int = Field(0, ge=0)
+    """The sampler's seed: the same spec and seed propose the same trials."""
+
+    @property
+    def maximize(self) -> bool:
+        return self.objective.direction == "maximize"
+
+
+def whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

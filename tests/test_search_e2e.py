@@ -1,0 +1,171 @@
+"""Searches through the real `sweep` command: real workers on the tiny walker, real signals, real resume."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import pytest
+
+from conftest import TINY_XML, XML_DIR, launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
+from mjsweep.rundir import RunDir
+from mjsweep.search.record import TrialState, replay
+from mjsweep.search.samplers import RandomSampler
+from mjsweep.search.space import SearchSpec
+
+
+def search_spec(tmp_path: Path, **search) -> Path:
+    data = {
+        "name": "tiny", "env": "HalfCheetah-v5", "max_episode_steps": 100,
+        "variants": [{"name": "walker", "xml": str(TINY_XML)}], "total_timesteps": 512,
+        "ppo": {"n_steps": 128, "batch_size": 64, "n_epochs": 1}, "eval": {"episodes": 1},
+        "runs_dir": str(tmp_path / "runs"),
+        "search": {"method": "random", "trials": 4, "seeds_per_trial": 2, "seed": 3,
+                   "space": {"ppo.learning_rate": {"log_uniform": [1.0e-5, 1.0e-3]},
+                             "ppo.gae_lambda": {"choice": [0.9, 0.95]}}, **search},
+    }
+    return write_spec(tmp_path, data)
+
+
+def states(sweep_dir: Path) -> list[tuple[int, TrialState]]:
+    return [(r.number, r.state) for r in replay(sweep_dir / "trials.jsonl")]
+
+
+def test_dry_run_shows_the_same_first_trials_for_the_same_seed_and_starts_nothing(tmp_path):
+    spec = search_spec(tmp_path)
+    first, again = (run_sweep("run", str(spec), "--dry-run") for _ in range(2))
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "ppo.learning_rate: log_uniform [1e-05, 0.001]" in first.stdout and "seed 3" in first.stdout
+    proposals = [line for line in first.stdout.splitlines() if "ppo.learning_rate=" in line]
+    assert len(proposals) == 4 and proposals == [ln for ln in again.stdout.splitlines() if "ppo.learning_rate=" in ln]
+    expected = RandomSampler(SearchSpec.model_validate(
+        {"trials": 4, "space": {"ppo.learning_rate": {"log_uniform": [1.0e-5, 1.0e-3]},
+                                "ppo.gae_lambda": {"choice": [0.9, 0.95]}}}).space, 3, 0).propose(0)
+    assert f"ppo.learning_rate={expected['ppo.learning_rate']!r}" in proposals[0]
+    other = run_sweep("run", str(search_spec(tmp_path / "other", seed=4)), "--dry-run")
+    assert [ln for ln in other.stdout.splitlines() if "ppo.learning_rate=" in ln] != proposals
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow
+def test_random_search_of_4_trials_x_2_seeds_ends_with_8_runs_and_a_ranked_report(tmp_path):
+    spec = search_spec(tmp_path)
+    proc = run_sweep("run", str(spec), "--workers", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep_dir = tmp_path / "runs" / "tiny"
+    dirs = run_dirs(sweep_dir)
+    assert len(dirs) == 8 and sorted({d.name[:4] for d in dirs}) == ["t000", "t001", "t002", "t003"]
+    assert all(json.loads((d / "status.json").read_text())["state"] == "succeeded" for d in dirs)
+    records = replay(sweep_dir / "trials.jsonl")
+    assert [(r.number, r.state, r.seeds_ok) for r in records] == [(n, TrialState.COMPLETE, 2) for n in range(4)]
+
+    report = run_sweep("report", str(sweep_dir), env={"COLUMNS": "250"})
+    assert report.returncode == 0, report.stderr
+    assert "trials by eval_iqm, best first" in report.stdout
+    best = max(records, key=lambda r: r.value or 0.0)
+    assert f"best: trial {best.number} of walker" in report.stdout
+    assert f"  learning_rate: {best.params['ppo.learning_rate']}" in report.stdout
+    plot = run_sweep("plot", str(sweep_dir), "-o", str(tmp_path / "curves.png"))
+    assert plot.returncode == 0 and (tmp_path / "curves_search.png").stat().st_size > 0
+
+    again = run_sweep("run", str(spec), "--workers", "2")
+    assert again.returncode == 0 and "8 succeeded" in again.stdout, again.stdout + again.stderr
+    assert replay(sweep_dir / "trials.jsonl") == records and len(run_dirs(sweep_dir)) == 8
+
+
+@pytest.mark.slow
+def test_an_interrupted_search_resumes_without_new_or_repeated_trials(tmp_path):
+    spec = search_spec(tmp_path, trials=2)
+    data = spec.read_text().replace("total_timesteps: 512", "total_timesteps: 2048")
+    spec.write_text(data.replace("eval:\n", "checkpoint_every: 256\neval:\n"))
+    sweep_dir = tmp_path / "runs" / "tiny"
+    proc = start_sweep(spec, "--workers", "1")
+    first = wait_for(lambda: run_dirs(sweep_dir) and RunDir(run_dirs(sweep_dir)[0]).read_checkpoint(),
+                     what="a checkpoint of the first run", timeout=300)
+    assert first.timesteps >= 256
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=300) == 130, launcher_output(spec)
+    assert states(sweep_dir) == [(0, TrialState.RUNNING)]
+
+    again = run_sweep("run", str(spec), "--workers", "1")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert states(sweep_dir) == [(0, TrialState.COMPLETE), (1, TrialState.COMPLETE)]
+    lines = (sweep_dir / "trials.jsonl").read_text().splitlines()
+    asked = [json.loads(line)["number"] for line in lines if json.loads(line)["state"] == "running"]
+    assert asked == [0, 1]  # each trial asked once, across both invocations
+    resumed = RunDir(run_dirs(sweep_dir)[0])
+    assert "resuming" in resumed.log.read_text()
+    assert len(run_dirs(sweep_dir)) == 4
+
+
+def seed_for(choices: list[float]) -> int:
+    """A sampler seed whose first trials take these env_kwargs values in this order."""
+    space = SearchSpec.model_validate({"trials": 2, "space": {"env_kwargs.ctrl_cost_weight": {"choice": [0.0, 500.0]}}})
+    return next(seed for seed in range(1000)
+                if [RandomSampler(space.space, seed, 0).propose(n)["env_kwargs.ctrl_cost_weight"]
+                    for n in range(len(choices))] == choices)
+
+
+@pytest.mark.slow
+def test_a_trial_behind_the_median_is_stopped_and_recorded_as_pruned(tmp_path):
+    # A control cost of 500 makes every step cost far more than the walker can earn: trial 1 falls behind
+    # trial 0 at its first evaluation, and the median rule stops it there.
+    spec = search_spec(tmp_path, trials=2, seeds_per_trial=1, seed=seed_for([0.0, 500.0]),
+                       space={"env_kwargs.ctrl_cost_weight": {"choice": [0.0, 500.0]}},
+                       prune={"method": "median", "after": 256})
+    data = spec.read_text().replace("total_timesteps: 512", "total_timesteps: 8192")
+    spec.write_text(data.replace("eval:\n", "eval:\n  every: 256\n"))
+    proc = run_sweep("run", str(spec), "--workers", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep_dir = tmp_path / "runs" / "tiny"
+    first, second = replay(sweep_dir / "trials.jsonl")
+    assert first.state is TrialState.COMPLETE and second.state is TrialState.PRUNED, proc.stdout
+    assert second.value is not None and second.value < first.value
+    run = RunDir(sweep_dir / second.runs[0])
+    status = json.loads(run.status_json.read_text())
+    assert status["state"] == "pruned" and status["returncode"] == 130
+    assert not run.result_json.exists() and run.read_checkpoint() is not None  # stopped as Ctrl-C stops a run
+    assert "1 pruned" in proc.stdout
+    report = run_sweep("report", str(sweep_dir), env={"COLUMNS": "250"})
+    assert report.returncode == 0 and "pruned" in report.stdout
+    again = run_sweep("run", str(spec), "--workers", "1")
+    assert again.returncode == 0 and len(replay(sweep_dir / "trials.jsonl")) == 2  # never run again
+
+
+@pytest.mark.slow
+def test_tpe_searches_ppo_settings_and_a_robot_edit(tmp_path):
+    pytest.importorskip("optuna")
+    data = {
+        "name": "legs", "env": "mjsweep/Locomotion-v0", "max_episode_steps": 50,
+        "variants": [{"name": "w", "base": str(XML_DIR / "planar_walker.xml"),
+                      "edits": [{"scale_body": {"body": ["left_thigh", "right_thigh"], "factor": "${legs}"}}],
+                      "edit_grid": {"legs": [0.8, 1.25]}}],
+        "total_timesteps": 256, "ppo": {"n_steps": 128, "batch_size": 64, "n_epochs": 1}, "eval": {"episodes": 1},
+        "runs_dir": str(tmp_path / "runs"),
+        "search": {"method": "tpe", "trials": 3, "seeds_per_trial": 1, "seed": 0,
+                   "space": {"ppo.learning_rate": {"log_uniform": [1.0e-5, 1.0e-3]},
+                             "edits.legs": {"uniform": [0.8, 1.25]}}},
+    }
+    spec = write_spec(tmp_path, data)
+    proc = run_sweep("run", str(spec), "--workers", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep_dir = tmp_path / "runs" / "legs"
+    records = replay(sweep_dir / "trials.jsonl")
+    assert [(r.number, r.state) for r in records] == [(n, TrialState.COMPLETE) for n in range(3)]
+    for rec in records:
+        [run_id] = rec.runs
+        legs = rec.params["edits.legs"]
+        assert 0.8 <= legs <= 1.25 and f"w_legs={legs!r}_" in run_id
+        run_spec = json.loads((sweep_dir / run_id / "spec.json").read_text())
+        assert run_spec["variant"] == f"w_legs={legs!r}" and (sweep_dir / run_id / "variant.xml").is_file()
+    report = run_sweep("report", str(sweep_dir), env={"COLUMNS": "250"})
+    assert "edit_grid:" in report.stdout and "legs:" in report.stdout
+
+
+def test_a_bad_space_exits_2_with_one_line_and_writes_nothing(tmp_path):
+    spec = search_spec(tmp_path, space={"ppo.learning_rate": {"log_uniform": [-1.0, 1.0e-3]}})
+    proc = run_sweep("run", str(spec))
+    assert proc.returncode == 2 and not (tmp_path / "runs").exists()
+    [line] = proc.stderr.strip().splitlines()
+    assert f"{spec}:" in line and "search.space.ppo.learning_rate: " in line and "bounds must be > 0" in line
