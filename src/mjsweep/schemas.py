@@ -48,6 +48,8 @@ class RunResult(FileModel):
     """result.json: what the worker measured once its training and evaluation were done."""
 
     run_id: str | None = None
+    algo: str | None = None
+    """The stable-baselines3 algorithm trained (ppo, sac, td3, a2c); None in files written before the key (PPO)."""
     eval_mean_return: float | None = None
     eval_std_return: float | None = None
     eval_episodes: int | None = None
@@ -72,6 +74,15 @@ class RunResult(FileModel):
     best_eval_timesteps: int | None = None
     save_s: float | None = None
     """Seconds writing checkpoints and the final model, over all attempts."""
+    checkpoint_save_s: float | None = None
+    """Seconds the last checkpoint took to write, and its files' bytes (an off-policy run's replay buffer
+    among them: replay_buffer_bytes)."""
+    checkpoint_bytes: int | None = None
+    replay_buffer_bytes: int | None = None
+    replay_buffer_size: int | None = None
+    """Transitions in the replay buffer at the end of training (off-policy runs)."""
+    replay_buffer_resumed: int | None = None
+    """Transitions in the replay buffer this attempt resumed with (off-policy runs that resumed)."""
     early_fps: float | None = None
     """progress.csv's early fps and last ep_rew_mean, so that `sweep status` need not open that file."""
     ep_rew_mean: float | None = None
@@ -139,6 +150,15 @@ class CheckpointRecord(FileModel):
     """evaluations.csv's size when the checkpoint was taken."""
     vecnormalize_file: str | None = None
     """The normalization statistics saved with the model (a file in checkpoints/), for a normalized run."""
+    replay_buffer_file: str | None = None
+    """The replay buffer saved with the model (a file in checkpoints/), for an off-policy run (SAC, TD3)."""
+    replay_buffer_size: int | None = None
+    """Transitions that buffer holds."""
+    replay_buffer_bytes: int | None = None
+    bytes: int | None = None
+    """Size of the checkpoint's files together (model, statistics, buffer)."""
+    save_s: float | None = None
+    """Seconds writing this checkpoint's files."""
 
 
 class VariantRecord(BaseModel):
