@@ -158,3 +158,11 @@ def test_spec_json_written_before_algo_reads_as_ppo(tmp_path):
     del old["algo"]
     again = plan.RunSpec.model_validate(old)
     assert again.algo == "ppo" and again.hyperparams == {"n_steps": 64}
+
+
+def test_the_example_config_compares_ppo_and_sac_on_the_ant_variants():
+    config = Path(__file__).resolve().parents[1] / "configs" / "ant_algos.yaml"
+    spec = speclib.load(config)
+    runs = plan.expand(spec, [Variant(name=v.name, xml=v.xml, sha256="0" * 64) for v in spec.variants])
+    assert spec.algos == ["ppo", "sac"] and len(runs) == 3 * 2 * 3
+    assert {(r.algo, r.checkpoint_every) for r in runs} == {("ppo", 50_000), ("sac", 100_000)}

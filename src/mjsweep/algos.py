@@ -167,7 +167,7 @@ def section_problem(section: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-# An off-policy checkpoint also writes the replay buffer (about 1 GB for 1M Ant transitions), so by default
+# An off-policy checkpoint also writes the replay buffer (about 1.3 GB for 1M Ant transitions), so by default
 # such runs checkpoint less often: every 100,000 timesteps or 15 minutes, whichever comes first.
 OFF_POLICY_CHECKPOINT_EVERY = 100_000
 OFF_POLICY_CHECKPOINT_EVERY_S = 900.0
