@@ -35,6 +35,10 @@ class Algo:
     off_policy: bool
     scheduled: tuple[str, ...] = ("learning_rate",)
     """Arguments that take RL Zoo's lin_<start> schedules."""
+    row_steps: int = 1000
+    """A progress row once an SB3 iteration ends this many timesteps after the last row. PPO's iterations
+    (n_steps of 2048 by default) make a row each; A2C's (5 steps), SAC's and TD3's (train_freq, 1 step)
+    would write a line per handful of env steps."""
 
     @property
     def label(self) -> str:
@@ -43,7 +47,7 @@ class Algo:
 
 ALGOS = {
     "ppo": Algo("ppo", _ON_POLICY | {"batch_size", "n_epochs", "clip_range", "clip_range_vf", "target_kl"},
-                off_policy=False, scheduled=("learning_rate", "clip_range")),
+                off_policy=False, scheduled=("learning_rate", "clip_range"), row_steps=1),
     "a2c": Algo("a2c", _ON_POLICY | {"rms_prop_eps", "use_rms_prop"}, off_policy=False),
     "sac": Algo("sac", _OFF_POLICY | {"ent_coef", "target_update_interval", "target_entropy", "use_sde",
                                       "sde_sample_freq", "use_sde_at_warmup"}, off_policy=True),

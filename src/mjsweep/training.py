@@ -41,9 +41,6 @@ EVALUATION_FIELDS = ("timesteps", "mean_return", "std_return", "returns", "lengt
 """evaluations.csv's header; returns and lengths are each episode's, space-separated."""
 ACTIVATION_CLASSES = {"tanh": "Tanh", "relu": "ReLU", "elu": "ELU", "leaky_relu": "LeakyReLU",
                       "gelu": "GELU", "silu": "SiLU"}
-OFF_POLICY_ROW_STEPS = 1000
-"""Timesteps per progress row of an off-policy run: SB3 collects a few steps (train_freq) between updates,
-and a row for each would write a line per env step."""
 
 
 def truncate_logs(run: RunDir, checkpoint: CheckpointRecord) -> None:
@@ -178,8 +175,8 @@ class PhaseTimer(BaseCallback):
 
 
 class IterationRecorder(PhaseTimer):
-    """Writes progress.csv rows and checkpoints when due: a row per PPO or A2C iteration (rollout +
-    update), a row per OFF_POLICY_ROW_STEPS timesteps of SAC or TD3 (their iterations summed)."""
+    """Writes progress.csv rows and checkpoints when due: a row per PPO iteration (rollout + update), a
+    row per `row_steps` timesteps of the algorithms with short iterations (theirs summed; algos.py)."""
 
     def __init__(self, checkpointer: Checkpointer, resume: CheckpointRecord | None,
                  stop_if_requested: Callable[[], None], evaluator: PeriodicEvaluator | None = None,

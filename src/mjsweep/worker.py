@@ -83,7 +83,6 @@ def _train(run_path: Path) -> int:
     from .schemas import RunResult
     from .tracking import start_logger
     from .training import (
-        OFF_POLICY_ROW_STEPS,
         Checkpointer,
         IterationRecorder,
         PeriodicEvaluator,
@@ -118,7 +117,7 @@ def _train(run_path: Path) -> int:
             if spec.eval_every else None
         recorder = IterationRecorder(checkpointer, resume, stop_if_requested, evaluator,
                                      on_row=tracker.log_progress if tracker else None,
-                                     row_steps=OFF_POLICY_ROW_STEPS if off_policy else 1)
+                                     row_steps=ALGOS[spec.algo].row_steps)
         try:
             model.learn(total_timesteps=spec.total_timesteps - model.num_timesteps,
                         reset_num_timesteps=resume is None, callback=recorder)
