@@ -157,11 +157,18 @@ def test_a_kill_before_checkpoint_json_never_pairs_a_model_with_another_buffer(t
     def killed(*args):
         raise KeyboardInterrupt
 
-    # killed after the model and before the buffer; then after both, before checkpoint.json
-    monkeypatch.setattr(model, "save_replay_buffer", killed)
+    def killed_while_writing(path):
+        Path(path).write_bytes(b"half a buffer")
+        raise KeyboardInterrupt
+
+    # killed after the model, halfway through the buffer; then after both, before checkpoint.json
+    monkeypatch.setattr(model, "save_replay_buffer", killed_while_writing)
     with pytest.raises(KeyboardInterrupt):
         checkpointer.save(model, 2, Timing(), (0, 0, 0))
     monkeypatch.undo()
+    assert checkpointer.latest() == first
+    # the half buffer, under a name the next save does not write over: a kill's leftover at 40 timesteps
+    (run.checkpoints / ".replay_buffer_50.pkl.tmp").rename(run.checkpoints / ".replay_buffer_40.pkl.tmp")
     monkeypatch.setattr(training, "write_model", killed)
     with pytest.raises(KeyboardInterrupt):
         checkpointer.save(model, 2, Timing(), (0, 0, 0))

@@ -112,8 +112,9 @@ class Checkpointer:
                                 save_s=round(time.monotonic() - started, 3))
         write_model(self.run.checkpoint_json, ckpt)
         keep = {p.name for p in written}
+        # Also the temporary files of a save a kill cut short: a replay buffer's can be gigabytes.
         for old in [*self.run.checkpoint_models(), *self.run.checkpoint_vecnormalizes(),
-                    *self.run.checkpoint_replay_buffers()]:
+                    *self.run.checkpoint_replay_buffers(), *self.run.checkpoints.glob(".*.tmp")]:
             if old.name not in keep:
                 old.unlink(missing_ok=True)
         return ckpt
