@@ -192,3 +192,15 @@ def test_an_off_policy_checkpoint_without_its_buffer_is_not_resumable(tmp_path):
     (run.checkpoints / saved.replay_buffer_file).unlink()
     assert training.Checkpointer(run, every=10, off_policy=True).latest() is None
     assert training.Checkpointer(run, every=10, off_policy=False).latest() == saved
+
+
+def test_warm_up_rows_of_an_off_policy_run_have_no_update_time(tmp_path):
+    model = tiny_sac(learning_starts=30, train_freq=1)
+    run = run_dir(tmp_path)
+    recorder = training.IterationRecorder(training.Checkpointer(run, every=10**9, off_policy=True), None,
+                                          lambda: None, row_steps=10)
+    model.learn(60, callback=recorder)
+    rows = [line.split(",") for line in run.progress_csv.read_text().splitlines()[1:]]
+    assert [int(r[1]) for r in rows] == [10, 20, 30, 40, 50, 60]
+    # before learning_starts no update runs: the loop between rollouts is rollout time, train_s exactly 0
+    assert [float(r[7]) == 0.0 for r in rows] == [True, True, True, False, False, False]

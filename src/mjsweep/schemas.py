@@ -60,7 +60,7 @@ class RunResult(FileModel):
     """Env steps per second of training (rollout + update); see training_fps for files of any version."""
     rollout_s: float | None = None
     train_s: float | None = None
-    """Seconds of PPO updates (rollout_s: of collecting rollouts), over all attempts."""
+    """Seconds of updates (rollout_s: of collecting rollouts), over all attempts."""
     training_s: float | None = None
     """rollout_s + train_s: the seconds fps counts. Absent in files written when fps counted wall time."""
     eval_s: float | None = None
@@ -124,7 +124,7 @@ class Timing(BaseModel):
     rollout_s: float = 0.0
     """Collecting rollouts: env steps and the policy's forward pass."""
     train_s: float = 0.0
-    """PPO updates (forward, backward, optimizer)."""
+    """Updates: PPO epochs, SAC / TD3 gradient steps (forward, backward, optimizer)."""
     save_s: float = 0.0
     """Writing checkpoints; absent from checkpoint.json files of earlier versions."""
     eval_s: float = 0.0

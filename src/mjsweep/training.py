@@ -145,6 +145,7 @@ class PhaseTimer(BaseCallback):
         super().__init__()
         self.rollout_s = self.train_s = 0.0
         self._rollout_start = self._rollout_end = 0.0
+        self._updates_at_rollout_end = 0
         self._pending = False
 
     def _on_rollout_start(self) -> None:
@@ -155,6 +156,7 @@ class PhaseTimer(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         self._rollout_end = time.monotonic()
+        self._updates_at_rollout_end = self.model._n_updates
         self._pending = True
 
     def _on_step(self) -> bool:
@@ -167,6 +169,10 @@ class PhaseTimer(BaseCallback):
     def _end_iteration(self, last: bool) -> None:
         self._pending = False
         rollout, update = self._rollout_end - self._rollout_start, time.monotonic() - self._rollout_end
+        if self.model._n_updates == self._updates_at_rollout_end:
+            # No update ran (SAC and TD3 before learning_starts): the loop's few microseconds are the
+            # rollout's, and a row of such iterations says train_s 0, which status reads as warm-up.
+            rollout, update = rollout + update, 0.0
         self.rollout_s += rollout
         self.train_s += update
         self._iteration_done(rollout, update, last)
