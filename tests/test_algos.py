@@ -74,6 +74,7 @@ def test_each_algorithms_keywords_match_the_installed_stable_baselines3(name):
     ("grid:\n  td3.tau: [0.01]\n", "spec.yaml:9: grid.td3.tau: a grid of TD3 hyperparameters, but no run trains TD3"),
     ("grid:\n  algo: [ppo, dqn]\n", "spec.yaml:9: grid.algo: unknown algorithm 'dqn' (known: ppo, sac, td3, a2c)"),
     ("algo: sac\ngrid:\n  algo: [ppo, sac]\n", "spec.yaml:8: algo: algo and grid.algo both given: keep one"),
+    ("grid:\n  algo: [{sac: 1}]\n", "spec.yaml:9: grid.algo: unknown algorithm {'sac': 1}"),
     ("algo: dqn\n", "spec.yaml:8: algo: Input should be 'ppo', 'sac', 'td3' or 'a2c'"),
 ])
 def test_bad_hyperparameters_name_file_line_and_key(tmp_path, text, expected):

@@ -32,8 +32,6 @@ from .errors import SpecError
 
 MENAGERIE_PREFIX = "menagerie:"
 
-# PPO's keyword arguments (the other algorithms': algos.py); tests/test_algos.py checks them against SB3.
-PPO_KWARGS = ALGOS["ppo"].kwargs
 # policy_kwargs.activation_fn is a class in SB3; YAML names it, in these words or as RL Zoo writes it
 # (nn.ReLU, ReLU).
 ACTIVATIONS = ("tanh", "relu", "elu", "leaky_relu", "gelu", "silu")
@@ -47,7 +45,6 @@ def activation_name(written: str) -> str | None:
         return written
     return _TORCH_ACTIVATIONS.get(written.rsplit(".", 1)[-1].lower())
 GRID_PREFIXES = (*(f"{name}." for name in ALGO_NAMES), "env_kwargs.")
-GRID_TOP_KEYS = ("total_timesteps", "normalize", "algo")
 # Keys of RL Zoo's hyperparameter files that are spec keys here.
 ZOO_TOP_KEYS = {"n_envs": "n_envs", "normalize": "normalize", "n_timesteps": "total_timesteps"}
 # SB3's defaults, for the checks that combine keys.
@@ -590,8 +587,10 @@ def _check_section(algo: Algo, section: dict[str, Any], where: tuple[str, ...], 
 def _check_algos(spec: SweepSpec, loc: SpecLocator) -> None:
     """Each algorithm's section is checked against its own arguments; a section or grid key of an
     algorithm no run trains is a mistake, not something to ignore."""
-    if "algo" in spec.grid and "algo" in spec.model_fields_set:
-        raise loc.error(("algo",), "algo and grid.algo both given: keep one")
+    if "algo" in spec.grid:
+        _check_grid_key("algo", spec.grid["algo"], [], loc)
+        if "algo" in spec.model_fields_set:
+            raise loc.error(("algo",), "algo and grid.algo both given: keep one")
     runs = spec.algos
     for name in ALGO_NAMES:
         section = spec.hyperparameters(name)

@@ -3,8 +3,8 @@
 The only module that imports torch and stable-baselines3. It reads RUN_DIR/spec.json, caps every
 thread pool at one thread before torch does any work, trains the run's algorithm (PPO, SAC, TD3 or A2C;
 continuing from the last checkpoint if there is one, with its replay buffer for SAC and TD3), evaluates,
-and writes result.json. Exit codes: 0 done, 1 the training
-raised (a deterministic error), 130 stopped by SIGINT/SIGTERM after saving a checkpoint.
+and writes result.json. Exit codes: 0 done, 1 the training raised (a deterministic error), 130 stopped
+by SIGINT/SIGTERM after saving a checkpoint.
 
 SIGINT and SIGTERM only note a stop request; the worker acts on it at points of its own: between set-up
 steps, and at every env step of training and evaluation. Raising from the signal handler would surface
