@@ -7,16 +7,24 @@ import json
 import os
 import signal
 
-import pytest
+from pathlib import Path
 
-from conftest import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
+import pytest
+import yaml
+
+from conftest import TINY_SPEC, launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
 
 WAIT = 240.0  # a bound on hanging, never on speed
 OFF_POLICY = {"learning_starts": 100, "batch_size": 32, "buffer_size": 5000, "policy_kwargs": {"net_arch": [16]}}
 
 
-def test_sac_td3_and_a2c_train_evaluate_and_report_by_algorithm(tmp_path, tiny_spec):
-    tiny_spec.update({
+@pytest.fixture(scope="module")
+def algo_sweep(tmp_path_factory) -> Path:
+    """One sweep of SAC, TD3 and A2C on the tiny walker, normalized, with periodic evaluations, trained
+    once for the tests below."""
+    folder = tmp_path_factory.mktemp("algos")
+    data = yaml.safe_load(yaml.safe_dump(TINY_SPEC))
+    data.update({
         "total_timesteps": 1200, "grid": {"algo": ["sac", "td3", "a2c"]}, "ppo": {},
         # an update every 4 steps: tiny budgets, the same code paths
         "sac": {**OFF_POLICY, "train_freq": 4},
@@ -24,10 +32,14 @@ def test_sac_td3_and_a2c_train_evaluate_and_report_by_algorithm(tmp_path, tiny_s
                 "gradient_steps": 25},
         "a2c": {"n_steps": 16}, "normalize": True, "eval": {"episodes": 1, "every": 500}, "checkpoint_every": 500,
     })
-    spec = write_spec(tmp_path, tiny_spec)
+    spec = write_spec(folder, data)
     done = run_sweep("run", str(spec), "--workers", "2")
     assert done.returncode == 0, done.stdout + done.stderr
-    sweep_dir = tmp_path / "runs" / "tiny"
+    return folder / "runs" / "tiny"
+
+
+def test_sac_td3_and_a2c_train_evaluate_and_report_by_algorithm(algo_sweep, tmp_path):
+    sweep_dir = algo_sweep
     algos = {}
     for run_dir in run_dirs(sweep_dir):
         result = json.loads((run_dir / "result.json").read_text())
@@ -56,6 +68,14 @@ def test_sac_td3_and_a2c_train_evaluate_and_report_by_algorithm(tmp_path, tiny_s
     plotted = run_sweep("plot", str(sweep_dir), "-o", str(tmp_path / "curves.png"))
     assert plotted.returncode == 0, plotted.stderr
     assert (tmp_path / "curves.png").stat().st_size > 0 and (tmp_path / "curves_final.png").stat().st_size > 0
+
+
+def test_cross_evaluation_loads_each_runs_own_algorithm(algo_sweep):
+    done = run_sweep("evaluate", str(algo_sweep), "--cross", "--episodes", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = list(csv.DictReader((algo_sweep / "cross" / "matrix.csv").open()))
+    assert sorted(r["train"] for r in rows) == ["walker algo=a2c", "walker algo=sac", "walker algo=td3"]
+    assert all(r["mean"] and not r["skipped"] for r in rows)
 
 
 @pytest.mark.slow
