@@ -204,3 +204,14 @@ def test_warm_up_rows_of_an_off_policy_run_have_no_update_time(tmp_path):
     assert [int(r[1]) for r in rows] == [10, 20, 30, 40, 50, 60]
     # before learning_starts no update runs: the loop between rollouts is rollout time, train_s exactly 0
     assert [float(r[7]) == 0.0 for r in rows] == [True, True, True, False, False, False]
+
+
+def test_a_run_that_starts_over_drops_the_rows_of_the_attempt_it_repeats(tmp_path):
+    run = run_dir(tmp_path)
+    run.progress_csv.write_text("iteration,timesteps\n1,10\n2,20\n3,30\n")  # an attempt with no usable checkpoint
+    recorder = training.IterationRecorder(training.Checkpointer(run, every=10**9, off_policy=True), None,
+                                          lambda: None, row_steps=10)
+    tiny_sac().learn(20, callback=recorder)
+    lines = run.progress_csv.read_text().splitlines()
+    assert lines[0] == ",".join(training.PROGRESS_FIELDS)
+    assert [line.split(",")[:2] for line in lines[1:]] == [["1", "10"], ["2", "20"]]

@@ -197,6 +197,7 @@ class IterationRecorder(PhaseTimer):
         """A row once an iteration ends at least this many timesteps after the last row (1: every one)."""
         self.stop_if_requested = stop_if_requested
         """Called at every env step: raises KeyboardInterrupt when the worker was asked to stop."""
+        self.resume = resume
         self.base = resume.timing if resume else Timing()
         self.iteration = resume.iteration if resume else 0
         """Progress rows written, over all attempts."""
@@ -226,8 +227,10 @@ class IterationRecorder(PhaseTimer):
         self.startup_s = process_age_s()
         self._t0 = self.last_checkpoint_time = time.monotonic()
         path = self.checkpointer.run.progress_csv
-        fresh = not path.exists() or path.stat().st_size == 0
-        self._file = open(path, "a", newline="", encoding="utf-8")
+        # A run that starts over (no checkpoint, or one it cannot resume: an off-policy run's without its
+        # buffer) drops the rows of the attempt it repeats, as make_vec_env does with monitor.csv.
+        fresh = self.resume is None or not path.exists() or path.stat().st_size == 0
+        self._file = open(path, "w" if fresh else "a", newline="", encoding="utf-8")
         self._writer = csv.DictWriter(self._file, fieldnames=PROGRESS_FIELDS)
         if fresh:
             self._writer.writeheader()
