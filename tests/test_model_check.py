@@ -40,7 +40,7 @@ def test_sets_that_build_pass_and_each_distinct_set_is_built_once(tmp_path, tiny
     tiny_spec["grid"] = {"ppo.use_sde": [False, True]}
     plan = prepare(write_spec(tmp_path, tiny_spec))
     assert len(plan.runs) == 6
-    assert [run.ppo["use_sde"] for run in distinct_sets(plan.runs)] == [False, True]
+    assert [run.hyperparams["use_sde"] for run in distinct_sets(plan.runs)] == [False, True]
 
 
 def test_a_sweep_of_checked_keys_starts_no_check(tmp_path, tiny_spec):

@@ -12,10 +12,10 @@ from mjsweep.rundir import SweepDir, write_json_atomic
 from test_scheduler import FakeClock, FakeLauncher, Script, scheduler
 
 
-def run(variant: str, seed: int, steps: int = 1000, point: int = 0, n_envs: int = 1) -> RunSpec:
+def run(variant: str, seed: int, steps: int = 1000, point: int = 0, n_envs: int = 1, algo: str = "ppo") -> RunSpec:
     return RunSpec(run_id=f"{variant}_p{point}_t{steps}_s{seed}", sweep="s", variant=variant,
                    grid={"total_timesteps": steps, "p": point}, seed=seed, env="E", xml="/x.xml", xml_sha256="0",
-                   env_kwargs={}, max_episode_steps=None, policy="MlpPolicy", ppo={}, total_timesteps=steps,
+                   env_kwargs={}, max_episode_steps=None, policy="MlpPolicy", algo=algo, ppo={}, total_timesteps=steps,
                    n_envs=n_envs, checkpoint_every=10, eval_episodes=1, eval_deterministic=True, content_hash="0")
 
 
@@ -53,15 +53,23 @@ def test_longest_first_within_a_round_by_timesteps():
 
 def test_measured_fps_prices_a_run_and_unmeasured_variants_take_the_median():
     runs = [run("fast", 0, 1000), run("slow", 0, 1000), run("new", 0, 1000)]
-    fps = {("fast", 1): 1000.0, ("slow", 1): 100.0, ("other", 1): 400.0}
+    fps = {("fast", 1, "ppo"): 1000.0, ("slow", 1, "ppo"): 100.0, ("other", 1, "ppo"): 400.0}
     assert expected_costs(runs, fps) == [1.0, 10.0, 2.5]
     assert [r.variant for r in start_order(runs, fps=fps)] == ["slow", "new", "fast"]
 
 
 def test_fps_is_per_n_envs():
     runs = [run("a", 0, 1000, n_envs=1), run("a", 0, 1000, point=1, n_envs=8)]
-    costs = expected_costs(runs, {("a", 1): 100.0, ("a", 8): 1000.0})
+    costs = expected_costs(runs, {("a", 1, "ppo"): 100.0, ("a", 8, "ppo"): 1000.0})
     assert costs == [10.0, 1.0]
+
+
+def test_fps_is_per_algorithm():
+    runs = [run("a", 0, 1000), run("a", 0, 1000, point=1, algo="sac")]
+    costs = expected_costs(runs, {("a", 1, "ppo"): 1000.0, ("a", 1, "sac"): 100.0})
+    assert costs == [1.0, 10.0]
+    assert [r.algo for r in start_order(runs, fps={("a", 1, "ppo"): 1000.0, ("a", 1, "sac"): 100.0})] == \
+        ["sac", "ppo"]
 
 
 def test_the_order_is_a_permutation_and_pure():
@@ -83,7 +91,7 @@ def test_measured_fps_reads_complete_results_only(tmp_path):
             write_json_atomic(sweep.run(r.run_id).result_json, body)
         elif body:
             sweep.run(r.run_id).result_json.write_text(body)
-    assert measured_fps(sweep, done) == {("a", 1): 200.0}
+    assert measured_fps(sweep, done) == {("a", 1, "ppo"): 200.0}
 
 
 def makespan(tmp_path, runs: list[RunSpec], seconds: dict[str, float], workers: int) -> float:

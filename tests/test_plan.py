@@ -28,7 +28,7 @@ def test_expansion_is_the_cartesian_product_in_a_stable_order():
                                                                 "env_kwargs.ctrl_cost_weight": 0.5})
     assert [r.seed for r in runs[:2]] == [0, 1]
     assert first.run_id.startswith("a_learning_rate=0.001_ctrl_cost_weight=0.5_s0_")
-    assert first.ppo == {"n_steps": 64, "learning_rate": 0.001}
+    assert first.hyperparams == {"n_steps": 64, "learning_rate": 0.001}
     assert first.policy == "MlpPolicy"
     assert len({r.run_id for r in runs}) == len(runs)
 
@@ -43,7 +43,7 @@ def test_grid_values_override_variant_and_sweep_env_kwargs():
 def test_nested_grid_keys_and_total_timesteps():
     spec = make_spec(grid={"ppo.policy_kwargs.net_arch": [[32, 32]], "total_timesteps": [500]})
     run = planlib.expand(spec, VARIANTS[:1])[0]
-    assert run.ppo["policy_kwargs"] == {"net_arch": [32, 32]}
+    assert run.hyperparams["policy_kwargs"] == {"net_arch": [32, 32]}
     assert run.total_timesteps == 500
     assert "net_arch=32x32" in run.run_id and "total_timesteps=500" in run.run_id
 

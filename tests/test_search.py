@@ -70,6 +70,7 @@ def test_search_section_loads(tmp_path):
     ({"seed": {"int": [0, 3]}}, "search.space.seed", "unknown search key"),
     ({"ppo.gamma": {"uniform": [0.9, 0.99], "int": [1, 2]}}, "search.space.ppo.gamma", "exactly one of"),
     ({"ppo.seed": {"int": [0, 3]}}, "search.space.ppo.seed", "set by mjsweep"),
+    ({"sac.tau": {"uniform": [0.001, 0.01]}}, "search.space.sac.tau", "but no run trains SAC"),
 ])
 def test_bad_spaces_are_spec_errors_with_file_line_and_key(tmp_path, space, key, words):
     message = spec_error(tmp_path, spec_data(space=space))
@@ -210,7 +211,7 @@ def test_seeds_of_a_trial_come_before_a_new_trial_and_ids_carry_the_trial(tmp_pa
     assert [r.seed for r in runs] == [0, 1, 2, 0, 1, 2]
     assert all((sweep_dir.run(r.run_id).spec_json).exists() for r in runs)  # written as handed out
     first = RandomSampler(spec.search.space, 7, 0).propose(0)
-    assert runs[0].ppo["learning_rate"] == first["ppo.learning_rate"]
+    assert runs[0].hyperparams["learning_rate"] == first["ppo.learning_rate"]
     assert f"learning_rate={first['ppo.learning_rate']!r}" in runs[0].run_id
 
 
@@ -288,7 +289,7 @@ def test_a_grid_splits_the_search_into_studies_and_searched_labels_make_families
     assert len({r.run_id for r in runs}) == 12 and source.next_run() is None
     first = runs[0]
     legs = replay(sweep_dir.trials_jsonl)[0].params["edits.legs"]
-    assert first.variant == f"w_legs={legs!r}_motors=1.0" and first.ppo["n_epochs"] == 1
+    assert first.variant == f"w_legs={legs!r}_motors=1.0" and first.hyperparams["n_epochs"] == 1
     assert first.grid["ppo.n_epochs"] == 1 and "edits.legs" not in first.grid
     assert (sweep_dir.run(first.run_id).variant_xml).read_text().startswith("<mujoco")
 

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from helpers.fake_sweep import make_run, result, run_spec, write_progress
+from helpers.fake_sweep import PROGRESS_HEADER, make_run, result, run_spec, write_progress
 from typer.testing import CliRunner
 
 from conftest import run_sweep, sweep_exe, write_spec
@@ -133,6 +133,25 @@ def test_progress_of_a_long_file_reads_head_and_tail(tmp_path):
     write_progress(run, [(i * 10, 800.0 if i <= 3 else 100.0, float(i)) for i in range(1, 3001)])
     progress = read_progress(run.progress_csv)
     assert (progress.timesteps, progress.early_fps, progress.ep_rew_mean) == (30_000, 800.0, 3000.0)
+
+
+def test_early_fps_starts_after_an_off_policy_warm_up(tmp_path):
+    run = make_run(tmp_path, run_spec("v", 0))
+    # SAC's rows before learning_starts: no updates (train_s 0), several times the pace of training
+    warmup = [[i, i * 1000, i * 0.2, 5000.0, "", "", 0.2, 0.0] for i in range(1, 6)]
+    trained = [[i, i * 1000, i * 10.0, 100.0, "", "", 1.0, 9.0] for i in range(6, 11)]
+    lines = [",".join(map(str, r)) for r in [PROGRESS_HEADER, *warmup, *trained]]
+    run.progress_csv.write_text("\n".join(lines) + "\n")
+    progress = read_progress(run.progress_csv)
+    assert (progress.timesteps, progress.fps, progress.early_fps) == (10_000, 100.0, 100.0)
+
+
+def test_each_algorithm_is_compared_with_its_own_median_fps(tmp_path):
+    for seed, (algo, fps) in enumerate([("ppo", 900.0), ("ppo", 1000.0), ("sac", 60.0), ("sac", 70.0),
+                                        ("sac", 20.0)]):
+        make_run(tmp_path, run_spec("v", seed, grid={"algo": algo}), RunState.SUCCEEDED, result=result(1.0, fps=fps))
+    view = read_sweep(tmp_path, load1=0.0, cores=2)
+    assert [(w.subject, w.kind) for w in view.warnings] == [("v_algo=sac_s4", "fps-median")]
 
 
 def test_totals_and_eta(tmp_path):

@@ -25,9 +25,9 @@ def test_zoo_block_pasted_under_ppo_validates_and_resolves(tmp_path, tiny_spec):
     plan = prepare(write_spec(tmp_path, tiny_spec))
     [run] = plan.runs
     assert run.total_timesteps == 1_000_000 and run.n_envs == 1 and run.normalize["gamma"] == 0.999
-    assert run.ppo["policy_kwargs"] == {"log_std_init": -2, "ortho_init": False, "activation_fn": "nn.ReLU",
+    assert run.hyperparams["policy_kwargs"] == {"log_std_init": -2, "ortho_init": False, "activation_fn": "nn.ReLU",
                                         "net_arch": {"pi": [256, 256], "vf": [256, 256]}}
-    assert run.ppo["learning_rate"] == "lin_3e-4" and "n_timesteps" not in run.ppo
+    assert run.hyperparams["learning_rate"] == "lin_3e-4" and "n_timesteps" not in run.hyperparams
 
 
 def test_zoo_normalize_text_and_conflicts(tmp_path, tiny_spec):
@@ -68,9 +68,9 @@ def test_zoo_true_takes_rl_zoo_values_with_the_spec_keys_over_them(tmp_path):
     plan = prepare(write_spec(tmp_path, data))
     assert plan.spec.zoo_entry == "Hopper-v4"
     [run] = plan.runs
-    assert run.total_timesteps == 5000 and run.ppo["n_epochs"] == 2 and run.ppo["gamma"] == 0.999
-    assert run.normalize is not None and run.ppo["policy_kwargs"]["activation_fn"] == "nn.ReLU"
-    assert "zoo" not in run.ppo
+    assert run.total_timesteps == 5000 and run.hyperparams["n_epochs"] == 2 and run.hyperparams["gamma"] == 0.999
+    assert run.normalize is not None and run.hyperparams["policy_kwargs"]["activation_fn"] == "nn.ReLU"
+    assert "zoo" not in run.hyperparams
     proc = run_sweep("validate", str(tmp_path / "spec.yaml"))
     assert proc.returncode == 0, proc.stderr
     assert "RL Zoo's PPO for Hopper-v4" in proc.stdout and "gamma: 0.999" in proc.stdout
@@ -112,4 +112,4 @@ def test_the_example_config_validates():
     plan = prepare(__import__("conftest").REPO / "configs" / "ant_zoo.yaml")
     [first, *_] = plan.runs
     assert first.total_timesteps == 1_000_000 and first.normalize["gamma"] == 0.98 and first.eval_every == 20_000
-    assert first.ppo["learning_rate"] == "lin_1e-4"
+    assert first.hyperparams["learning_rate"] == "lin_1e-4"

@@ -16,7 +16,7 @@ import typer
 from . import render
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Launch sweeps of single-threaded PPO trainings over MuJoCo robot variants.")
+                  help="Launch sweeps of single-threaded SB3 trainings (PPO, SAC, TD3, A2C) over MuJoCo robots.")
 
 EXIT_INVALID = 2
 PICTURES_HELP = "Render every variant in its start pose into DIR: a PNG each and contact_sheet.png."

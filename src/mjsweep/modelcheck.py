@@ -22,13 +22,17 @@ from .plan import RunSpec
 CHECKED_BY_SPEC = frozenset({
     "learning_rate", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "clip_range_vf",
     "normalize_advantage", "ent_coef", "vf_coef", "max_grad_norm", "target_kl", "stats_window_size",
+    "buffer_size", "learning_starts", "tau", "train_freq", "gradient_steps", "target_update_interval",
+    "target_entropy", "policy_delay", "target_policy_noise", "target_noise_clip", "rms_prop_eps", "noise_type",
+    "noise_std",
 })
-"""Hyperparameters whose every value spec.py checks itself; any other key asks for a model build."""
+"""Hyperparameters whose every value spec.py (algos.value_problem) checks itself; any other key asks for a
+model build."""
 DEFAULT_POLICY = "MlpPolicy"
 
 
 def needs_build(run: RunSpec) -> bool:
-    return run.policy != DEFAULT_POLICY or any(key not in CHECKED_BY_SPEC for key in run.ppo)
+    return run.policy != DEFAULT_POLICY or any(key not in CHECKED_BY_SPEC for key in run.hyperparams)
 
 
 def distinct_sets(runs: list[RunSpec]) -> list[RunSpec]:
@@ -36,7 +40,7 @@ def distinct_sets(runs: list[RunSpec]) -> list[RunSpec]:
     seen: set[str] = set()
     chosen = []
     for run in runs:
-        key = json.dumps([run.policy, run.ppo, run.n_envs], sort_keys=True, default=str)
+        key = json.dumps([run.algo, run.policy, run.hyperparams, run.n_envs], sort_keys=True, default=str)
         if needs_build(run) and key not in seen:
             seen.add(key)
             chosen.append(run)

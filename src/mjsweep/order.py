@@ -4,7 +4,8 @@ breadth (the default): every variant and grid point gets its first seed before a
 report taken halfway through compares every variant. Within each such round, the runs expected to take
 longest start first (the longest-processing-time rule), so the last runs to end are short ones and the
 sweep ends soonest. A run's expected cost is its total_timesteps over the env steps per second that
-finished runs of its variant (at its n_envs) measured; without a measurement, its total_timesteps alone.
+finished runs of its variant (at its n_envs, with its algorithm) measured; without a measurement, its
+total_timesteps alone.
 
 variant: the order of the spec (variant, then grid point, then seed), as before breadth became the default.
 
@@ -20,8 +21,9 @@ from statistics import median
 from .plan import RunSpec
 from .rundir import CorruptFileError, SweepDir
 
-FpsKey = tuple[str, int]
-"""(variant, n_envs): runs that step the same model as many envs at once run at about the same fps."""
+FpsKey = tuple[str, int, str]
+"""(variant, n_envs, algo): runs that step the same model as many envs at once with the same algorithm run
+at about the same fps (SAC's updates make it several times slower than PPO)."""
 
 
 class Order(str, Enum):
@@ -47,7 +49,11 @@ def expected_costs(runs: list[RunSpec], fps: Mapping[FpsKey, float]) -> list[flo
     the median fps of those that have one."""
     known = [v for v in fps.values() if v and v > 0]
     fallback = median(known) if known else 1.0
-    return [run.total_timesteps / (fps.get((run.variant, run.n_envs)) or fallback) for run in runs]
+    return [run.total_timesteps / (fps.get(fps_key(run)) or fallback) for run in runs]
+
+
+def fps_key(run: RunSpec) -> FpsKey:
+    return run.variant, run.n_envs, run.algo
 
 
 def _seed_rounds(runs: list[RunSpec]) -> list[int]:
@@ -61,7 +67,7 @@ def _seed_rounds(runs: list[RunSpec]) -> list[int]:
 
 
 def measured_fps(sweep_dir: SweepDir, runs: Iterable[RunSpec]) -> dict[FpsKey, float]:
-    """The median training fps of each (variant, n_envs) among the given runs that have a complete
+    """The median training fps of each (variant, n_envs, algo) among the given runs that have a complete
     result.json in sweep_dir; unreadable files are left out."""
     samples: dict[FpsKey, list[float]] = {}
     for run in runs:
@@ -70,5 +76,5 @@ def measured_fps(sweep_dir: SweepDir, runs: Iterable[RunSpec]) -> dict[FpsKey, f
         except CorruptFileError:
             continue
         if result is not None and result.complete and result.training_fps:
-            samples.setdefault((run.variant, run.n_envs), []).append(result.training_fps)
+            samples.setdefault(fps_key(run), []).append(result.training_fps)
     return {key: median(values) for key, values in samples.items()}

@@ -13,8 +13,9 @@ import itertools
 import json
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from .algos import ALGO_NAMES, ALGOS, OFF_POLICY_CHECKPOINT_EVERY, OFF_POLICY_CHECKPOINT_EVERY_S
 from .naming import format_value, sanitize
 from .spec import SweepSpec, WandbSpec, normalize_kwargs
 
@@ -41,7 +42,11 @@ class RunSpec(BaseModel):
     env_kwargs: dict[str, Any]
     max_episode_steps: int | None
     policy: str
-    ppo: dict[str, Any]
+    algo: str = "ppo"
+    """The stable-baselines3 algorithm (algos.ALGOS); spec.json files written before the key train PPO."""
+    hyperparams: dict[str, Any] = Field(validation_alias=AliasChoices("hyperparams", "ppo"))
+    """The algorithm's keyword arguments as the spec gives them (RL Zoo spellings: schedules, noise);
+    spec.json files written before `algo` call them `ppo`."""
     total_timesteps: int
     n_envs: int
     vec_env: str = "dummy"
@@ -78,6 +83,7 @@ def expand(spec: SweepSpec, variants: list[Variant]) -> list[RunSpec]:
     axes = list(spec.grid.items())
     points = [dict(zip([k for k, _ in axes], combo, strict=True)) for combo in itertools.product(*[v for _, v in axes])]
     short = _short_names(list(spec.grid))
+    points = _collapse(points)
     runs = []
     for variant in variants:
         for point in points:
@@ -91,9 +97,24 @@ def make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: int
     return _make_run(spec, variant, point, seed, _short_names(list(point)))
 
 
+def _collapse(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each point without the grid keys of algorithms other than its own (a PPO run has no sac.tau), and
+    the points this makes equal only once: `grid: {algo: [ppo, sac], sac.tau: [0.005, 0.01]}` is one PPO
+    point and two SAC points."""
+    out: list[dict[str, Any]] = []
+    for point in points:
+        algo = point.get("algo")
+        if algo is not None:
+            point = {k: v for k, v in point.items() if k.split(".")[0] not in ALGO_NAMES or k.startswith(f"{algo}.")}
+        if point not in out:
+            out.append(point)
+    return out
+
+
 def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: int,
               short: dict[str, str]) -> RunSpec:
-    ppo = copy.deepcopy(spec.ppo)
+    algo = point.get("algo", spec.algo)
+    hyperparams = copy.deepcopy(spec.hyperparameters(algo))
     env_kwargs = {**copy.deepcopy(spec.env_kwargs), **copy.deepcopy(variant.env_kwargs)}
     total = spec.total_timesteps
     normalize: Any = spec.normalize
@@ -104,17 +125,22 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
             total = value
         elif key == "normalize":
             normalize = value
-        elif key.startswith("ppo."):
-            _set_dotted(ppo, key[len("ppo."):], value)
-        else:
+        elif key.startswith(f"{algo}."):
+            _set_dotted(hyperparams, key[len(algo) + 1:], value)
+        elif key.startswith("env_kwargs."):
             _set_dotted(env_kwargs, key[len("env_kwargs."):], value)
-    policy = ppo.pop("policy", "MlpPolicy")
+    policy = hyperparams.pop("policy", "MlpPolicy")
     content = {
         "env": spec.env, "xml_sha256": variant.sha256, "env_kwargs": env_kwargs,
-        "max_episode_steps": spec.max_episode_steps, "policy": policy, "ppo": ppo,
+        "max_episode_steps": spec.max_episode_steps, "policy": policy,
         "seed": seed, "total_timesteps": total, "n_envs": spec.n_envs, "vec_env": spec.vec_env, "device": spec.device,
     }
-    normalized = normalize_kwargs(normalize, ppo.get("gamma", 0.99))
+    # A PPO run hashes as it did before `algo` existed, so it keeps its id.
+    if algo == "ppo":
+        content["ppo"] = hyperparams
+    else:
+        content.update(algo=algo, hyperparams=hyperparams)
+    normalized = normalize_kwargs(normalize, hyperparams.get("gamma", 0.99))
     if normalized is not None:
         content["normalize"] = normalized
     digest = hashlib.sha256(json.dumps(content, sort_keys=True, default=repr).encode()).hexdigest()
@@ -123,13 +149,24 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
     return RunSpec(
         run_id=f"{readable}_{digest[:8]}", sweep=spec.name, variant=variant.name, grid=point, seed=seed,
         env=spec.env, xml=str(variant.xml), xml_sha256=variant.sha256, env_kwargs=env_kwargs,
-        max_episode_steps=spec.max_episode_steps, policy=policy, ppo=ppo, total_timesteps=total,
-        n_envs=spec.n_envs, vec_env=spec.vec_env, checkpoint_every=spec.checkpoint_every,
-        checkpoint_every_s=spec.checkpoint_every_s,
+        max_episode_steps=spec.max_episode_steps, policy=policy, algo=algo, hyperparams=hyperparams,
+        total_timesteps=total, n_envs=spec.n_envs, vec_env=spec.vec_env, **checkpoint_interval(spec, algo),
         eval_episodes=spec.eval.episodes, eval_deterministic=spec.eval.deterministic, eval_every=spec.eval.every,
         content_hash=digest, cpus=cpus_per_run(spec), device=spec.device, tensorboard=spec.tensorboard,
         normalize=normalized, wandb=spec.tracking.wandb,
     )
+
+
+def checkpoint_interval(spec: SweepSpec, algo: str) -> dict[str, Any]:
+    """checkpoint_every and checkpoint_every_s as the spec sets them, else the algorithm's defaults."""
+    off_policy = ALGOS[algo].off_policy
+    given = spec.model_fields_set
+    return {
+        "checkpoint_every": spec.checkpoint_every if "checkpoint_every" in given or not off_policy
+        else OFF_POLICY_CHECKPOINT_EVERY,
+        "checkpoint_every_s": spec.checkpoint_every_s if "checkpoint_every_s" in given or not off_policy
+        else OFF_POLICY_CHECKPOINT_EVERY_S,
+    }
 
 
 def cpus_per_run(spec: SweepSpec) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from .rundir import CorruptFileError, RunDir, RunStatus, SweepDir
@@ -23,10 +24,13 @@ class StatusRecorder:
         except CorruptFileError:
             return None
 
-    def measured_peaks_mb(self) -> list[float]:
-        """Peak memory of every run that recorded one, in earlier invocations too."""
-        return [status.peak_rss_mb for run_dir in self.sweep_dir.run_dirs()
-                if (status := self.previous(run_dir)) and status.peak_rss_mb]
+    def measured_peaks_mb(self) -> dict[str, list[float]]:
+        """Peak memory of every run that recorded one, in earlier invocations too, by algorithm."""
+        peaks: dict[str, list[float]] = {}
+        for run_dir in self.sweep_dir.run_dirs():
+            if (status := self.previous(run_dir)) and status.peak_rss_mb:
+                peaks.setdefault(_algo_of(run_dir), []).append(status.peak_rss_mb)
+        return peaks
 
     def restarting(self, run_id: str) -> None:
         """Before a run starts again: readers must go back to its files (runindex.RESTARTED)."""
@@ -41,3 +45,12 @@ class StatusRecorder:
             return
         if status.state.value in ENDED_STATES:
             self._index.ended(IndexEntry.of_run(run_dir))
+
+
+def _algo_of(run_dir: RunDir) -> str:
+    """The run's algorithm from its spec.json; PPO for files written before the key (or unreadable)."""
+    try:
+        algo = json.loads(run_dir.spec_json.read_text(encoding="utf-8")).get("algo", "ppo")
+    except (OSError, ValueError, AttributeError):
+        return "ppo"
+    return algo if isinstance(algo, str) else "ppo"

@@ -208,6 +208,13 @@ class RunDir:
     def best_files(self) -> list[Path]:
         return [*self.best.glob("model_*.zip"), *self.best.glob("vecnormalize_*.pkl")]
 
+    def checkpoint_replay_buffer(self, timesteps: int) -> Path:
+        """Where the checkpoint taken at `timesteps` keeps an off-policy run's replay buffer."""
+        return self.checkpoints / f"replay_buffer_{timesteps}.pkl"
+
+    def checkpoint_replay_buffers(self) -> list[Path]:
+        return list(self.checkpoints.glob("replay_buffer_*.pkl"))
+
     def read_status(self) -> RunStatus | None:
         return read_model(self.status_json, RunStatus)
 

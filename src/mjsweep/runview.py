@@ -154,9 +154,16 @@ def read_progress(path: Path) -> Progress | None:
     last = _row(header, last_line)
     if last is None or "timesteps" not in last:
         return None
+    # The early rows are the first that trained: the rows of an off-policy run's warm-up (learning_starts,
+    # no updates: train_s 0) run at a pace training never has.
+    warmup = 0
+    for line in head_lines[1:]:
+        if (row := _row(header, line)) is None or _float(row.get("train_s")) != 0.0:
+            break
+        warmup += 1
     # Judge a drop only once the last row is past the early ones.
-    past_early = len(head_lines) > EARLY_ROWS + 2 or size > _HEAD_BYTES
-    rows = (_row(header, line) for line in head_lines[1:EARLY_ROWS + 1])
+    past_early = len(head_lines) - warmup > EARLY_ROWS + 2 or size > _HEAD_BYTES
+    rows = (_row(header, line) for line in head_lines[1 + warmup:EARLY_ROWS + 1 + warmup])
     early = [fps for r in rows if r and (fps := _float(r.get("fps")))]
     return Progress(
         timesteps=int(float(last["timesteps"] or 0)), fps=_float(last.get("fps")),

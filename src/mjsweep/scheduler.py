@@ -115,7 +115,8 @@ class Scheduler:
         self.recorder = StatusRecorder(sweep_dir, warn=self._warn)
         self._stop_requests = 0
         self._active: dict[str, _Active] = {}
-        self._measured_rss_mb: list[float] = []
+        self._measured_rss_mb: dict[str, list[float]] = {}
+        """Peak memory of the ended runs, by algorithm."""
         self._waiting_for_memory = False
         self._source: RunSource | None = None
 
@@ -171,7 +172,7 @@ class Scheduler:
             # A run wider than the whole cap still runs, alone.
             if self._active and used + run.cpus > self.options.max_workers:
                 return
-            if not self._memory_allows_another() or not self.launcher.can_start(run):
+            if not self._memory_allows_another(run.algo) or not self.launcher.can_start(run):
                 return
             pending.popleft()
             self._start(run, attempt, outcome)
@@ -197,10 +198,10 @@ class Scheduler:
         self._active[run.run_id] = _Active(run, handle, status, self.clock(), attempt)
         self.on_event(Event(EventKind.STARTED, run.run_id, f"attempt {status.attempts}"))
 
-    def _memory_allows_another(self) -> bool:
+    def _memory_allows_another(self, algo: str) -> bool:
         if not self.options.memory_guard:
             return True
-        available_mb, needed_mb = self.available_mb(), run_memory_mb(self._measured_rss_mb)
+        available_mb, needed_mb = self.available_mb(), run_memory_mb(self._measured_rss_mb, algo)
         if memory_admits(available_mb, needed_mb, running=len(self._active)):
             self._waiting_for_memory = False
             return True
@@ -263,7 +264,7 @@ class Scheduler:
                            succeeded=run_dir.has_complete_result())
         peak = active.handle.peak_rss_mb()
         if peak:
-            self._measured_rss_mb.append(peak)
+            self._measured_rss_mb.setdefault(active.run.algo, []).append(peak)
         code = end.returncode
         ended = {"returncode": code, "ended_at": now_iso(), "peak_rss_mb": peak, "pid": active.status.pid}
         if failure is None:

@@ -48,6 +48,8 @@ class RunResult(FileModel):
     """result.json: what the worker measured once its training and evaluation were done."""
 
     run_id: str | None = None
+    algo: str | None = None
+    """The stable-baselines3 algorithm trained (ppo, sac, td3, a2c); None in files written before the key (PPO)."""
     eval_mean_return: float | None = None
     eval_std_return: float | None = None
     eval_episodes: int | None = None
@@ -58,7 +60,7 @@ class RunResult(FileModel):
     """Env steps per second of training (rollout + update); see training_fps for files of any version."""
     rollout_s: float | None = None
     train_s: float | None = None
-    """Seconds of PPO updates (rollout_s: of collecting rollouts), over all attempts."""
+    """Seconds of updates (rollout_s: of collecting rollouts), over all attempts."""
     training_s: float | None = None
     """rollout_s + train_s: the seconds fps counts. Absent in files written when fps counted wall time."""
     eval_s: float | None = None
@@ -72,6 +74,15 @@ class RunResult(FileModel):
     best_eval_timesteps: int | None = None
     save_s: float | None = None
     """Seconds writing checkpoints and the final model, over all attempts."""
+    checkpoint_save_s: float | None = None
+    """Seconds the last checkpoint took to write, and its files' bytes (an off-policy run's replay buffer
+    among them: replay_buffer_bytes)."""
+    checkpoint_bytes: int | None = None
+    replay_buffer_bytes: int | None = None
+    replay_buffer_size: int | None = None
+    """Transitions in the replay buffer at the end of training (off-policy runs)."""
+    replay_buffer_resumed: int | None = None
+    """Transitions in the replay buffer this attempt resumed with (off-policy runs that resumed)."""
     early_fps: float | None = None
     """progress.csv's early fps and last ep_rew_mean, so that `sweep status` need not open that file."""
     ep_rew_mean: float | None = None
@@ -113,7 +124,7 @@ class Timing(BaseModel):
     rollout_s: float = 0.0
     """Collecting rollouts: env steps and the policy's forward pass."""
     train_s: float = 0.0
-    """PPO updates (forward, backward, optimizer)."""
+    """Updates: PPO epochs, SAC / TD3 gradient steps (forward, backward, optimizer)."""
     save_s: float = 0.0
     """Writing checkpoints; absent from checkpoint.json files of earlier versions."""
     eval_s: float = 0.0
@@ -142,6 +153,15 @@ class CheckpointRecord(FileModel):
     best_timesteps: int | None = None
     """The best evaluation's timesteps when the checkpoint was taken (eval.every; None: none yet). A resume
     brings that best model back if a later, dropped evaluation replaced it. Absent in older files."""
+    replay_buffer_file: str | None = None
+    """The replay buffer saved with the model (a file in checkpoints/), for an off-policy run (SAC, TD3)."""
+    replay_buffer_size: int | None = None
+    """Transitions that buffer holds."""
+    replay_buffer_bytes: int | None = None
+    bytes: int | None = None
+    """Size of the checkpoint's files together (model, statistics, buffer)."""
+    save_s: float | None = None
+    """Seconds writing this checkpoint's files."""
 
 
 class BestRecord(FileModel):

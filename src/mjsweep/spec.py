@@ -26,30 +26,13 @@ from pydantic import (
     model_validator,
 )
 
+from .algos import ALGO_NAMES, ALGOS, INTEGER_KWARGS, Algo, key_problem, section_problem, value_problem
 from .editspec import PLACEHOLDER, EditSpec
 from .errors import SpecError
-from .search.space import SearchSpec
+from .search.space import Dimension, SearchSpec
 
 MENAGERIE_PREFIX = "menagerie:"
 
-# Keyword arguments of stable_baselines3.PPO that a spec may set. Kept as data so that loading a spec
-# never imports torch; tests/test_spec.py checks it against the installed PPO's signature.
-PPO_KWARGS = frozenset({
-    "policy", "learning_rate", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda",
-    "clip_range", "clip_range_vf", "normalize_advantage", "ent_coef", "vf_coef", "max_grad_norm",
-    "use_sde", "sde_sample_freq", "rollout_buffer_class", "rollout_buffer_kwargs", "target_kl",
-    "stats_window_size", "tensorboard_log", "policy_kwargs", "verbose", "seed", "device",
-    "_init_setup_model",
-})
-# PPO arguments mjsweep sets itself, from other spec keys or per run.
-PPO_KWARGS_OWNED = {
-    "seed": "use the top-level 'seeds' key",
-    "device": "use the top-level 'device' key",
-    "verbose": "the worker logs progress itself",
-    "tensorboard_log": "use the top-level 'tensorboard' key",
-    "_init_setup_model": "internal to stable-baselines3",
-    "rollout_buffer_class": "classes cannot be named in YAML",
-}
 # policy_kwargs.activation_fn is a class in SB3; YAML names it, in these words or as RL Zoo writes it
 # (nn.ReLU, ReLU).
 ACTIVATIONS = ("tanh", "relu", "elu", "leaky_relu", "gelu", "silu")
@@ -62,12 +45,8 @@ def activation_name(written: str) -> str | None:
     if written in ACTIVATIONS:
         return written
     return _TORCH_ACTIVATIONS.get(written.rsplit(".", 1)[-1].lower())
-GRID_PREFIXES = ("ppo.", "env_kwargs.")
-GRID_TOP_KEYS = ("total_timesteps", "normalize")
-# RL Zoo's linear schedules: "lin_3e-4" decays linearly from 3e-4 to 0 over the run.
-SCHEDULE = re.compile(r"^lin_([0-9.eE+-]+)$")
-SCHEDULED_KWARGS = ("learning_rate", "clip_range")
-INTEGER_KWARGS = ("n_steps", "batch_size", "n_epochs", "sde_sample_freq", "stats_window_size")
+GRID_PREFIXES = (*(f"{name}." for name in ALGO_NAMES), "env_kwargs.")
+SEARCH_TOP_KEYS = ("total_timesteps", "normalize")
 # Keys of RL Zoo's hyperparameter files that are spec keys here.
 ZOO_TOP_KEYS = {"n_envs": "n_envs", "normalize": "normalize", "n_timesteps": "total_timesteps"}
 # SB3's defaults, for the checks that combine keys.
@@ -103,6 +82,15 @@ def whole_number(value: Any) -> Any:
 
 
 WholeInt = Annotated[int, BeforeValidator(whole_number)]
+
+
+def whole_hyperparameter(key: str, value: Any) -> Any:
+    """A hyperparameter as the checks and SB3 take it: counts whole (1e6 -> 1000000), train_freq's too."""
+    if key in INTEGER_KWARGS or key == "total_timesteps":
+        return whole_number(value)
+    if key == "train_freq":
+        return [whole_number(value[0]), *value[1:]] if isinstance(value, list) and value else whole_number(value)
+    return value
 
 
 def zoo_expression(text: str) -> Any:
@@ -155,17 +143,6 @@ def zoo_hyperparameters(env_id: str) -> tuple[str, dict[str, Any]]:
 
 def _zoo_text(value: Any) -> Any:
     return zoo_expression(value) if isinstance(value, str) and value.lstrip()[:1] in ("{", "d") else value
-
-
-def schedule_start(value: Any) -> float | None:
-    """The initial value of an RL Zoo schedule string such as "lin_3e-4", else None."""
-    match = SCHEDULE.match(value) if isinstance(value, str) else None
-    if not match:
-        return None
-    try:
-        return float(match.group(1))
-    except ValueError:
-        return None
 
 
 class _Strict(BaseModel):
@@ -292,10 +269,19 @@ class SweepSpec(_Strict):
     """A count n (seeds 0..n-1) or an explicit list."""
     total_timesteps: WholeInt = Field(gt=0)
     """Environment steps per run (1e6 is read as 1000000)."""
+    algo: Literal["ppo", "sac", "td3", "a2c"] = "ppo"
+    """The stable-baselines3 algorithm every run trains (a grid key too: `grid: {algo: [ppo, sac]}`)."""
     ppo: dict[str, Any] = {}
     """Fixed stable-baselines3 PPO keyword arguments; 'policy' defaults to MlpPolicy."""
+    sac: dict[str, Any] = {}
+    """SAC's keyword arguments, for the runs that train SAC (RL Zoo's noise_type / noise_std too)."""
+    td3: dict[str, Any] = {}
+    """TD3's keyword arguments, for the runs that train TD3 (RL Zoo's noise_type / noise_std too)."""
+    a2c: dict[str, Any] = {}
+    """A2C's keyword arguments, for the runs that train A2C."""
     grid: dict[str, list[Any]] = {}
-    """Cartesian product over dotted keys: ppo.<kwarg>, env_kwargs.<kwarg>, total_timesteps."""
+    """Cartesian product over dotted keys: <algo>.<kwarg> (ppo.gamma, sac.tau), env_kwargs.<kwarg>,
+    total_timesteps, normalize, algo."""
     n_envs: WholeInt = Field(1, ge=1)
     """Environments per run."""
     normalize: NormalizeValue = False
@@ -314,10 +300,12 @@ class SweepSpec(_Strict):
     slurm: SlurmSpec = SlurmSpec()
     """sbatch resources for `--backend slurm`; ignored by the other backends."""
     checkpoint_every: WholeInt = Field(50_000, gt=0)
-    """Timesteps between checkpoints; an interrupted run resumes from the last one."""
+    """Timesteps between checkpoints; an interrupted run resumes from the last one. Default: 50,000, and
+    100,000 for SAC and TD3 (their checkpoints also write the replay buffer)."""
     checkpoint_every_s: float | None = Field(300.0, gt=0)
     """Also checkpoint once this many seconds have passed since the last checkpoint (or the start of
-    training), whichever comes first; null: by timesteps only. Not part of the run ids."""
+    training), whichever comes first; null: by timesteps only. Default: 300, and 900 for SAC and TD3.
+    Not part of the run ids."""
     runs_dir: Path = Path("runs")
     """Where sweeps are written; relative to the spec file's folder."""
     tensorboard: bool = False
@@ -374,19 +362,29 @@ class SweepSpec(_Strict):
         data["ppo"] = ppo
         return data
 
-    @field_validator("ppo")
+    @field_validator(*ALGO_NAMES)
     @classmethod
-    def _whole_ppo_counts(cls, ppo: dict[str, Any]) -> dict[str, Any]:
-        if isinstance(ppo.get("policy_kwargs"), str):
-            ppo = {**ppo, "policy_kwargs": zoo_expression(ppo["policy_kwargs"])}
-        return {k: whole_number(v) if k in INTEGER_KWARGS else v for k, v in ppo.items()}
+    def _whole_section_counts(cls, section: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(section.get("policy_kwargs"), str):
+            section = {**section, "policy_kwargs": zoo_expression(section["policy_kwargs"])}
+        return {k: whole_hyperparameter(k, v) for k, v in section.items()}
 
     @field_validator("grid")
     @classmethod
     def _whole_grid_counts(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
-        counts = {"total_timesteps", *(f"ppo.{k}" for k in INTEGER_KWARGS)}
-        return {k: [whole_number(v) for v in values] if k in counts and isinstance(values, list) else values
+        return {k: [whole_hyperparameter(k.rsplit(".", 1)[-1], v) for v in values]
+                if isinstance(values, list) and (k == "total_timesteps" or k.split(".")[0] in ALGO_NAMES) else values
                 for k, values in grid.items()}
+
+    @property
+    def algos(self) -> list[str]:
+        """The algorithms the sweep's runs train, in the spec's order."""
+        return list(dict.fromkeys(self.grid["algo"])) if "algo" in self.grid else [self.algo]
+
+    def hyperparameters(self, algo: str) -> dict[str, Any]:
+        """The spec's section of keyword arguments for one algorithm (`ppo:`, `sac:`, ...)."""
+        section: dict[str, Any] = getattr(self, algo)
+        return section
 
     @property
     def seed_list(self) -> list[int]:
@@ -543,10 +541,11 @@ def _check_semantics(spec: SweepSpec, loc: SpecLocator) -> None:
                             f"duplicate variant name {variant.name!r} (also variants[{seen[variant.name]}])")
         seen[variant.name] = i
         _check_edit_grid(variant, ("variants", i), loc)
-    _check_ppo_kwargs(spec.ppo, ("ppo",), loc)
+    _check_algos(spec, loc)
     for key, values in spec.grid.items():
-        _check_grid_key(key, values, loc)
-    _check_rollout(spec, loc)
+        _check_grid_key(key, values, spec.algos, loc)
+    if "ppo" in spec.algos:
+        _check_rollout(spec, loc)
     if spec.search is not None:
         _check_search(spec, spec.search, loc)
 
@@ -559,6 +558,7 @@ def _check_search(spec: SweepSpec, search: SearchSpec, loc: SpecLocator) -> None
         at = ("search", "space", key)
         if key in spec.grid:
             raise loc.error(at, "this key is in the grid too: search it or grid it, not both")
+        prefix = key.split(".")[0]
         if key.startswith("edits."):
             label = key[len("edits."):]
             if label not in labels:
@@ -566,29 +566,36 @@ def _check_search(spec: SweepSpec, search: SearchSpec, loc: SpecLocator) -> None
                                     f"(labels: {', '.join(sorted(labels)) or 'none'})")
             if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in dim.numbers()):
                 raise loc.error(at, "an edit value is a number")
-        elif key in GRID_TOP_KEYS:
+        elif key in SEARCH_TOP_KEYS:
             if key == "normalize" and dim.choice is None:
                 raise loc.error(at, "normalize is searched as a choice of true, false or VecNormalize mappings")
             if key == "total_timesteps" and not (dim.kind in ("int", "choice")
                                                  and all(whole_number(v) > 0 for v in dim.numbers())):
                 raise loc.error(at, "total_timesteps is searched as int or choice of positive integers")
-        elif key.startswith("ppo.") and len(key) > len("ppo."):
-            name = key[len("ppo."):]
-            if problem := _ppo_key_problem(name):
-                raise loc.error(at, problem)
-            if name in INTEGER_KWARGS and dim.kind not in ("int", "choice"):
-                raise loc.error(at, f"{name} is an integer: search it with int or choice")
-            for value in dim.numbers():
-                if problem := _ppo_value_problem(name, value):
-                    raise loc.error(at, problem)
+        elif prefix in ALGOS and len(key) > len(prefix) + 1:
+            _check_searched_hyperparameter(ALGOS[prefix], key[len(prefix) + 1:], dim, spec.algos, at, loc)
         elif not (key.startswith("env_kwargs.") and len(key) > len("env_kwargs.")):
-            raise loc.error(at, "unknown search key: use ppo.<kwarg>, env_kwargs.<kwarg>, edits.<label>, "
-                                "normalize or total_timesteps")
+            raise loc.error(at, "unknown search key: use ppo.<kwarg> (or sac., td3., a2c.), env_kwargs.<kwarg>, "
+                                "edits.<label>, normalize or total_timesteps")
     needs_evals: list[tuple[str, ...]] = [("search", "prune")] if search.prune else []
     if search.objective.metric != "eval_iqm":
         needs_evals.append(("search", "objective", "metric"))
     if needs_evals and spec.eval.every is None:
         raise loc.error(needs_evals[0], "needs periodic evaluations: set eval.every")
+
+
+def _check_searched_hyperparameter(algo: Algo, name: str, dim: Dimension, algos: list[str], at: tuple[str, ...],
+                                   loc: SpecLocator) -> None:
+    if algo.name not in algos:
+        raise loc.error(at, f"searches a {algo.label} hyperparameter, but no run trains {algo.label} "
+                            f"(algo: {', '.join(algos)})")
+    if problem := key_problem(algo, name):
+        raise loc.error(at, problem)
+    if name in INTEGER_KWARGS and dim.kind not in ("int", "choice"):
+        raise loc.error(at, f"{name} is an integer: search it with int or choice")
+    for value in dim.numbers():
+        if problem := value_problem(algo, name, value):
+            raise loc.error(at, problem)
 
 
 def _check_edit_grid(variant: VariantSpec, at: tuple[str | int, ...], loc: SpecLocator) -> None:
@@ -620,50 +627,11 @@ def _leaves(value: Any) -> list[Any]:
     return [value]
 
 
-def _ppo_key_problem(key: str) -> str | None:
-    if key not in PPO_KWARGS:
-        allowed = sorted(PPO_KWARGS - set(PPO_KWARGS_OWNED))
-        return f"unknown PPO keyword argument {key!r} (known: {', '.join(allowed)})"
-    if key in PPO_KWARGS_OWNED:
-        return f"{key!r} is set by mjsweep: {PPO_KWARGS_OWNED[key]}"
-    return None
-
-
-def _ppo_value_problem(key: str, value: Any) -> str | None:
-    """What is wrong with one PPO value, checked before anything starts; None if nothing."""
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if key in SCHEDULED_KWARGS:
-        start = schedule_start(value)
-        if isinstance(value, str):
-            if start is None:
-                return f"{value!r} is neither a number nor a schedule such as 'lin_3e-4'"
-            value, number = start, True
-        if not number or not value > 0:
-            return f"must be > 0 or a schedule such as 'lin_{'3e-4' if key == 'learning_rate' else '0.2'}'" \
-                f" (got {value!r})"
-    elif key == "gamma" and not (number and 0 < value <= 1):
-        return f"must be in (0, 1] (got {value!r})"
-    elif key == "gae_lambda" and not (number and 0 <= value <= 1):
-        return f"must be in [0, 1] (got {value!r})"
-    elif key in INTEGER_KWARGS and value is not None:
-        whole = whole_number(value)
-        least = {"sde_sample_freq": -1, "batch_size": 2}.get(key, 1)
-        if not isinstance(whole, int) or isinstance(whole, bool) or whole < least:
-            return f"must be an integer >= {least} (got {value!r})"
-    elif key in ("ent_coef", "vf_coef") and not (number and value >= 0):
-        return f"must be a number >= 0 (got {value!r})"
-    elif key in ("max_grad_norm",) and not (number and value > 0):
-        return f"must be a number > 0 (got {value!r})"
-    elif key in ("clip_range_vf", "target_kl") and value is not None and not (number and value > 0):
-        return f"must be a number > 0 or null (got {value!r})"
-    return None
-
-
-def _check_ppo_kwargs(ppo: dict[str, Any], where: tuple[str, ...], loc: SpecLocator) -> None:
-    for key, value in ppo.items():
-        if problem := _ppo_key_problem(key):
+def _check_section(algo: Algo, section: dict[str, Any], where: tuple[str, ...], loc: SpecLocator) -> None:
+    for key, value in section.items():
+        if problem := key_problem(algo, key):
             raise loc.error((*where, key), problem)
-        if problem := _ppo_value_problem(key, value):
+        if problem := value_problem(algo, key, value):
             raise loc.error((*where, key), problem)
         if key == "policy_kwargs" and isinstance(value, dict):
             act = value.get("activation_fn")
@@ -672,10 +640,37 @@ def _check_ppo_kwargs(ppo: dict[str, Any], where: tuple[str, ...], loc: SpecLoca
                                 f"unknown activation {act!r} (known: {', '.join(ACTIVATIONS)})")
 
 
-def _check_grid_key(key: str, values: list[Any], loc: SpecLocator) -> None:
+def _check_algos(spec: SweepSpec, loc: SpecLocator) -> None:
+    """Each algorithm's section is checked against its own arguments; a section or grid key of an
+    algorithm no run trains is a mistake, not something to ignore."""
+    if "algo" in spec.grid:
+        _check_grid_key("algo", spec.grid["algo"], [], loc)
+        if "algo" in spec.model_fields_set:
+            raise loc.error(("algo",), "algo and grid.algo both given: keep one")
+    runs = spec.algos
+    for name in ALGO_NAMES:
+        section = spec.hyperparameters(name)
+        if section and name not in runs:
+            raise loc.error((name,), f"{name.upper()} hyperparameters, but no run trains {name.upper()} "
+                                     f"(algo: {', '.join(runs)})")
+        _check_section(ALGOS[name], section, (name,), loc)
+        gridded = {key[len(name) + 1:]: values for key, values in spec.grid.items() if key.startswith(f"{name}.")}
+        if together := section_problem({**section, **gridded}):
+            key = together[0]
+            raise loc.error((name, key) if key in section else ("grid", f"{name}.{key}"), together[1])
+
+
+def _check_grid_key(key: str, values: list[Any], algos: list[str], loc: SpecLocator) -> None:
     at = ("grid", key)
     if not values:
         raise loc.error(at, "a grid axis needs at least one value")
+    if key == "algo":
+        for value in values:
+            if value not in ALGO_NAMES:
+                raise loc.error(at, f"unknown algorithm {value!r} (known: {', '.join(ALGO_NAMES)})")
+        if len(set(values)) != len(values):
+            raise loc.error(at, "an algorithm repeats")
+        return
     if key == "total_timesteps":
         if not all(isinstance(whole_number(v), int) and not isinstance(v, bool) and whole_number(v) > 0
                    for v in values):
@@ -692,15 +687,20 @@ def _check_grid_key(key: str, values: list[Any], loc: SpecLocator) -> None:
         return
     prefix = next((p for p in GRID_PREFIXES if key.startswith(p) and len(key) > len(p)), None)
     if prefix is None:
-        raise loc.error(at, "unknown grid key: use ppo.<kwarg>, env_kwargs.<kwarg>, normalize or total_timesteps")
-    if prefix == "ppo.":
+        raise loc.error(at, "unknown grid key: use ppo.<kwarg> (or sac., td3., a2c.), env_kwargs.<kwarg>, "
+                            "algo, normalize or total_timesteps")
+    if prefix != "env_kwargs.":
+        algo = ALGOS[prefix[:-1]]
+        if algo.name not in algos:
+            raise loc.error(at, f"a grid of {algo.label} hyperparameters, but no run trains {algo.label} "
+                                f"(algo: {', '.join(algos)})")
         name = key[len(prefix):].split(".")[0]
-        if key_problem := _ppo_key_problem(name):
-            raise loc.error(at, key_problem)
+        if wrong := key_problem(algo, name):
+            raise loc.error(at, wrong)
         if name == key[len(prefix):]:
             for value in values:
-                if value_problem := _ppo_value_problem(name, value):
-                    raise loc.error(at, value_problem)
+                if wrong := value_problem(algo, name, value):
+                    raise loc.error(at, wrong)
 
 
 def _check_bool(value: Any) -> None:

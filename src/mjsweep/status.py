@@ -135,12 +135,17 @@ def contention_warnings(runs: list[RunView]) -> list[Contention]:
         if r.fps and r.early_fps and r.fps < FPS_DROP * r.early_fps:
             what = f"{r.fps:.0f} fps" if r.active else f"averaged {r.fps:.0f} fps"
             out.append(Contention(r.run_id, "fps-drop", f"{what}, under half its early {r.early_fps:.0f}"))
-    measured = {r.run_id: r.fps for r in runs
-                if r.fps and r.state in (RunState.RUNNING.value, RunState.SUCCEEDED.value)}
-    if len(measured) >= 2:
-        median = statistics.median(measured.values())
-        out += [Contention(run_id, "fps-median", f"{fps:.0f} fps, under half the sweep's median {median:.0f}")
-                for run_id, fps in measured.items() if fps < FPS_DROP * median]
+    # Each algorithm against its own median: a SAC run's updates make it several times slower than PPO's.
+    # A sweep of several algorithms has `algo` in its grid; one of a single algorithm compares all its runs.
+    by_algo: dict[str | None, dict[str, float]] = {}
+    for r in runs:
+        if r.fps and r.state in (RunState.RUNNING.value, RunState.SUCCEEDED.value):
+            by_algo.setdefault(r.grid.get("algo"), {})[r.run_id] = r.fps
+    for measured in by_algo.values():
+        if len(measured) >= 2:
+            median = statistics.median(measured.values())
+            out += [Contention(run_id, "fps-median", f"{fps:.0f} fps, under half the sweep's median {median:.0f}")
+                    for run_id, fps in measured.items() if fps < FPS_DROP * median]
     return out
 
 

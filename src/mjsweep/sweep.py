@@ -106,9 +106,10 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
 
 
 def _refused_hyperparameters(spec: speclib.SweepSpec, run: RunSpec, problem: str, count: int) -> speclib.SpecError:
-    """SB3 refused a set of hyperparameters: point at the grid key that made it, else at the ppo block."""
-    grid_keys = [key for key in run.grid if key.startswith("ppo.")]
-    at: tuple[str, ...] = ("grid", grid_keys[0]) if grid_keys else ("ppo",)
+    """SB3 refused a set of hyperparameters: point at the grid key that made it, else at the algorithm's
+    section."""
+    grid_keys = [key for key in run.grid if key.startswith(f"{run.algo}.")]
+    at: tuple[str, ...] = ("grid", grid_keys[0]) if grid_keys else (run.algo,)
     point = f" (grid point {', '.join(f'{k}={run.grid[k]}' for k in grid_keys)})" if grid_keys else ""
     more = f"; {count - 1} more set(s) refused" if count > 1 else ""
     return spec.locator.error(at, f"stable-baselines3 cannot build the model{point}: {problem}{more}")

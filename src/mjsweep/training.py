@@ -1,4 +1,5 @@
-"""The worker's training pieces: vec env with monitor, PPO construction, progress rows, checkpoints.
+"""The worker's training pieces: vec env with monitor, model construction (PPO, SAC, TD3, A2C), progress
+rows, checkpoints (with the replay buffer of off-policy algorithms).
 
 Imported only by the worker process (it imports torch and stable-baselines3).
 """
@@ -18,18 +19,21 @@ from typing import Any, TextIO
 
 import numpy as np
 import torch
-from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor, ResultsWriter
+from stable_baselines3.common.noise import ActionNoise, NormalActionNoise, OrnsteinUhlenbeckActionNoise
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor, VecNormalize
 
+from .algos import ALGOS, NOISE_KEYS, algorithm_class, schedule_start
 from .envs import make_env
 from .plan import RunSpec
 from .rundir import RunDir, read_model, write_model
 from .schemas import BestRecord, CheckpointRecord, Timing
-from .spec import SCHEDULED_KWARGS, activation_name, schedule_start
+from .spec import activation_name
 
 PROGRESS_FIELDS = ("iteration", "timesteps", "wall_s", "fps", "ep_rew_mean", "ep_len_mean",
                    "rollout_s", "train_s")
@@ -147,42 +151,60 @@ def _evaluation_mean(run: RunDir, timesteps: int) -> float | None:
 
 
 class Checkpointer:
-    def __init__(self, run: RunDir, every: int, every_s: float | None = None, normalized: bool = False):
+    def __init__(self, run: RunDir, every: int, every_s: float | None = None, normalized: bool = False,
+                 off_policy: bool = False):
         self.run, self.every, self.every_s = run, every, every_s
         self.normalized = normalized
         """The run normalizes: a checkpoint without its statistics cannot be resumed."""
+        self.off_policy = off_policy
+        """The run learns from a replay buffer: a checkpoint without it cannot be resumed."""
         self.best = BestModel(run)
 
     def latest(self) -> CheckpointRecord | None:
         checkpoint = self.run.read_checkpoint()
         if checkpoint is None or not (self.run.checkpoints / checkpoint.model_file).exists():
             return None
-        if self.normalized and (checkpoint.vecnormalize_file is None
-                                or not (self.run.checkpoints / checkpoint.vecnormalize_file).exists()):
-            return None
+        for needed, name in ((self.normalized, checkpoint.vecnormalize_file),
+                             (self.off_policy, checkpoint.replay_buffer_file)):
+            if needed and (name is None or not (self.run.checkpoints / name).exists()):
+                return None
         return checkpoint
 
     def save(self, model: BaseAlgorithm, iteration: int, timing: Timing, log_sizes: tuple[int, ...],
              vecnormalize: VecNormalize | None = None) -> CheckpointRecord:
-        # The model (and the normalization statistics) are written first under new names, then
-        # checkpoint.json points at them: a kill at any moment leaves the previous set intact.
+        # The model, the normalization statistics and the replay buffer are each written under a new
+        # name (their timesteps), then checkpoint.json points at the set: a kill at any moment leaves the
+        # previous set intact and named by the previous checkpoint.json, never a model with another's buffer.
+        started = time.monotonic()
         self.run.checkpoints.mkdir(exist_ok=True)
         timesteps = int(model.num_timesteps)
         path = self.run.checkpoint_model(timesteps)
         save_atomic(model.save, path)
-        stats = None
+        stats = buffer = None
         if vecnormalize is not None:
             stats = self.run.checkpoint_vecnormalize(timesteps)
             save_atomic(vecnormalize.save, stats)
+        if isinstance(model, OffPolicyAlgorithm):
+            buffer = self.run.checkpoint_replay_buffer(timesteps)
+            save_atomic(model.save_replay_buffer, buffer)
+        written = [p for p in (path, stats, buffer) if p is not None]
         best = self.best.current()
         ckpt = CheckpointRecord(timesteps=timesteps, iteration=iteration, model_file=path.name,
                                 monitor_bytes=log_sizes[0], progress_bytes=log_sizes[1],
                                 evaluations_bytes=log_sizes[2] if len(log_sizes) > 2 else 0, timing=timing,
                                 vecnormalize_file=stats.name if stats else None,
-                                best_timesteps=best.timesteps if best else None)
+                                best_timesteps=best.timesteps if best else None,
+                                replay_buffer_file=buffer.name if buffer else None,
+                                replay_buffer_size=replay_buffer_size(model),
+                                replay_buffer_bytes=_size(buffer) if buffer else None,
+                                bytes=sum(_size(p) for p in written),
+                                save_s=round(time.monotonic() - started, 3))
         write_model(self.run.checkpoint_json, ckpt)
-        for old in [*self.run.checkpoint_models(), *self.run.checkpoint_vecnormalizes()]:
-            if old.name not in (path.name, ckpt.vecnormalize_file):
+        keep = {p.name for p in written}
+        # Also the temporary files of a save a kill cut short: a replay buffer's can be gigabytes.
+        for old in [*self.run.checkpoint_models(), *self.run.checkpoint_vecnormalizes(),
+                    *self.run.checkpoint_replay_buffers(), *self.run.checkpoints.glob(".*.tmp")]:
+            if old.name not in keep:
                 old.unlink(missing_ok=True)
         self.best.prune(ckpt.best_timesteps)  # pairs older than both the best and the checkpoint's best
         return ckpt
@@ -193,13 +215,23 @@ class Checkpointer:
         return checkpoint.best_timesteps if checkpoint else None
 
 
+def replay_buffer_size(model: BaseAlgorithm) -> int | None:
+    """Transitions the model's replay buffer holds (all envs together); None without one."""
+    buffer = getattr(model, "replay_buffer", None)
+    if not isinstance(buffer, ReplayBuffer):
+        return None
+    return buffer.size() * buffer.n_envs
+
+
 def _size(path: Path) -> int:
     return path.stat().st_size if path.exists() else 0
 
 
 class PhaseTimer(BaseCallback):
-    """Sums the seconds of each PPO iteration's rollout and update: the time an fps counts.
+    """Sums the seconds of each SB3 iteration's rollout and update: the time an fps counts.
 
+    An iteration is one collect_rollouts and the training after it: PPO's and A2C's n_steps per env and
+    their update; SAC's and TD3's train_freq steps and their gradient steps (none before learning_starts).
     The worker's progress rows and result.json, and the bench's naive baseline, all time training
     with it, so their fps figures measure the same thing.
     """
@@ -208,16 +240,18 @@ class PhaseTimer(BaseCallback):
         super().__init__()
         self.rollout_s = self.train_s = 0.0
         self._rollout_start = self._rollout_end = 0.0
+        self._updates_at_rollout_end = 0
         self._pending = False
 
     def _on_rollout_start(self) -> None:
         if self._pending:
-            self._end_iteration()
+            self._end_iteration(last=False)
         # Taken after the last iteration's row and checkpoint: writing those is no rollout's time.
         self._rollout_start = time.monotonic()
 
     def _on_rollout_end(self) -> None:
         self._rollout_end = time.monotonic()
+        self._updates_at_rollout_end = self.model._n_updates
         self._pending = True
 
     def _on_step(self) -> bool:
@@ -225,44 +259,60 @@ class PhaseTimer(BaseCallback):
 
     def _on_training_end(self) -> None:
         if self._pending:
-            self._end_iteration()
+            self._end_iteration(last=True)
 
-    def _end_iteration(self) -> None:
+    def _end_iteration(self, last: bool) -> None:
         self._pending = False
         rollout, update = self._rollout_end - self._rollout_start, time.monotonic() - self._rollout_end
+        if self.model._n_updates == self._updates_at_rollout_end:
+            # No update ran (SAC and TD3 before learning_starts): the loop's few microseconds are the
+            # rollout's, and a row of such iterations says train_s 0, which status reads as warm-up.
+            rollout, update = rollout + update, 0.0
         self.rollout_s += rollout
         self.train_s += update
-        self._iteration_done(rollout, update)
+        self._iteration_done(rollout, update, last)
 
-    def _iteration_done(self, rollout_s: float, update_s: float) -> None:
-        """Called once an iteration's update has ended, with its two durations."""
+    def _iteration_done(self, rollout_s: float, update_s: float, last: bool) -> None:
+        """Called once an iteration's update has ended, with its two durations; last: training ended."""
 
 
 class IterationRecorder(PhaseTimer):
-    """Writes one progress.csv row per PPO iteration (rollout + update) and checkpoints when due."""
+    """Writes progress.csv rows and checkpoints when due: a row per PPO iteration (rollout + update), a
+    row per `row_steps` timesteps of the algorithms with short iterations (theirs summed; algos.py)."""
 
     def __init__(self, checkpointer: Checkpointer, resume: CheckpointRecord | None,
                  stop_if_requested: Callable[[], None], evaluator: PeriodicEvaluator | None = None,
-                 on_row: Callable[[dict[str, Any]], None] | None = None):
+                 on_row: Callable[[dict[str, Any]], None] | None = None, row_steps: int = 1):
         super().__init__()
         self.checkpointer = checkpointer
         self.evaluator = evaluator
         self.on_row = on_row
         """Also given each progress row once it is written (experiment tracking)."""
+        self.row_steps = row_steps
+        """A row once an iteration ends at least this many timesteps after the last row (1: every one)."""
         self.stop_if_requested = stop_if_requested
         """Called at every env step: raises KeyboardInterrupt when the worker was asked to stop."""
+        self.resume = resume
         self.base = resume.timing if resume else Timing()
         self.iteration = resume.iteration if resume else 0
+        """Progress rows written, over all attempts."""
         self.last_checkpoint_at = resume.timesteps if resume else 0
         self.last_checkpoint_time = 0.0
         """time.monotonic() of the last checkpoint, or of this attempt's start of training."""
+        self.last_checkpoint: CheckpointRecord | None = resume
         self.save_s = 0.0
         self.eval_s = 0.0
         self._t0 = 0.0
-        # timesteps, iteration, log sizes when this iteration began
+        # timesteps, rows, log sizes when this iteration began: where a stop rewinds to
         self._iter_start: tuple[int, int, tuple[int, ...]] = (0, 0, (0, 0, 0))
         self._stats_start: tuple[Any, Any] | None = None
         """The normalization statistics (obs_rms, ret_rms) when this iteration began."""
+        self._buffer_start: tuple[int, bool] | None = None
+        """The replay buffer's (pos, full) when this iteration began."""
+        self._row_start = 0
+        """Timesteps when the current row began."""
+        self._row_s = (0.0, 0.0)
+        """Rollout and update seconds of the current row so far."""
         self._file: TextIO | None = None
         self._writer: csv.DictWriter[str] | None = None
         self.startup_s: float | None = None
@@ -272,12 +322,15 @@ class IterationRecorder(PhaseTimer):
         self.startup_s = process_age_s()
         self._t0 = self.last_checkpoint_time = time.monotonic()
         path = self.checkpointer.run.progress_csv
-        fresh = not path.exists() or path.stat().st_size == 0
-        self._file = open(path, "a", newline="", encoding="utf-8")
+        # A run that starts over (no checkpoint, or one it cannot resume: an off-policy run's without its
+        # buffer) drops the rows of the attempt it repeats, as make_vec_env does with monitor.csv.
+        fresh = self.resume is None or not path.exists() or path.stat().st_size == 0
+        self._file = open(path, "w" if fresh else "a", newline="", encoding="utf-8")
         self._writer = csv.DictWriter(self._file, fieldnames=PROGRESS_FIELDS)
         if fresh:
             self._writer.writeheader()
             self._file.flush()
+        self._row_start = self.model.num_timesteps
         self._mark_iteration_start()
 
     def _on_rollout_start(self) -> None:
@@ -288,6 +341,8 @@ class IterationRecorder(PhaseTimer):
         self._iter_start = (self.model.num_timesteps, self.iteration, self._log_sizes())
         if (normalizer := self.model.get_vec_normalize_env()) is not None:
             self._stats_start = (copy.deepcopy(normalizer.obs_rms), copy.deepcopy(normalizer.ret_rms))
+        if isinstance(buffer := getattr(self.model, "replay_buffer", None), ReplayBuffer):
+            self._buffer_start = (buffer.pos, buffer.full)
 
     def _log_sizes(self) -> tuple[int, int, int]:
         run = self.checkpointer.run
@@ -302,9 +357,27 @@ class IterationRecorder(PhaseTimer):
         if self._file:
             self._file.close()
 
-    def _iteration_done(self, rollout_s: float, update_s: float) -> None:
+    def _iteration_done(self, rollout_s: float, update_s: float, last: bool) -> None:
+        rollout_s, update_s = self._row_s[0] + rollout_s, self._row_s[1] + update_s
+        if self.model.num_timesteps - self._row_start >= self.row_steps or last:
+            self._write_row(rollout_s, update_s)
+            self._row_s = (0.0, 0.0)
+        else:
+            self._row_s = (rollout_s, update_s)
+        # Evaluations and checkpoints at the end of any iteration, where model, buffer and statistics agree.
+        if self.evaluator and self.evaluator.due(self._iter_start[0], self.model.num_timesteps):
+            started = time.monotonic()
+            self.evaluator.evaluate(self.model, self.totals().wall_s)
+            self.eval_s += time.monotonic() - started
+        if checkpoint_due(self.model.num_timesteps - self.last_checkpoint_at,
+                          time.monotonic() - self.last_checkpoint_time, self.checkpointer.every,
+                          self.checkpointer.every_s):
+            self._save(self.iteration, self._log_sizes())
+
+    def _write_row(self, rollout_s: float, update_s: float) -> None:
         self.iteration += 1
-        steps = self.model.num_timesteps - self._iter_start[0]
+        steps = self.model.num_timesteps - self._row_start
+        self._row_start = self.model.num_timesteps
         infos = list(self.model.ep_info_buffer or [])
         row = {
             "iteration": self.iteration,
@@ -321,14 +394,6 @@ class IterationRecorder(PhaseTimer):
         self._file.flush()
         if self.on_row:
             self.on_row(row)
-        if self.evaluator and self.evaluator.due(self._iter_start[0], self.model.num_timesteps):
-            started = time.monotonic()
-            self.evaluator.evaluate(self.model, self.totals().wall_s)
-            self.eval_s += time.monotonic() - started
-        if checkpoint_due(self.model.num_timesteps - self.last_checkpoint_at,
-                          time.monotonic() - self.last_checkpoint_time, self.checkpointer.every,
-                          self.checkpointer.every_s):
-            self._save(self.iteration, self._log_sizes())
 
     def totals(self) -> Timing:
         elapsed = time.monotonic() - self._t0 if self._t0 else 0.0
@@ -339,8 +404,9 @@ class IterationRecorder(PhaseTimer):
     def save_interrupted(self) -> None:
         """Checkpoint on a stop request, rewound to the start of the unfinished iteration.
 
-        Its partial rollout is dropped (timesteps and log rows alike), so the resumed run repeats that
-        iteration whole and ends at exactly the timesteps an uninterrupted run would.
+        Its partial rollout is dropped (timesteps, log rows and the transitions it added to a replay
+        buffer alike), so the resumed run repeats that iteration whole and ends at exactly the timesteps
+        an uninterrupted run would.
         """
         if getattr(self, "model", None) is None or not self._t0:
             return  # stopped before training began: nothing to save
@@ -351,11 +417,15 @@ class IterationRecorder(PhaseTimer):
         if normalizer is not None and self._stats_start is not None:
             # The statistics as they were before the dropped partial rollout, to pair with the model.
             normalizer.obs_rms, normalizer.ret_rms = self._stats_start
+        buffer = getattr(self.model, "replay_buffer", None)
+        if isinstance(buffer, ReplayBuffer) and self._buffer_start is not None:
+            buffer.pos, buffer.full = self._buffer_start
         self._save(iteration, log_sizes)
 
     def _save(self, iteration: int, log_sizes: tuple[int, ...]) -> None:
         started = time.monotonic()
-        self.checkpointer.save(self.model, iteration, self.totals(), log_sizes, self.model.get_vec_normalize_env())
+        self.last_checkpoint = self.checkpointer.save(self.model, iteration, self.totals(), log_sizes,
+                                                      self.model.get_vec_normalize_env())
         self.last_checkpoint_time = time.monotonic()
         self.save_s += self.last_checkpoint_time - started
         self.last_checkpoint_at = self.model.num_timesteps
@@ -434,16 +504,29 @@ class LinearSchedule:
         return f"lin_{self.start}"
 
 
-def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer, resume: CheckpointRecord | None) -> PPO:
+def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer,
+                resume: CheckpointRecord | None) -> BaseAlgorithm:
     tensorboard_log = tensorboard_dir(spec, checkpointer.run)
+    cls = algorithm_class(spec.algo)
     if resume:
-        model = PPO.load(str(checkpointer.run.checkpoints / resume.model_file), env=venv, device=spec.device,
+        model = cls.load(str(checkpointer.run.checkpoints / resume.model_file), env=venv, device=spec.device,
                          tensorboard_log=tensorboard_log)
+        if isinstance(model, OffPolicyAlgorithm):
+            assert resume.replay_buffer_file, "Checkpointer.latest() resumes an off-policy run only with its buffer"
+            model.load_replay_buffer(str(checkpointer.run.checkpoints / resume.replay_buffer_file))
         # A different env seed than the first attempt's, so the resumed episodes are not replays.
         venv.seed(spec.seed + resume.timesteps)
         return model
-    kwargs = dict(spec.ppo)
-    for key in SCHEDULED_KWARGS:
+    kwargs = sb3_kwargs(spec, venv)
+    return cls(spec.policy, venv, seed=spec.seed, device=spec.device, verbose=0, tensorboard_log=tensorboard_log,
+               **kwargs)
+
+
+def sb3_kwargs(spec: RunSpec, venv: VecEnv) -> dict[str, Any]:
+    """The run's hyperparameters as SB3 takes them: schedules, activation classes, train_freq as a tuple,
+    RL Zoo's noise_type / noise_std as an action noise."""
+    kwargs = dict(spec.hyperparams)
+    for key in ALGOS[spec.algo].scheduled:
         if (start := schedule_start(kwargs.get(key))) is not None:
             kwargs[key] = LinearSchedule(start)
     policy_kwargs = dict(kwargs.pop("policy_kwargs", None) or {})
@@ -451,11 +534,25 @@ def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer, resume:
         name = activation_name(policy_kwargs["activation_fn"])
         assert name is not None, "the spec checked the activation's name"
         policy_kwargs["activation_fn"] = getattr(torch.nn, ACTIVATION_CLASSES[name])
-    return PPO(spec.policy, venv, seed=spec.seed, device=spec.device, verbose=0,
-               policy_kwargs=policy_kwargs or None, tensorboard_log=tensorboard_log, **kwargs)
+    kwargs["policy_kwargs"] = policy_kwargs or None
+    if isinstance(kwargs.get("train_freq"), list):
+        kwargs["train_freq"] = tuple(kwargs["train_freq"])
+    noise = {key: kwargs.pop(key) for key in NOISE_KEYS if key in kwargs}
+    if noise:
+        kwargs["action_noise"] = action_noise(noise["noise_type"], float(noise["noise_std"]),
+                                              int(np.prod(venv.action_space.shape or (1,))))
+    return kwargs
 
 
-def evaluate(spec: RunSpec, model: PPO, stop_if_requested: Callable[[], None],
+def action_noise(kind: str, std: float, n_actions: int) -> ActionNoise:
+    """RL Zoo's noise_type and noise_std: Gaussian or Ornstein-Uhlenbeck exploration noise on each action."""
+    mean, sigma = np.zeros(n_actions), std * np.ones(n_actions)
+    if kind == "normal":
+        return NormalActionNoise(mean=mean, sigma=sigma)
+    return OrnsteinUhlenbeckActionNoise(mean=mean, sigma=sigma)
+
+
+def evaluate(spec: RunSpec, model: BaseAlgorithm, stop_if_requested: Callable[[], None],
              vecnormalize: VecNormalize | None = None) -> tuple[float, float]:
     """Mean and std of the return over eval_episodes fresh episodes of a separately seeded env;
     stop_if_requested is called at every step. A normalized run's policy sees observations normalized

@@ -1,9 +1,10 @@
 """One training run: `python -m mjsweep.worker RUN_DIR`.
 
 The only module that imports torch and stable-baselines3. It reads RUN_DIR/spec.json, caps every
-thread pool at one thread before torch does any work, trains PPO (continuing from the last
-checkpoint if there is one), evaluates, and writes result.json. Exit codes: 0 done, 1 the training
-raised (a deterministic error), 130 stopped by SIGINT/SIGTERM after saving a checkpoint.
+thread pool at one thread before torch does any work, trains the run's algorithm (PPO, SAC, TD3 or A2C;
+continuing from the last checkpoint if there is one, with its replay buffer for SAC and TD3), evaluates,
+and writes result.json. Exit codes: 0 done, 1 the training raised (a deterministic error), 130 stopped
+by SIGINT/SIGTERM after saving a checkpoint.
 
 SIGINT and SIGTERM only note a stop request; the worker acts on it at points of its own: between set-up
 steps, and at every env step of training and evaluation. Raising from the signal handler would surface
@@ -30,7 +31,7 @@ from pathlib import Path  # noqa: E402
 from typing import TYPE_CHECKING, Any, TypeVar  # noqa: E402
 
 if TYPE_CHECKING:
-    from stable_baselines3 import PPO
+    from stable_baselines3.common.base_class import BaseAlgorithm
 
     from .rundir import RunDir
 
@@ -75,6 +76,7 @@ def _train(run_path: Path) -> int:
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
 
+    from .algos import ALGOS
     from .plan import RunSpec
     from .rundir import RunDir, write_model
     from .runview import read_progress
@@ -87,6 +89,7 @@ def _train(run_path: Path) -> int:
         build_model,
         evaluate,
         make_vec_env,
+        replay_buffer_size,
         truncate_logs,
         versions,
     )
@@ -95,8 +98,9 @@ def _train(run_path: Path) -> int:
     started = time.monotonic()
     run = RunDir(run_path)
     spec = RunSpec.model_validate_json(run.spec_json.read_text(encoding="utf-8"))
+    off_policy = ALGOS[spec.algo].off_policy
     checkpointer = Checkpointer(run, spec.checkpoint_every, spec.checkpoint_every_s,
-                                normalized=spec.normalize is not None)
+                                normalized=spec.normalize is not None, off_policy=off_policy)
     resume = checkpointer.latest()
     if resume:
         print(f"mjsweep.worker: resuming {spec.run_id} from {resume.timesteps} timesteps", flush=True)
@@ -108,11 +112,15 @@ def _train(run_path: Path) -> int:
     try:
         stop_if_requested()
         model = build_model(spec, venv, checkpointer, resume)
+        resumed_buffer = replay_buffer_size(model) if resume else None
+        if resumed_buffer is not None:
+            print(f"mjsweep.worker: replay buffer of {resumed_buffer} transitions loaded", flush=True)
         tracker = start_logger(spec, run)
         evaluator = PeriodicEvaluator(spec, checkpointer, resume, tracker.log_evaluation if tracker else None) \
             if spec.eval_every else None
         recorder = IterationRecorder(checkpointer, resume, stop_if_requested, evaluator,
-                                     on_row=tracker.log_progress if tracker else None)
+                                     on_row=tracker.log_progress if tracker else None,
+                                     row_steps=ALGOS[spec.algo].row_steps)
         try:
             model.learn(total_timesteps=spec.total_timesteps - model.num_timesteps,
                         reset_num_timesteps=resume is None, callback=recorder)
@@ -129,8 +137,10 @@ def _train(run_path: Path) -> int:
     timing = recorder.totals()
     progress = read_progress(run.progress_csv)
     training_s = round(timing.training_s, 3)
+    checkpoint = recorder.last_checkpoint
     result = RunResult(
         run_id=spec.run_id,
+        algo=spec.algo,
         eval_mean_return=mean,
         eval_std_return=std,
         eval_episodes=spec.eval_episodes,
@@ -143,6 +153,11 @@ def _train(run_path: Path) -> int:
         train_s=round(timing.train_s, 3),
         training_s=training_s,
         save_s=round(timing.save_s + final_save_s, 3),
+        checkpoint_save_s=checkpoint.save_s if checkpoint else None,
+        checkpoint_bytes=checkpoint.bytes if checkpoint else None,
+        replay_buffer_bytes=checkpoint.replay_buffer_bytes if checkpoint else None,
+        replay_buffer_size=replay_buffer_size(model),
+        replay_buffer_resumed=resumed_buffer,
         eval_s=round(eval_s, 3),
         periodic_eval_s=round(timing.eval_s, 3) if evaluator else None,
         evaluations=evaluator.rows if evaluator else None,
@@ -172,7 +187,7 @@ def _train(run_path: Path) -> int:
     return EXIT_OK
 
 
-def _save_model(model: PPO, run: RunDir) -> None:
+def _save_model(model: BaseAlgorithm, run: RunDir) -> None:
     from .training import save_atomic
 
     model.save(str(run.model_zip_tmp))

@@ -60,7 +60,7 @@ def _job_file(job: PolicyJob, folder: Path, episodes: int, deterministic: bool) 
     run_dir = RunDir(Path(job.run_dir))
     stats = run_dir.vecnormalize
     data = {"model": str(run_dir.model_zip), "vecnormalize": str(stats) if stats.is_file() else None,
-            "seed": job.run.seed, "episodes": episodes, "deterministic": deterministic,
+            "algo": job.run.algo, "seed": job.run.seed, "episodes": episodes, "deterministic": deterministic,
             "targets": [{**asdict(t), "result": str(t.result)} for t in job.targets]}
     path = folder / f"{job.run.run_id}.json"
     path.write_text(json.dumps(data), encoding="utf-8")

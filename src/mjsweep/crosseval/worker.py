@@ -1,6 +1,6 @@
 """`python -m mjsweep.crosseval.worker JOB.json`: one trained policy evaluated on several variants.
 
-JOB.json: {"model", "vecnormalize", "seed", "episodes", "deterministic", "targets": [{"variant", "env",
+JOB.json: {"model", "vecnormalize", "algo", "seed", "episodes", "deterministic", "targets": [{"variant", "env",
 "xml", "env_kwargs", "max_episode_steps", "result"}]}. Each target's result file is written atomically
 as soon as it is done: {"schema", "episodes", "mean", "std", "returns", "lengths"} or {"schema",
 "episodes", "skipped": why}.
@@ -53,11 +53,12 @@ def _outcome(result: dict[str, Any]) -> str:
 
 def main(job_path: str) -> None:
     import torch
-    from stable_baselines3 import PPO
+
+    from ..algos import algorithm_class
 
     torch.set_num_threads(1)
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
-    policy = PPO.load(job["model"], device="cpu")
+    policy = algorithm_class(job.get("algo", "ppo")).load(job["model"], device="cpu")
     for target in job["targets"]:
         result = evaluate_on(policy, target, job)
         path = Path(target["result"])

@@ -28,9 +28,9 @@ def rollout_frames(mujoco, item: dict, width: int, height: int, seconds: float):
     """First the frame rate and the frame count, then the labelled frames of the policy acting in its
     env for `seconds` of simulated time."""
     import torch
-    from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
+    from ..algos import algorithm_class
     from ..envs import make_env
     from ..plan import RunSpec
     from ..rundir import RunDir
@@ -39,7 +39,7 @@ def rollout_frames(mujoco, item: dict, width: int, height: int, seconds: float):
     spec = RunSpec.model_validate_json(RunDir(Path(item["run_dir"])).spec_json.read_text(encoding="utf-8"))
     plain = DummyVecEnv([lambda: make_env(spec.env, Path(spec.xml), spec.env_kwargs, spec.max_episode_steps)])
     venv: VecEnv = frozen_statistics(item["vecnormalize"], plain) if item.get("vecnormalize") else plain
-    policy = PPO.load(item["model"], device="cpu")
+    policy = algorithm_class(spec.algo).load(item["model"], device="cpu")
     env: Any = plain.envs[0].unwrapped  # a MuJoCo env: model, data and dt
     model, data = env.model, env.data
     every = max(1, round(1 / (env.dt * MAX_FPS)))

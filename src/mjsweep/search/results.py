@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from ..algos import ALGO_NAMES
 from ..rundir import SweepDir
 from ..spec import SweepSpec
 from .objective import confidence, run_value
@@ -58,12 +59,12 @@ def ranked(sweep_dir: SweepDir, search: SearchSpec) -> list[TrialRow]:
 
 
 def best_block(row: TrialRow) -> str:
-    """The trial's parameters as spec YAML: ppo and env_kwargs mappings, top keys, and each searched edit label
-    as the one value of its edit_grid axis."""
+    """The trial's parameters as spec YAML: the algorithm's section (ppo, sac, ...) and env_kwargs mappings,
+    top keys, and each searched edit label as the one value of its edit_grid axis."""
     data: dict[str, Any] = {}
     for key, value in row.record.params.items():
         head, _, rest = key.partition(".")
-        if head in ("ppo", "env_kwargs"):
+        if head in (*ALGO_NAMES, "env_kwargs"):
             data.setdefault(head, {})[rest] = value
         elif head == "edits":
             data.setdefault("edit_grid", {})[rest] = [value]

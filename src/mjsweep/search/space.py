@@ -107,7 +107,8 @@ class SearchSpec(_Strict):
     """Every trial trains seeds 0 .. seeds_per_trial-1, each its own run."""
     objective: ObjectiveSpec = ObjectiveSpec()
     space: dict[str, Dimension] = Field(min_length=1)
-    """Dotted key -> distribution: ppo.<kwarg>, env_kwargs.<kwarg>, total_timesteps, normalize, edits.<label>."""
+    """Dotted key -> distribution: ppo.<kwarg> (or sac., td3., a2c.), env_kwargs.<kwarg>, total_timesteps,
+    normalize, edits.<label>."""
     prune: PruneSpec | None = None
     seed: int = Field(0, ge=0)
     """The sampler's seed: the same spec and seed propose the same trials."""

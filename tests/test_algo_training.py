@@ -1,0 +1,217 @@
+"""The worker's pieces for every algorithm: SB3 arguments from the spec's spellings, the rollout / update
+split of off-policy iterations, and checkpoints that keep a replay buffer with its own model."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from stable_baselines3 import SAC
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.save_util import load_from_pkl
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from conftest import TINY_XML
+from mjsweep import plan, spec as speclib, training
+from mjsweep.envs import make_env
+from mjsweep.rundir import RunDir
+from mjsweep.schemas import Timing
+from mjsweep.variants import Variant
+
+ENV = "HalfCheetah-v5"
+
+
+def tiny_env() -> DummyVecEnv:
+    return DummyVecEnv([lambda: make_env(ENV, TINY_XML, {}, 50)])
+
+
+def tiny_sac(**kwargs) -> SAC:
+    settings = {"buffer_size": 1000, "learning_starts": 1000, "batch_size": 8, "policy_kwargs": {"net_arch": [8]},
+                **kwargs}
+    return SAC("MlpPolicy", tiny_env(), seed=0, device="cpu", **settings)
+
+
+def run_dir(tmp_path: Path) -> RunDir:
+    (tmp_path / "run").mkdir()
+    return RunDir(tmp_path / "run")
+
+
+def test_sb3_arguments_from_rl_zoo_spellings(tmp_path):
+    import torch
+    from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
+
+    path = tmp_path / "spec.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        name: demo
+        env: {ENV}
+        variants: [{{name: a, xml: {TINY_XML}}}]
+        total_timesteps: 256
+        algo: td3
+        td3:
+          learning_rate: lin_1e-3
+          train_freq: [2, episode]
+          noise_type: normal
+          noise_std: 0.2
+          policy_kwargs: {{activation_fn: nn.ReLU, net_arch: [8]}}
+        """))
+    [run] = plan.expand(speclib.load(path), [Variant(name="a", xml=TINY_XML, sha256="0" * 64)])
+    venv = tiny_env()
+    try:
+        kwargs = training.sb3_kwargs(run, venv)
+        n_actions = venv.action_space.shape[0]
+    finally:
+        venv.close()
+    assert isinstance(kwargs["learning_rate"], training.LinearSchedule) and kwargs["learning_rate"](0.5) == 5e-4
+    assert kwargs["train_freq"] == (2, "episode")
+    noise = kwargs["action_noise"]
+    assert isinstance(noise, NormalActionNoise) and noise._sigma.tolist() == [0.2] * n_actions
+    assert "noise_type" not in kwargs and "noise_std" not in kwargs
+    assert kwargs["policy_kwargs"] == {"activation_fn": torch.nn.ReLU, "net_arch": [8]}
+    ou = training.action_noise("ornstein-uhlenbeck", 0.1, 3)
+    assert isinstance(ou, OrnsteinUhlenbeckActionNoise) and ou._sigma.tolist() == [0.1] * 3
+
+
+class FakeTime:
+    """training's `time`: a clock that moves only when the test says."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class StepCost(BaseCallback):
+    """Each env step costs 0.01 s on the fake clock."""
+
+    def __init__(self, clock: FakeTime):
+        super().__init__()
+        self.clock = clock
+
+    def _on_step(self) -> bool:
+        self.clock.now += 0.01
+        return True
+
+
+def test_off_policy_rows_split_rollout_and_update_time(tmp_path, monkeypatch):
+    clock = FakeTime()
+    monkeypatch.setattr(training, "time", clock)
+    monkeypatch.setattr(training, "process_age_s", lambda: 0.0)
+    model = tiny_sac(learning_starts=10, train_freq=2, gradient_steps=1)
+    update = model.train
+
+    def costly_update(*args, **kwargs):
+        clock.now += 1.0  # each update costs 1 s
+        return update(*args, **kwargs)
+
+    model.train = costly_update
+    run = run_dir(tmp_path)
+    recorder = training.IterationRecorder(training.Checkpointer(run, every=10**9, off_policy=True), None,
+                                          lambda: None, row_steps=10)
+    model.learn(40, callback=CallbackList([recorder, StepCost(clock)]))
+    rows = [line.split(",") for line in run.progress_csv.read_text().splitlines()[1:]]
+    # SB3 collects train_freq=2 steps, then updates once it is past learning_starts=10: a row per 10 steps
+    # sums five iterations; the first row has no update, the others five each.
+    assert [(int(r[0]), int(r[1])) for r in rows] == [(1, 10), (2, 20), (3, 30), (4, 40)]
+    assert [float(r[6]) for r in rows] == pytest.approx([0.1] * 4)
+    assert [float(r[7]) for r in rows] == pytest.approx([0.0, 5.0, 5.0, 5.0])
+    assert float(rows[1][3]) == pytest.approx(10 / 5.1, abs=0.1)
+    assert recorder.rollout_s == pytest.approx(0.4) and recorder.train_s == pytest.approx(15.0)
+
+
+def test_a_stop_rewinds_the_replay_buffer_with_the_timesteps(tmp_path):
+    model = tiny_sac(train_freq=4)
+    run = run_dir(tmp_path)
+    steps = 0
+
+    def stop_at_step_10() -> None:
+        nonlocal steps
+        steps += 1
+        if steps == 10:  # the third iteration (steps 9-12) has stored step 9 when step 10 is stopped
+            raise KeyboardInterrupt
+
+    recorder = training.IterationRecorder(training.Checkpointer(run, every=10**9, off_policy=True), None,
+                                          stop_at_step_10, row_steps=1)
+    with pytest.raises(KeyboardInterrupt):
+        model.learn(100, callback=recorder)
+    assert training.replay_buffer_size(model) == 9
+    recorder.save_interrupted()
+    checkpoint = run.read_checkpoint()
+    assert checkpoint.timesteps == 8 and checkpoint.replay_buffer_size == 8
+    assert load_from_pkl(run.checkpoints / checkpoint.replay_buffer_file).size() == 8
+
+
+def test_a_kill_before_checkpoint_json_never_pairs_a_model_with_another_buffer(tmp_path, monkeypatch):
+    model = tiny_sac()
+    model.learn(30)
+    run = run_dir(tmp_path)
+    checkpointer = training.Checkpointer(run, every=10, off_policy=True)
+    first = checkpointer.save(model, 1, Timing(), (0, 0, 0))
+    assert (first.model_file, first.replay_buffer_file, first.replay_buffer_size) == \
+        ("model_30.zip", "replay_buffer_30.pkl", 30)
+    assert first.bytes == sum((run.checkpoints / f).stat().st_size for f in (first.model_file,
+                                                                               first.replay_buffer_file))
+    model.learn(20, reset_num_timesteps=False)
+
+    def killed(*args):
+        raise KeyboardInterrupt
+
+    def killed_while_writing(path):
+        Path(path).write_bytes(b"half a buffer")
+        raise KeyboardInterrupt
+
+    # killed after the model, halfway through the buffer; then after both, before checkpoint.json
+    monkeypatch.setattr(model, "save_replay_buffer", killed_while_writing)
+    with pytest.raises(KeyboardInterrupt):
+        checkpointer.save(model, 2, Timing(), (0, 0, 0))
+    monkeypatch.undo()
+    assert checkpointer.latest() == first
+    # the half buffer, under a name the next save does not write over: a kill's leftover at 40 timesteps
+    (run.checkpoints / ".replay_buffer_50.pkl.tmp").rename(run.checkpoints / ".replay_buffer_40.pkl.tmp")
+    monkeypatch.setattr(training, "write_model", killed)
+    with pytest.raises(KeyboardInterrupt):
+        checkpointer.save(model, 2, Timing(), (0, 0, 0))
+    monkeypatch.undo()
+    latest = checkpointer.latest()
+    assert latest == first
+    assert load_from_pkl(run.checkpoints / latest.replay_buffer_file).size() == 30
+    assert (run.checkpoints / "replay_buffer_50.pkl").exists()  # written, but no checkpoint names it
+
+    second = checkpointer.save(model, 2, Timing(), (0, 0, 0))
+    assert checkpointer.latest() == second and second.replay_buffer_size == 50
+    assert sorted(p.name for p in run.checkpoints.iterdir()) == ["checkpoint.json", "model_50.zip",
+                                                                  "replay_buffer_50.pkl"]
+
+
+def test_an_off_policy_checkpoint_without_its_buffer_is_not_resumable(tmp_path):
+    model = tiny_sac()
+    model.learn(10)
+    run = run_dir(tmp_path)
+    saved = training.Checkpointer(run, every=10, off_policy=True).save(model, 1, Timing(), (0, 0, 0))
+    (run.checkpoints / saved.replay_buffer_file).unlink()
+    assert training.Checkpointer(run, every=10, off_policy=True).latest() is None
+    assert training.Checkpointer(run, every=10, off_policy=False).latest() == saved
+
+
+def test_warm_up_rows_of_an_off_policy_run_have_no_update_time(tmp_path):
+    model = tiny_sac(learning_starts=30, train_freq=1)
+    run = run_dir(tmp_path)
+    recorder = training.IterationRecorder(training.Checkpointer(run, every=10**9, off_policy=True), None,
+                                          lambda: None, row_steps=10)
+    model.learn(60, callback=recorder)
+    rows = [line.split(",") for line in run.progress_csv.read_text().splitlines()[1:]]
+    assert [int(r[1]) for r in rows] == [10, 20, 30, 40, 50, 60]
+    # before learning_starts no update runs: the loop between rollouts is rollout time, train_s exactly 0
+    assert [float(r[7]) == 0.0 for r in rows] == [True, True, True, False, False, False]
+
+
+def test_a_run_that_starts_over_drops_the_rows_of_the_attempt_it_repeats(tmp_path):
+    run = run_dir(tmp_path)
+    run.progress_csv.write_text("iteration,timesteps\n1,10\n2,20\n3,30\n")  # an attempt with no usable checkpoint
+    recorder = training.IterationRecorder(training.Checkpointer(run, every=10**9, off_policy=True), None,
+                                          lambda: None, row_steps=10)
+    tiny_sac().learn(20, callback=recorder)
+    lines = run.progress_csv.read_text().splitlines()
+    assert lines[0] == ",".join(training.PROGRESS_FIELDS)
+    assert [line.split(",")[:2] for line in lines[1:]] == [["1", "10"], ["2", "20"]]
