@@ -79,6 +79,9 @@ def run(
     order: str = typer.Option("breadth", "--order", help="Start order: breadth (every variant and grid point "
                               "gets its first seed before any gets its second; the longest runs first within "
                               "that) or variant (the spec's order: variant, grid point, seed)."),
+    start_with: str = typer.Option("auto", "--start", help="How local runs begin: template (forked from a process "
+                              "that has imported torch once; CPU runs), exec (a fresh interpreter each) or auto "
+                              "(template on Linux)."),
 ) -> None:
     """Train every variant x grid point x seed, each as its own single-threaded process."""
     from . import live
@@ -110,7 +113,7 @@ def run(
             render.sbatch_preview(out, plan, planned, workers)
         return
     try:
-        launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers)
+        launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers, start=start_with)
     except InputError as exc:
         raise _invalid(str(exc)) from None
     with launcher:

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import sys
+
 from ..errors import LauncherConfigError
 from ..spec import SweepSpec
 from .base import Launcher
 
 BACKENDS = ("local", "ray", "slurm")
+STARTS = ("auto", "exec", "template")
+"""`--start`: how a local run's process begins. auto: template on Linux, else exec."""
 
 
 def build_launcher(backend: str, spec: SweepSpec, gpus: str | None = None, address: str | None = None,
-                   workers: int | None = None) -> Launcher:
+                   workers: int | None = None, start: str = "auto") -> Launcher:
     """The launcher for `--backend`; its module is imported only when chosen."""
+    if start not in STARTS:
+        raise LauncherConfigError(f"--start {start!r}: expected one of {', '.join(STARTS)}")
+    if start == "template" and backend != "local":
+        raise LauncherConfigError(f"--start template is for --backend local; {backend} starts every run by exec")
     if backend == "ray":
         try:
             from .ray import RayLauncher
@@ -30,6 +38,8 @@ def build_launcher(backend: str, spec: SweepSpec, gpus: str | None = None, addre
         if spec.device == "cuda" and not gpu_ids:
             raise LauncherConfigError("device: cuda, but no GPU found (nvidia-smi, CUDA_VISIBLE_DEVICES, "
                                       "MJSWEEP_GPUS or --gpus)")
-        return LocalLauncher(gpus=gpu_ids, runs_per_gpu=spec.runs_per_gpu)
+        if start == "auto":
+            start = "template" if sys.platform == "linux" else "exec"  # prctl(PDEATHSIG) is Linux's
+        return LocalLauncher(gpus=gpu_ids, runs_per_gpu=spec.runs_per_gpu, start_with=start)
     raise LauncherConfigError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
 
