@@ -144,7 +144,9 @@ class LocalLauncher(Launcher):
             self._template = None
 
     def _forkable(self, command: list[str]) -> bool:
-        return self.start_with == "template" and command[0] == sys.executable
+        """Whether the template can run this command line: this interpreter with -m, -c or a script."""
+        return (self.start_with == "template" and len(command) > 1 and command[0] == sys.executable
+                and (command[1] in ("-m", "-c") or not command[1].startswith("-")))
 
     def _fork(self, command: list[str], run_dir: RunDir, env: dict[str, str]) -> WorkerProcess | None:
         """The run forked from the template; None (after one line on stderr) if the template cannot serve,

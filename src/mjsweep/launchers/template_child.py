@@ -42,9 +42,14 @@ def become_worker(log_fd: int, cwd: str, env: dict[str, str], template_pid: int,
 
 
 def run_command(argv: list[str]) -> int:
-    """argv as `python ARGV...` would run it (`-m module args` or `script args`), and its exit code."""
+    """argv as `python ARGV...` would run it (`-m module args`, `-c code args` or `script args`), and its
+    exit code."""
     try:
-        if argv[0] == "-m":
+        if argv[0] == "-c":
+            sys.argv = ["-c", *argv[2:]]
+            sys.path[0] = ""  # what -c puts first on the path
+            exec(compile(argv[1], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+        elif argv[0] == "-m":
             sys.argv = [argv[1], *argv[2:]]
             sys.path[0] = os.getcwd()  # what -m puts first on the path
             runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
