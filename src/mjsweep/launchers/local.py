@@ -105,14 +105,15 @@ class LocalLauncher(Launcher):
 
     def __init__(self, extra_env: dict[str, str] | None = None,
                  command: Callable[[Path], list[str]] = worker_command,
-                 gpus: list[str] | None = None, runs_per_gpu: int = 1, start_with: str = "exec"):
+                 gpus: list[str] | None = None, runs_per_gpu: int = 1, start_with: str = "exec",
+                 template: TemplateProcess | None = None):
         if start_with not in STARTS:
             raise ValueError(f"start_with {start_with!r}: expected one of {', '.join(STARTS)}")
         self.extra_env = extra_env or {}
         self.command = command  # tests swap in cheap stand-ins for the worker
         self.gpu_slots = GpuSlots(gpus or [], runs_per_gpu)
         self.start_with = start_with
-        self._template: TemplateProcess | None = None
+        self._template = template  # one started early (launchers.early_template), or None
 
     def submit(self, runs: list[RunSpec], sweep_dir) -> None:
         if self.start_with == "template" and any(run.device == "cpu" for run in runs):
@@ -164,9 +165,6 @@ class LocalLauncher(Launcher):
         if self._template is None or not self._template.alive:
             if self._template is not None:
                 self._template.close()
-            env = worker_env()
-            env.update(self.extra_env)
-            env["CUDA_VISIBLE_DEVICES"] = ""  # the template never sees a GPU; GPU runs are exec'd
-            self._template = TemplateProcess(env)
+            self._template = TemplateProcess.for_workers(self.extra_env)
         return self._template
 

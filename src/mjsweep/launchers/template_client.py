@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 
 from ..errors import LaunchError
-from .spawn import _unblocked_dying_with
+from .spawn import _unblocked_dying_with, worker_env
 from .template_wire import Reader, send
 
 READY_WAIT_S = 300.0
@@ -46,6 +46,14 @@ class TemplateProcess:
         self._answers: list[dict] = []
         self.exits: dict[int, int] = {}
         """Wait statuses of the children that ended, by pid."""
+
+    @classmethod
+    def for_workers(cls, extra_env: dict[str, str] | None = None) -> TemplateProcess:
+        """A template with a worker's environment (thread caps), extra_env, and no GPU: GPU runs are exec'd."""
+        env = worker_env()
+        env.update(extra_env or {})
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        return cls(env)
 
     @property
     def alive(self) -> bool:
