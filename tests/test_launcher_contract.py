@@ -68,7 +68,8 @@ def _slurm(request) -> Backend:
 @pytest.fixture(params=["local", "local-template", pytest.param("ray", marks=pytest.mark.slow),
                         pytest.param("slurm", marks=pytest.mark.slow)])
 def backend(request):
-    made = {"local": _local, "local-template": lambda: _local("template"), "ray": lambda: _ray(request), "slurm": lambda: _slurm(request)}[request.param]()
+    made = {"local": _local, "local-template": lambda: _local("template"), "ray": lambda: _ray(request),
+            "slurm": lambda: _slurm(request)}[request.param]()
     with made.launcher:
         yield made
 
