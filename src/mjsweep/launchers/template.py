@@ -95,6 +95,8 @@ def fork_child(request: dict, prctl, inherited: list[int]) -> dict:
     if pid == 0:
         code = 1
         try:
+            signal.set_wakeup_fd(-1)  # before its pipe is closed: a signal must not write to a stale fd
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             for fd in (*inherited, ready_r):
                 os.close(fd)
             become_worker(log_fd, request["cwd"], request["env"], template_pid, prctl, ready_w)

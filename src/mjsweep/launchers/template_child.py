@@ -25,7 +25,6 @@ def become_worker(log_fd: int, cwd: str, env: dict[str, str], template_pid: int,
     if os.getppid() != template_pid:  # the template died before prctl took effect
         os._exit(1)
     os.close(ready_fd)
-    signal.set_wakeup_fd(-1)
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as a fresh interpreter has it
