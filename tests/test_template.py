@@ -180,3 +180,29 @@ def test_the_same_seed_trains_the_same_through_exec_and_the_template(tmp_path, t
     assert (exec_result["started_by"], template_result["started_by"]) == ("exec", "template")
     for result in (exec_result, template_result):  # thread caps, verified from inside the worker
         assert result["torch_threads"] == 1 and result["torch_interop_threads"] == 1
+
+
+UNSAFE_TEMPLATES = {
+    "a second thread": ("import threading, time\n"
+                        "threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n",
+                        "2 threads after its imports"),
+    "dead at start": ("import os\nos._exit(3)\n", "it died"),
+}
+
+
+@pytest.mark.parametrize("case", list(UNSAFE_TEMPLATES))
+def test_a_template_that_cannot_serve_is_refused_and_runs_are_execd(tmp_path, monkeypatch, capsys, case):
+    code, why = UNSAFE_TEMPLATES[case]
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(f"import sys\nif 'mjsweep.launchers.template' in sys.orig_argv:\n"
+                                           + textwrap.indent(code, "    "))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    with LocalLauncher(command=lambda p: [sys.executable, str(STUB), str(p)], start_with="template") as launcher:
+        run_dir = run_dir_with(tmp_path, "run", {"total_timesteps": 500})
+        launcher.submit([Cpu()], None)
+        handle = launcher.start(Cpu(), run_dir)
+        assert not isinstance(handle.proc, TemplateChild) and launcher.start_with == "exec"
+        assert wait_end(handle) == RunExit.exited(0)
+    err = capsys.readouterr().err
+    assert why in err and "starting runs by exec from now on" in err

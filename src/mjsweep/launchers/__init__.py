@@ -34,9 +34,12 @@ def early_template(backend: str, start: str) -> TemplateProcess | None:
     runs will not be forked. Raises LauncherConfigError for a bad --start."""
     if resolve_start(backend, start) != "template":
         return None
-    from .template_client import TemplateProcess
+    from .template_client import TemplateError, TemplateProcess
 
-    return TemplateProcess.for_workers()
+    try:
+        return TemplateProcess.for_workers()
+    except TemplateError:
+        return None  # the launcher tries again at its first run, and says why if it fails
 
 
 def build_launcher(backend: str, spec: SweepSpec, gpus: str | None = None, address: str | None = None,

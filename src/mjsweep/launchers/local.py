@@ -117,7 +117,10 @@ class LocalLauncher(Launcher):
 
     def submit(self, runs: list[RunSpec], sweep_dir) -> None:
         if self.start_with == "template" and any(run.device == "cpu" for run in runs):
-            self._live_template()
+            try:
+                self._live_template()
+            except TemplateError as exc:
+                self._give_up_template(exc)
 
     def can_start(self, run: RunSpec) -> bool:
         return run.device == "cpu" or self.gpu_slots.free()
@@ -156,10 +159,13 @@ class LocalLauncher(Launcher):
             return self._live_template().fork(command[1:], run_dir.path, run_dir.log,
                                               {**env, "MJSWEEP_START": "template"})
         except TemplateError as exc:
-            print(f"mjsweep: {exc}; starting runs by exec from now on", file=sys.stderr, flush=True)
-            self.close()
-            self.start_with = "exec"
+            self._give_up_template(exc)
             return None
+
+    def _give_up_template(self, exc: TemplateError) -> None:
+        print(f"mjsweep: {exc}; starting runs by exec from now on", file=sys.stderr, flush=True)
+        self.close()
+        self.start_with = "exec"
 
     def _live_template(self) -> TemplateProcess:
         if self._template is None or not self._template.alive:

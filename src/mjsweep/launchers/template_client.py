@@ -36,10 +36,16 @@ class TemplateProcess:
         self._errors = tempfile.TemporaryFile()
         ours, theirs = socket.socketpair()
         with theirs:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "mjsweep.launchers.template", str(theirs.fileno()), str(os.getpid())],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._errors, env=env,
-                start_new_session=True, pass_fds=(theirs.fileno(),), preexec_fn=_unblocked_dying_with(os.getpid()))
+            try:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "mjsweep.launchers.template", str(theirs.fileno()), str(os.getpid())],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._errors, env=env,
+                    start_new_session=True, pass_fds=(theirs.fileno(),),
+                    preexec_fn=_unblocked_dying_with(os.getpid()))
+            except OSError as exc:
+                ours.close()
+                self._errors.close()
+                raise TemplateError(f"the template process cannot start: {exc}") from None
         self.sock = ours
         self._reader = Reader(ours)
         self._ready: bool = False
