@@ -17,6 +17,7 @@ import select
 import signal
 import socket
 import sys
+import traceback
 
 from .template_child import become_worker, run_command
 from .template_wire import Reader, send
@@ -77,11 +78,11 @@ def serve(sock: socket.socket, prctl) -> None:
             os.read(wake_r, 4096)
         if sock.fileno() in readable:
             for request in reader.read():
-                send(sock, fork_child(request, prctl, [sock.fileno(), wake_r, wake_w]))
+                send(sock, fork_child(request, prctl, sock, [wake_r, wake_w]))
         report_ended(sock)
 
 
-def fork_child(request: dict, prctl, inherited: list[int]) -> dict:
+def fork_child(request: dict, prctl, sock: socket.socket, inherited: list[int]) -> dict:
     """Fork the child of one request; {"pid"} once it leads its own process group, or {"error"}."""
     try:
         log_fd = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -97,10 +98,13 @@ def fork_child(request: dict, prctl, inherited: list[int]) -> dict:
         try:
             signal.set_wakeup_fd(-1)  # before its pipe is closed: a signal must not write to a stale fd
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            sock.close()  # through its object, which would otherwise close the fd number again when collected
             for fd in (*inherited, ready_r):
                 os.close(fd)
             become_worker(log_fd, request["cwd"], request["env"], template_pid, prctl, ready_w)
             code = run_command(request["argv"])
+        except BaseException:  # noqa: BLE001 - a set-up that failed: its traceback goes to the run's log
+            traceback.print_exc()
         finally:
             os._exit(code)
     os.close(log_fd)
