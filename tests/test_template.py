@@ -206,3 +206,21 @@ def test_a_template_that_cannot_serve_is_refused_and_runs_are_execd(tmp_path, mo
         assert wait_end(handle) == RunExit.exited(0)
     err = capsys.readouterr().err
     assert why in err and "starting runs by exec from now on" in err
+
+
+def test_a_gpu_run_is_execd_with_its_gpu_and_the_template_never_sees_one(tmp_path):
+    probe = "import json, os; json.dump(os.environ.get('CUDA_VISIBLE_DEVICES'), open('gpu.json', 'w'))"
+
+    class Cuda:
+        device = "cuda"
+
+    with LocalLauncher(command=lambda p: [sys.executable, "-c", probe, str(p)], gpus=["0"],
+                       start_with="template") as launcher:
+        launcher.submit([Cpu(), Cuda()], None)
+        run_dir = run_dir_with(tmp_path, "gpu", {})
+        handle = launcher.start(Cuda(), run_dir)
+        assert not isinstance(handle.proc, TemplateChild)
+        assert wait_end(handle) == RunExit.exited(0)
+        template_env = psutil.Process(launcher._template.proc.pid).environ()
+    assert json.loads((run_dir.path / "gpu.json").read_text()) == "0"
+    assert template_env["CUDA_VISIBLE_DEVICES"] == "" and template_env["OMP_NUM_THREADS"] == "1"
