@@ -88,6 +88,10 @@ def test_tiny_bench_reports_every_figure_consistently(tmp_path: Path):
     assert 0 < launch["to_first_run_s"] and 0 < launch["worker_startup_s"]
     assert launch["to_first_env_step_s"] == pytest.approx(launch["to_first_run_s"] + launch["worker_startup_s"],
                                                           abs=0.002)
+    template = report["launch_template"]  # side by side, in the same run
+    assert launch["start_with"] == "exec" and template["start_with"] == "template"
+    assert report["template_launch_ratio"] == pytest.approx(template["later_startup_s"] / launch["later_startup_s"],
+                                                            abs=0.002)
 
     scale = report["scale"]
     assert scale["runs"] == 40
@@ -283,15 +287,27 @@ def test_a_real_gnu_parallel_batch_reports_consistent_figures(tmp_path: Path):
 def test_the_launch_figures_are_in_the_summary_and_the_json():
     base = _report()
     report = BenchReport(base.config, base.mjsweep, base.naive, base.scale, "host", "cpu", 0.1,
-                         launch=LaunchFigures(1.25, 2.5))
-    assert report.to_dict()["launch"] == {"to_first_run_s": 1.25, "worker_startup_s": 2.5, "to_first_env_step_s": 3.75}
-    assert ("- `sweep run` to first run started: 1.25 s; to its first env step: 3.75 s (the worker's own "
-            "start-up 2.50 s)") in render(report)
-    assert "sweep run` to first run" not in render(base) and base.to_dict()["launch"] is None
+                         launch=LaunchFigures(1.25, 2.5, "exec", 2.4),
+                         launch_template=LaunchFigures(3.0, 2.0, "template", 0.3))
+    assert report.to_dict()["launch"] == {"to_first_run_s": 1.25, "worker_startup_s": 2.5, "start_with": "exec",
+                                          "later_startup_s": 2.4, "to_first_env_step_s": 3.75}
+    assert report.to_dict()["launch_template"]["to_first_env_step_s"] == 5.0
+    assert report.to_dict()["template_launch_ratio"] == 0.125  # 0.3 / 2.4: the later runs' launches
+    text = render(report)
+    assert ("- `sweep run --start exec` to first run started: 1.25 s; to its first env step: 3.75 s (the worker's "
+            "own start-up 2.50 s; the next run's 2.40 s)") in text
+    assert "- a run's launch to first env step through the template: 0.12x the exec's" in text
+    assert "| a run's launch to first env step through the template <= 1/4 of an exec's | 0.12x | yes |" in text
+    assert "sweep run --start" not in render(base) and base.to_dict()["launch"] is None
+    assert base.template_launch_ratio is None and "through the template" not in render(base)
 
 
-def test_a_real_launch_is_timed_to_its_first_run_and_first_env_step(tmp_path: Path):
+@pytest.mark.parametrize("start_with", ["exec", "template"])
+def test_a_real_launch_is_timed_to_its_first_run_and_first_env_step(tmp_path: Path, start_with):
     config = BenchConfig(env="HalfCheetah-v5", steps=STEPS, ppo={"n_steps": N_STEPS}, max_episode_steps=100)
-    figures = measure_launch(config, TINY_XML, tmp_path / "launch")
-    assert 0 < figures.to_first_run_s and 0 < figures.worker_startup_s
+    figures = measure_launch(config, TINY_XML, tmp_path / "launch", start_with)
+    assert figures.start_with == start_with
+    assert 0 < figures.to_first_run_s and 0 < figures.worker_startup_s and 0 < figures.later_startup_s
     assert figures.to_first_env_step_s == pytest.approx(figures.to_first_run_s + figures.worker_startup_s)
+    runs = [d for d in (tmp_path / "launch" / "runs" / "launch").iterdir() if (d / "result.json").exists()]
+    assert len(runs) == 2 and {json.loads((d / "result.json").read_text())["started_by"] for d in runs} == {start_with}

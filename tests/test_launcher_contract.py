@@ -1,7 +1,8 @@
 """Every launcher keeps the same contract with the scheduler (launchers/base.py), in the way Hydra tests
 its launchers: one suite, run against each. Start and poll to an exit with a result and a peak memory,
-interrupt with a checkpoint, kill, and an end nobody asked for (retried). Local runs a stub worker (fast);
-Ray and SLURM run the real worker on a real cluster (slow; SLURM skips unless one is up)."""
+interrupt with a checkpoint, kill, and an end nobody asked for (retried). Local runs a stub worker (fast),
+by exec and forked from the template process; Ray and SLURM run the real worker on a real cluster (slow;
+SLURM skips unless one is up)."""
 
 from __future__ import annotations
 
@@ -42,8 +43,8 @@ class Backend:
     """The exit that gives, where it is certain."""
 
 
-def _local() -> Backend:
-    launcher = LocalLauncher(command=lambda run_dir: [sys.executable, str(STUB), str(run_dir)])
+def _local(start_with: str = "exec") -> Backend:
+    launcher = LocalLauncher(command=lambda run_dir: [sys.executable, str(STUB), str(run_dir)], start_with=start_with)
     return Backend("local", launcher, lambda handle: os.kill(handle.pid, signal.SIGKILL), ExitKind.KILLED)
 
 
@@ -64,10 +65,11 @@ def _slurm(request) -> Backend:
     return Backend("slurm", launcher, lambda handle: subprocess.run(["scancel", handle.task], check=True), None)
 
 
-@pytest.fixture(params=["local", pytest.param("ray", marks=pytest.mark.slow),
+@pytest.fixture(params=["local", "local-template", pytest.param("ray", marks=pytest.mark.slow),
                         pytest.param("slurm", marks=pytest.mark.slow)])
 def backend(request):
-    made = {"local": _local, "ray": lambda: _ray(request), "slurm": lambda: _slurm(request)}[request.param]()
+    made = {"local": _local, "local-template": lambda: _local("template"), "ray": lambda: _ray(request),
+            "slurm": lambda: _slurm(request)}[request.param]()
     with made.launcher:
         yield made
 

@@ -32,10 +32,13 @@ def status_of(run_dir: Path) -> dict:
 
 
 def worker_processes(sweep_dir: Path) -> list[psutil.Process]:
+    """The sweep's workers: exec'd ones name their run dir on their command line, forked ones run in it."""
     found = []
-    for proc in psutil.process_iter(["cmdline"]):
+    for proc in psutil.process_iter(["cmdline", "cwd"]):
         cmd = " ".join(proc.info["cmdline"] or [])
-        if "mjsweep.worker" in cmd and str(sweep_dir) in cmd:
+        exec_worker = "mjsweep.worker" in cmd and str(sweep_dir) in cmd
+        forked_worker = "mjsweep.launchers.template" in cmd and (proc.info["cwd"] or "").startswith(f"{sweep_dir}/")
+        if exec_worker or forked_worker:
             found.append(proc)
     return found
 
@@ -88,9 +91,10 @@ def test_a_run_shorter_than_checkpoint_every_resumes_from_a_time_checkpoint(tmp_
     assert_continuous_logs(run_dir, 4096)
 
 
-def test_kill_9_of_the_launcher_leaves_no_orphan_and_a_rerun_completes(tmp_path, tiny_spec):
+@pytest.mark.parametrize("start_with", ["template", "exec"])
+def test_kill_9_of_the_launcher_leaves_no_orphan_and_a_rerun_completes(tmp_path, tiny_spec, start_with):
     spec = long_spec(tmp_path, tiny_spec, seeds=3, total=2048)
-    launcher = start_sweep(spec, "--workers", "2")
+    launcher = start_sweep(spec, "--workers", "2", "--start", start_with)
     sweep_dir = tmp_path / "runs" / "tiny"
 
     def one_done_one_checkpointed():
@@ -101,20 +105,22 @@ def test_kill_9_of_the_launcher_leaves_no_orphan_and_a_rerun_completes(tmp_path,
     done = wait_for(one_done_one_checkpointed, what="a finished run and a checkpointed one")
     before = {d: {p: p.read_bytes() for p in d.rglob("*") if p.is_file()} for d in done}
     workers = worker_processes(sweep_dir)
-    assert workers
+    templates = [p for p in psutil.Process(launcher.pid).children()
+                 if "mjsweep.launchers.template" in " ".join(p.cmdline())]
+    assert workers and len(templates) == (start_with == "template")
     os.kill(launcher.pid, signal.SIGKILL)
     launcher.wait(timeout=30)
-    gone, alive = psutil.wait_procs(workers, timeout=10)
+    gone, alive = psutil.wait_procs([*workers, *templates], timeout=10)
     assert not alive, f"orphans: {[p.pid for p in alive]}"
 
     dry = run_sweep("run", str(spec), "--dry-run")
     assert "left running by a launcher that is gone" in dry.stdout and "resume" in dry.stdout
-    rerun = run_sweep("run", str(spec))
+    rerun = run_sweep("run", str(spec), "--start", start_with)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     for d, files in before.items():
         assert {p: p.read_bytes() for p in d.rglob("*") if p.is_file()} == files  # byte-identical
     results = [json.loads((d / "result.json").read_text()) for d in run_dirs(sweep_dir)]
-    assert len(results) == 3 and all(r["timesteps"] == 2048 for r in results)
+    assert len(results) == 3 and all(r["timesteps"] == 2048 and r["started_by"] == start_with for r in results)
     assert any(r["resumed_from"] for r in results)
 
 

@@ -79,11 +79,14 @@ def run(
     order: str = typer.Option("breadth", "--order", help="Start order: breadth (every variant and grid point "
                               "gets its first seed before any gets its second; the longest runs first within "
                               "that) or variant (the spec's order: variant, grid point, seed)."),
+    start_with: str = typer.Option("auto", "--start", help="How local runs begin: template (forked from a process "
+                              "that has imported torch once; CPU runs), exec (a fresh interpreter each) or auto "
+                              "(template on Linux)."),
 ) -> None:
     """Train every variant x grid point x seed, each as its own single-threaded process."""
     from . import live
     from .errors import InputError
-    from .launchers import build_launcher
+    from .launchers import build_launcher, early_template
     from .order import Order
     from .scheduler import SchedulerOptions
     from .sweep import decide, execute, in_start_order, prepare
@@ -95,6 +98,9 @@ def run(
     timeout_s = parse_duration(timeout) if timeout else None
     out = render.make_console()
     try:
+        # Its imports overlap the checks below. Should `sweep run` end before the launcher adopts it,
+        # it ends too: it dies with this process.
+        template = None if dry_run else early_template(backend, start_with)
         plan = prepare(spec_file, runs_dir)
     except InputError as exc:
         raise _invalid(str(exc)) from None
@@ -113,7 +119,8 @@ def run(
             render.sbatch_preview(out, plan, planned, workers)
         return
     try:
-        launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers)
+        launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers, start=start_with,
+                                 template=template)
     except InputError as exc:
         raise _invalid(str(exc)) from None
     with launcher:

@@ -93,6 +93,8 @@ class RunResult(FileModel):
     cuda_visible_devices: str | None = None
     torch_threads: int | None = None
     torch_interop_threads: int | None = None
+    started_by: str | None = None
+    """How the worker's process began: "exec" (a fresh interpreter) or "template" (forked, imports done)."""
     xml_sha256: str | None = None
     peak_rss_mb: float | None = None
     host: str | None = None

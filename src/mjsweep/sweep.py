@@ -290,7 +290,8 @@ def kill_orphan(run_dir: RunDir) -> None:
         return
     try:
         proc = psutil.Process(status.pid)
-        if str(run_dir.path) in " ".join(proc.cmdline()):
+        # An exec'd worker names its run dir on its command line; a forked one runs in it.
+        if str(run_dir.path) in " ".join(proc.cmdline()) or proc.cwd() == str(run_dir.path):
             os.killpg(status.pid, 9)
     except (psutil.Error, ProcessLookupError, PermissionError):
         pass

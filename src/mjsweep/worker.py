@@ -173,6 +173,7 @@ def _train(run_path: Path) -> int:
         cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
         torch_threads=torch.get_num_threads(),
         torch_interop_threads=torch.get_num_interop_threads(),
+        started_by=os.environ.get("MJSWEEP_START", "exec"),  # the local launcher says; others exec
         xml_sha256=spec.xml_sha256,
         peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         host=platform.node(),

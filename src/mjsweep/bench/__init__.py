@@ -33,6 +33,7 @@ def batch_sizes(max_workers: int, cores: int) -> list[int]:
 
 def run_bench(config: BenchConfig, on_step: Callable[[str], None] = lambda line: None) -> BenchReport:
     """Every batch, in turn, in a temporary folder that is removed afterwards."""
+    from ..launchers import resolve_start
     from .batches import mjsweep_batch, naive_batch
     from .contender import MISSING, gnu_parallel, parallel_batch
     from .launch import measure_launch
@@ -55,14 +56,19 @@ def run_bench(config: BenchConfig, on_step: Callable[[str], None] = lambda line:
             parallel = parallel_batch(config, xml, config.cores, root / "parallel", program)
         on_step(f"naive: multiprocessing.Pool({config.cores}), default torch threads")
         naive = naive_batch(config, xml, config.cores)
-        on_step("launch: `sweep run` of one run, to its first run started and its first env step")
-        launch = measure_launch(config, xml, root / "launch")
+        on_step("launch: `sweep run --start exec` of two runs, to the first run started and each first env step")
+        launch = measure_launch(config, xml, root / "launch-exec")
+        launch_template = None
+        if resolve_start("local", "auto") == "template":
+            on_step("launch: the same through `--start template`")
+            launch_template = measure_launch(config, xml, root / "launch-template", "template")
         scale = None
         if config.scale_runs:
             on_step(f"scale: dry run and status over {config.scale_runs} generated runs")
             scale = measure_scale(config, xml, root / "scale")
     return BenchReport(config, batches, naive, scale, socket.gethostname(), cpu_model(), round(load_before, 2),
-                       parallel=parallel, parallel_skipped=skipped, launch=launch)
+                       parallel=parallel, parallel_skipped=skipped, launch=launch,
+                       launch_template=launch_template)
 
 
 def env_default_xml(env: str) -> Path:

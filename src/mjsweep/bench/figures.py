@@ -88,6 +88,11 @@ class LaunchFigures:
     """From starting `sweep run` to the first run's status.json saying running (its worker process exists)."""
     worker_startup_s: float | None
     """That worker's time from process start to its first env step (result.json's startup_s)."""
+    start_with: str = "exec"
+    """`sweep run --start`: exec (a fresh interpreter per run) or template (forked from the template)."""
+    later_startup_s: float | None = None
+    """The next run's time from process start (its fork, for the template) to its first env step: a run's
+    launch once the sweep is under way."""
 
     @property
     def to_first_env_step_s(self) -> float | None:
@@ -110,7 +115,16 @@ class BenchReport:
     parallel_skipped: str | None = None
     """Why the GNU parallel contender was not measured (one line), when it was not."""
     launch: LaunchFigures | None = None
-    """`sweep run` to its first run started and to that run's first env step."""
+    """`sweep run --start exec` to its first run started and to that run's first env step."""
+    launch_template: LaunchFigures | None = None
+    """The same through `--start template`, measured in the same bench; None on a system without it."""
+
+    @property
+    def template_launch_ratio(self) -> float | None:
+        """A later run's launch to first env step through the template over the same by exec."""
+        exec_s = self.launch.later_startup_s if self.launch else None
+        template_s = self.launch_template.later_startup_s if self.launch_template else None
+        return None if not exec_s or template_s is None else template_s / exec_s
 
     @property
     def solo(self) -> Batch:
@@ -171,6 +185,11 @@ class BenchReport:
             "ratio_to_parallel": round(ratio, 3) if (ratio := self.ratio_to_parallel) is not None else None,
             "recommended_workers": self.recommended_workers(),
             "scale": asdict(self.scale) if self.scale else None,
-            "launch": {**asdict(self.launch), "to_first_env_step_s": self.launch.to_first_env_step_s}
-            if self.launch else None,
+            "launch": _launch(self.launch),
+            "launch_template": _launch(self.launch_template),
+            "template_launch_ratio": round(ratio, 3) if (ratio := self.template_launch_ratio) is not None else None,
         }
+
+
+def _launch(figures: LaunchFigures | None) -> dict[str, Any] | None:
+    return {**asdict(figures), "to_first_env_step_s": figures.to_first_env_step_s} if figures else None

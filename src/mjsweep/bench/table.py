@@ -55,11 +55,15 @@ def _summary(report: BenchReport) -> list[str]:
                      f"{fixed(p.peak_rss_mb, 0)} MiB")
     elif report.parallel_skipped:
         lines.append(f"- {report.parallel_skipped}")
-    if report.launch:
-        launch = report.launch
-        lines.append(f"- `sweep run` to first run started: {launch.to_first_run_s:.2f} s; to its first env step: "
-                     f"{fixed(launch.to_first_env_step_s, 2)} s (the worker's own start-up "
-                     f"{fixed(launch.worker_startup_s, 2)} s)")
+    for launch in (report.launch, report.launch_template):
+        if launch:
+            lines.append(f"- `sweep run --start {launch.start_with}` to first run started: "
+                         f"{launch.to_first_run_s:.2f} s; to its first env step: "
+                         f"{fixed(launch.to_first_env_step_s, 2)} s "
+                         f"(the worker's own start-up {fixed(launch.worker_startup_s, 2)} s; the next run's "
+                         f"{fixed(launch.later_startup_s, 2)} s)")
+    if (ratio := report.template_launch_ratio) is not None:
+        lines.append(f"- a run's launch to first env step through the template: {ratio:.2f}x the exec's")
     if report.scale:
         s = report.scale
         lines.append(f"- {s.runs} runs: `sweep run --dry-run` {s.dry_run_s:.2f} s ({s.dry_run_cpu_s:.2f} s CPU); "
@@ -88,6 +92,9 @@ def _targets(report: BenchReport) -> list[str]:
     ]
     if report.parallel and (ratio := report.ratio_to_parallel) is not None:
         checks.append((f">= 1.0x GNU parallel at N = {at.n}", f"{ratio:.2f}x", ratio >= 1.0))
+    if (ratio := report.template_launch_ratio) is not None:
+        checks.append(("a run's launch to first env step through the template <= 1/4 of an exec's",
+                       f"{ratio:.2f}x", ratio <= 0.25))
     if report.scale:
         s = report.scale
         checks += [(f"`sweep run --dry-run` of {s.runs} runs < 2 s", f"{s.dry_run_s:.2f} s", s.dry_run_s < 2),

@@ -2,16 +2,52 @@
 
 from __future__ import annotations
 
+import sys
+from typing import TYPE_CHECKING
+
 from ..errors import LauncherConfigError
 from ..spec import SweepSpec
 from .base import Launcher
 
+if TYPE_CHECKING:
+    from .template_client import TemplateProcess
+
 BACKENDS = ("local", "ray", "slurm")
+STARTS = ("auto", "exec", "template")
+"""`--start`: how a local run's process begins. auto: template on Linux, else exec."""
+
+
+def resolve_start(backend: str, start: str) -> str:
+    """`--start` as the backend will use it: exec or template. auto is template for local runs on Linux
+    (the chain of PDEATHSIG that keeps a forked run from outliving the launcher is Linux's)."""
+    if start not in STARTS:
+        raise LauncherConfigError(f"--start {start!r}: expected one of {', '.join(STARTS)}")
+    if start == "template" and backend != "local":
+        raise LauncherConfigError(f"--start template is for --backend local; {backend} starts every run by exec")
+    if start == "auto":
+        return "template" if backend == "local" and sys.platform == "linux" else "exec"
+    return start
+
+
+def early_template(backend: str, start: str) -> TemplateProcess | None:
+    """The template process, started now so that its imports overlap the sweep's own checks; None when
+    runs will not be forked. Raises LauncherConfigError for a bad --start."""
+    if resolve_start(backend, start) != "template":
+        return None
+    from .template_client import TemplateError, TemplateProcess
+
+    try:
+        return TemplateProcess.for_workers()
+    except TemplateError:
+        return None  # the launcher tries again at its first run, and says why if it fails
 
 
 def build_launcher(backend: str, spec: SweepSpec, gpus: str | None = None, address: str | None = None,
-                   workers: int | None = None) -> Launcher:
-    """The launcher for `--backend`; its module is imported only when chosen."""
+                   workers: int | None = None, start: str = "auto",
+                   template: TemplateProcess | None = None) -> Launcher:
+    """The launcher for `--backend`; its module is imported only when chosen. A local launcher adopts
+    `template` (from early_template), and closes it."""
+    start = resolve_start(backend, start)
     if backend == "ray":
         try:
             from .ray import RayLauncher
@@ -30,6 +66,9 @@ def build_launcher(backend: str, spec: SweepSpec, gpus: str | None = None, addre
         if spec.device == "cuda" and not gpu_ids:
             raise LauncherConfigError("device: cuda, but no GPU found (nvidia-smi, CUDA_VISIBLE_DEVICES, "
                                       "MJSWEEP_GPUS or --gpus)")
-        return LocalLauncher(gpus=gpu_ids, runs_per_gpu=spec.runs_per_gpu)
+        if template is not None and spec.device != "cpu":  # GPU runs are exec'd: nothing to fork
+            template.close()
+            template = None
+        return LocalLauncher(gpus=gpu_ids, runs_per_gpu=spec.runs_per_gpu, start_with=start, template=template)
     raise LauncherConfigError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
 

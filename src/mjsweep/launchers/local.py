@@ -1,14 +1,16 @@
-"""Runs as local OS processes: one worker per run, each in its own process group, one thread each."""
+"""Runs as local OS processes: one worker per run, each in its own process group, one thread each; started
+by a fresh exec, or forked from a template process that has done the worker's imports once (template.py)."""
 
 from __future__ import annotations
 
 import os
 import signal
 import socket
-import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 import psutil
 
@@ -17,6 +19,9 @@ from ..plan import RunSpec
 from ..rundir import RunDir
 from .base import Launcher, RunExit
 from .spawn import spawn_worker, worker_command, worker_env
+from .template_client import TemplateError, TemplateProcess
+
+STARTS = ("exec", "template")
 
 TREE_EVERY_S = 10.0
 """How often a worker's process tree is listed again. Listing children makes psutil read the stat file of
@@ -24,8 +29,18 @@ every process on the machine (milliseconds, per run, per poll: most of the launc
 RSS of the processes already known takes microseconds and is done at every poll."""
 
 
+class WorkerProcess(Protocol):
+    """What LocalHandle uses of a worker: a subprocess.Popen, or a child of the template process."""
+
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
 class LocalHandle:
-    def __init__(self, proc: subprocess.Popen, on_exit: Callable[[], None] = lambda: None):
+    def __init__(self, proc: WorkerProcess, on_exit: Callable[[], None] = lambda: None):
         self.proc = proc
         self.pid = proc.pid
         self.host = socket.gethostname()
@@ -82,15 +97,30 @@ class LocalHandle:
 class LocalLauncher(Launcher):
     """Starts each run as `python -m mjsweep.worker RUN_DIR`, an argument list, never a shell string.
 
-    Runs with device "cuda" get a GPU slot each (CUDA_VISIBLE_DEVICES); CPU runs see no GPU.
+    Runs with device "cuda" get a GPU slot each (CUDA_VISIBLE_DEVICES); CPU runs see no GPU. With
+    start_with="template", CPU runs are forked from the template process, started at submit() so that its
+    imports overlap the sweep's own set-up; GPU runs, and every run once the template proved unusable, get
+    a fresh exec. A template that died is started again at the next run.
     """
 
     def __init__(self, extra_env: dict[str, str] | None = None,
                  command: Callable[[Path], list[str]] = worker_command,
-                 gpus: list[str] | None = None, runs_per_gpu: int = 1):
+                 gpus: list[str] | None = None, runs_per_gpu: int = 1, start_with: str = "exec",
+                 template: TemplateProcess | None = None):
+        if start_with not in STARTS:
+            raise ValueError(f"start_with {start_with!r}: expected one of {', '.join(STARTS)}")
         self.extra_env = extra_env or {}
         self.command = command  # tests swap in cheap stand-ins for the worker
         self.gpu_slots = GpuSlots(gpus or [], runs_per_gpu)
+        self.start_with = start_with
+        self._template = template  # one started early (launchers.early_template), or None
+
+    def submit(self, runs: list[RunSpec], sweep_dir) -> None:
+        if self.start_with == "template" and any(run.device == "cpu" for run in runs):
+            try:
+                self._live_template()
+            except TemplateError as exc:
+                self._give_up_template(exc)
 
     def can_start(self, run: RunSpec) -> bool:
         return run.device == "cpu" or self.gpu_slots.free()
@@ -100,11 +130,47 @@ class LocalLauncher(Launcher):
         env.update(self.extra_env)
         gpu = self.gpu_slots.take() if run.device != "cpu" else None
         env["CUDA_VISIBLE_DEVICES"] = gpu or ""
+        command = self.command(run_dir.path)
         try:
-            proc = spawn_worker(self.command(run_dir.path), run_dir.path, run_dir.log, env)
+            proc = self._fork(command, run_dir, env) if gpu is None and self._forkable(command) else None
+            if proc is None:
+                env["MJSWEEP_START"] = "exec"
+                proc = spawn_worker(command, run_dir.path, run_dir.log, env)
         except BaseException:
             if gpu is not None:
                 self.gpu_slots.give_back(gpu)
             raise
         return LocalHandle(proc, on_exit=(lambda: self.gpu_slots.give_back(gpu)) if gpu is not None else lambda: None)
+
+    def close(self) -> None:
+        if self._template is not None:
+            self._template.close()
+            self._template = None
+
+    def _forkable(self, command: list[str]) -> bool:
+        """Whether the template can run this command line: this interpreter with -m, -c or a script."""
+        return (self.start_with == "template" and len(command) > 1 and command[0] == sys.executable
+                and (command[1] in ("-m", "-c") or not command[1].startswith("-")))
+
+    def _fork(self, command: list[str], run_dir: RunDir, env: dict[str, str]) -> WorkerProcess | None:
+        """The run forked from the template; None (after one line on stderr) if the template cannot serve,
+        and from then on every run is a fresh exec."""
+        try:
+            return self._live_template().fork(command[1:], run_dir.path, run_dir.log,
+                                              {**env, "MJSWEEP_START": "template"})
+        except TemplateError as exc:
+            self._give_up_template(exc)
+            return None
+
+    def _give_up_template(self, exc: TemplateError) -> None:
+        print(f"mjsweep: {exc}; starting runs by exec from now on", file=sys.stderr, flush=True)
+        self.close()
+        self.start_with = "exec"
+
+    def _live_template(self) -> TemplateProcess:
+        if self._template is None or not self._template.alive:
+            if self._template is not None:
+                self._template.close()
+            self._template = TemplateProcess.for_workers(self.extra_env)
+        return self._template
 
