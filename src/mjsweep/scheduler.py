@@ -35,7 +35,7 @@ class SchedulerOptions:
     timeout_s: float | None = None
     grace_s: float = 10.0
     """Seconds between SIGINT and SIGKILL when stopping runs."""
-    poll_s: float = 0.5
+    poll_s: float = 0.1
     memory_guard: bool = True
 
 
