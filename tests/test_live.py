@@ -91,7 +91,9 @@ def on_terminal(*args: str, env: dict[str, str], columns: int = 120) -> tuple[in
 def test_live_view_on_a_real_terminal(tmp_path, tiny_spec):
     tiny_spec.update(seeds=2)
     spec = str(write_spec(tmp_path, tiny_spec))
-    code, text = on_terminal("run", spec, env={})
+    # Started by exec: each run then spends seconds starting, long enough for the once-a-second redraw
+    # to show it running (forked from the template, a run of 512 steps can end between two redraws).
+    code, text = on_terminal("run", spec, "--start", "exec", env={})
     assert code == 0, text
     plain = ANSI.sub("", text).replace("\r\n", "\n")
     assert CURSOR_UP in text and COLOUR.search(text)  # redrawn in place, in colour
