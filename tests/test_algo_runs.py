@@ -6,7 +6,6 @@ import csv
 import json
 import os
 import signal
-
 from pathlib import Path
 
 import pytest

@@ -13,7 +13,8 @@ from stable_baselines3.common.save_util import load_from_pkl
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from conftest import TINY_XML
-from mjsweep import plan, spec as speclib, training
+from mjsweep import plan, training
+from mjsweep import spec as speclib
 from mjsweep.envs import make_env
 from mjsweep.rundir import RunDir
 from mjsweep.schemas import Timing

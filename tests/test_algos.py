@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import TINY_XML, run_sweep
-from mjsweep import algos, plan, spec as speclib
+from mjsweep import algos, plan
+from mjsweep import spec as speclib
 from mjsweep.spec import SpecError
 from mjsweep.variants import Variant
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import mujoco
 import pytest
-from conftest import XML_DIR, run_sweep, write_spec
 
+from conftest import XML_DIR, run_sweep, write_spec
 from mjsweep.edits import generate
-from mjsweep.modelfiles import model_files, model_sha256
 from mjsweep.editspec import EditSpec
+from mjsweep.modelfiles import model_files, model_sha256
 from mjsweep.sweep import prepare
 from mjsweep.variants import materialize
 

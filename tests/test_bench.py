@@ -126,8 +126,8 @@ def test_batch_sizes_double_and_include_cores_and_the_maximum():
 
 
 def _batch(kind: str, n: int, wall: float, **extra) -> Batch:
-    fields = dict(run_fps=700.0, rollout_s=8.0, train_s=3.0, startup_s=1.9, peak_rss_mb=330.0, torch_threads=1,
-                  launcher_cpu=0.002)
+    fields = {"run_fps": 700.0, "rollout_s": 8.0, "train_s": 3.0, "startup_s": 1.9, "peak_rss_mb": 330.0,
+              "torch_threads": 1, "launcher_cpu": 0.002}
     fields.update(extra)
     return Batch(kind=kind, n=n, wall_s=wall, timesteps=n * 8192, **fields)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from helpers.fake_sweep import make_run, result, run_spec
-
 from mjsweep.planned import Action, Reason
 from mjsweep.rundir import RunState, SweepDir
 from mjsweep.sweep import _decide_one

@@ -6,8 +6,8 @@ from __future__ import annotations
 import gymnasium
 import numpy as np
 import pytest
-from conftest import XML_DIR, run_sweep, write_spec
 
+from conftest import XML_DIR, run_sweep, write_spec
 from mjsweep.envs import EnvBuildError, probe_env
 from mjsweep.sweep import BrokenVariantsError, prepare
 

@@ -9,8 +9,8 @@ import gymnasium
 import mujoco
 import numpy as np
 import pytest
-from conftest import XML_DIR, run_sweep
 
+from conftest import XML_DIR, run_sweep
 from mjsweep import spec as speclib
 from mjsweep.edits import EditError, generate, grid_points, point_suffix
 from mjsweep.editspec import EditSpec

@@ -6,13 +6,13 @@ import ast
 import sys
 
 import pytest
-from conftest import run_sweep, write_spec
-from test_scheduler import make_run
 
+from conftest import run_sweep, write_spec
 from mjsweep.gpus import GpuSlots, detect_gpus
 from mjsweep.launchers.local import LocalLauncher
 from mjsweep.rundir import SweepDir
 from mjsweep.scheduler import Scheduler, SchedulerOptions
+from test_scheduler import make_run
 
 RECORD = """
 import os, sys, time

@@ -18,11 +18,11 @@ import termios
 from pathlib import Path
 
 import pytest
+from rich.console import Console
+
 from conftest import REPO, run_sweep, sweep_exe, write_spec
 from helpers.fake_sweep import make_run, result, run_spec, write_progress
 from helpers.images import not_blank
-from rich.console import Console
-
 from mjsweep import live, render_runs
 from mjsweep.planned import Action, PlannedRun
 from mjsweep.rundir import RunState, SweepDir

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 from helpers.fake_sweep import make_run, run_spec
-
 from mjsweep import live
 from mjsweep.machine import Competition, Competitor, CpuReading, MachineLoad, PresentLoad, competition, cpu_reading
 from mjsweep.rundir import RunState, SweepDir

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers.fake_sweep import make_run, result, run_spec
-from helpers.images import not_blank
 
 from conftest import run_sweep
+from helpers.fake_sweep import make_run, result, run_spec
+from helpers.images import not_blank
 from mjsweep.plot import Curve, band, read_curve
 from mjsweep.rundir import RunState
 

@@ -91,7 +91,7 @@ def finish(proc: subprocess.Popen, spec: Path) -> str:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        raise AssertionError(f"sweep did not end:\n{launcher_output(spec)}")
+        raise AssertionError(f"sweep did not end:\n{launcher_output(spec)}") from None
     return launcher_output(spec)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from helpers.fake_sweep import run_spec
-
 from mjsweep.recorder import StatusRecorder
 from mjsweep.rundir import RunState, RunStatus, SweepDir, write_json_atomic
 

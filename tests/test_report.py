@@ -9,10 +9,10 @@ import math
 import mujoco
 import numpy as np
 import pytest
-from conftest import TINY_XML
-from helpers.fake_sweep import make_run, result, run_spec
 from typer.testing import CliRunner
 
+from conftest import TINY_XML
+from helpers.fake_sweep import make_run, result, run_spec
 from mjsweep import stats
 from mjsweep.cli import app
 from mjsweep.report import aggregate
@@ -118,7 +118,7 @@ def test_cli_report_formats_and_files(tmp_path):
 
 
 # A run of 4,096 steps: 8 s of rollout + update, 11 s of evaluation, 0.2 s of saving.
-TIMED = dict(timesteps=4096, rollout_s=5.0, train_s=3.0)
+TIMED = {"timesteps": 4096, "rollout_s": 5.0, "train_s": 3.0}
 NEW_RESULT = result(1.0, fps=512.0, **TIMED, training_s=8.0, eval_s=11.0, save_s=0.2, startup_s=2.5)
 OLD_RESULT = result(1.0, fps=212.9, **TIMED)
 """Written before training_s existed: its fps divided by a wall time that held saving and evaluation."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import mujoco
-import numpy as np
 import pytest
 
 from mjsweep.edits import EditError, generate

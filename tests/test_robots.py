@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_sweep, write_spec
 
+from conftest import run_sweep, write_spec
 from mjsweep import menagerie
 from mjsweep.envs import probe_env
 from mjsweep.locomotion import ENV_ID

@@ -7,16 +7,15 @@ import json
 import os
 
 from helpers.fake_sweep import make_run, result, run_spec
-from test_scheduler import FakeClock, FakeLauncher, Script, scheduler
-from test_scheduler import make_run as scheduled_run
-from test_status import every_state
-
 from mjsweep import runindex
 from mjsweep.planned import Action, PlannedRun
 from mjsweep.rundir import RunState, SweepDir, write_json_atomic
 from mjsweep.runindex import IndexEntry
 from mjsweep.status import read_sweep
 from mjsweep.sweep import _reindex
+from test_scheduler import FakeClock, FakeLauncher, Script, scheduler
+from test_scheduler import make_run as scheduled_run
+from test_status import every_state
 
 
 def index_as_launcher_would(sweep: SweepDir) -> None:

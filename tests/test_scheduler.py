@@ -42,7 +42,7 @@ class Script:
 
 
 class FakeHandle:
-    def __init__(self, launcher: "FakeLauncher", run_dir, duration: float, code: int):
+    def __init__(self, launcher: FakeLauncher, run_dir, duration: float, code: int):
         self.launcher, self.run_dir = launcher, run_dir
         self.ends_at, self.code = launcher.clock() + duration, code
         self.pid, self.host = 1000 + len(launcher.started), "fake"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import TINY_XML, write_spec
-from helpers.fake_sweep import make_run, result, run_spec
 from typer.testing import CliRunner
 
+from conftest import TINY_XML, write_spec
+from helpers.fake_sweep import make_run, result, run_spec
 from mjsweep import runindex
 from mjsweep.cli import app
 from mjsweep.plan import RunSpec

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
+
 from conftest import TINY_LONG_XML, TINY_XML, run_sweep, write_spec
 from helpers.fake_sweep import run_spec
 from helpers.rendering import CHROMEDRIVER, CHROMIUM, needs_browser, needs_gl
-from PIL import Image
-
 from mjsweep.rendering.videos import NoVideo, choose
 from mjsweep.results import ResultRow
 from mjsweep.rundir import RunState, RunStatus

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from conftest import REPO, TINY_LONG_XML, TINY_XML, run_sweep, sweep_exe, wait_for, write_spec
-from mjsweep.errors import LaunchError, LauncherConfigError
+from mjsweep.errors import LauncherConfigError, LaunchError
 from mjsweep.launchers.base import RETURNCODE_LOST, ExitKind
 from mjsweep.launchers.slurm import SlurmLauncher, build_submission, finished_exit
 from mjsweep.rundir import RunDir, SweepDir

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import XML_DIR, run_sweep, write_spec
 
+from conftest import XML_DIR, run_sweep, write_spec
 from mjsweep.envs import EnvBuildError, make_env, probe_env
 from mjsweep.locomotion import ENV_ID
 

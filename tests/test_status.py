@@ -10,10 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-from helpers.fake_sweep import PROGRESS_HEADER, make_run, result, run_spec, write_progress
 from typer.testing import CliRunner
 
 from conftest import run_sweep, sweep_exe, write_spec
+from helpers.fake_sweep import PROGRESS_HEADER, make_run, result, run_spec, write_progress
 from mjsweep.cli import app
 from mjsweep.rundir import RunState, SweepDir
 from mjsweep.runview import STALE, read_progress
@@ -165,7 +165,7 @@ def test_totals_and_eta(tmp_path):
 
 
 def test_status_shows_training_fps_and_the_other_figures_apart(tmp_path):
-    timed = dict(timesteps=4096, rollout_s=5.0, train_s=3.0)
+    timed = {"timesteps": 4096, "rollout_s": 5.0, "train_s": 3.0}
     make_run(tmp_path, run_spec("v", 0), RunState.SUCCEEDED,
              result=result(1.0, fps=512.0, **timed, training_s=8.0, eval_s=11.0, save_s=0.2, startup_s=2.5))
     make_run(tmp_path, run_spec("v", 1), RunState.SUCCEEDED, result=result(1.0, fps=212.9, **timed))  # older file

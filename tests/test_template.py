@@ -195,7 +195,7 @@ def test_a_template_that_cannot_serve_is_refused_and_runs_are_execd(tmp_path, mo
     code, why = UNSAFE_TEMPLATES[case]
     site = tmp_path / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text(f"import sys\nif 'mjsweep.launchers.template' in sys.orig_argv:\n"
+    (site / "sitecustomize.py").write_text("import sys\nif 'mjsweep.launchers.template' in sys.orig_argv:\n"
                                            + textwrap.indent(code, "    "))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
     with LocalLauncher(command=lambda p: [sys.executable, str(STUB), str(p)], start_with="template") as launcher:
