@@ -163,7 +163,7 @@ def test_cross_evaluation_fills_the_matrix_and_a_rerun_does_only_what_is_missing
     assert cross_results(trained) == before, "nothing evaluated twice"
     gone = next(iter(before))
     (trained / "cross" / gone).unlink()
-    third = run_sweep("evaluate", str(trained), "--cross", "--episodes", "1")
+    third = run_sweep("evaluate", trained.name, "--cross", "--episodes", "1", cwd=trained.parent)  # a relative path
     assert third.returncode == 0 and "1 pairs to evaluate" in third.stderr
     after = cross_results(trained)
     assert set(after) == set(before) and all(after[k] == before[k] for k in before if k != gone)

@@ -39,6 +39,7 @@ class CrossOutcome:
 
 def evaluate_cross(sweep: SweepDir, episodes: int, workers: int, deterministic: bool = True,
                    say: Callable[[str], None] = print) -> CrossOutcome:
+    sweep = SweepDir(sweep.path.resolve())  # the evaluation processes run in a folder of their own
     trained, every = trained_runs(sweep)
     if not trained:
         raise NothingToEvaluate(f"{sweep.path}: no succeeded run with a model.zip to evaluate")
