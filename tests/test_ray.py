@@ -122,6 +122,31 @@ def test_smoke_sweep_runs_on_both_nodes_and_files_come_back(cluster, tmp_path):
     assert (sweep_dir / "report.csv").is_file()
 
 
+@pytest.mark.slow
+def test_a_search_runs_its_trials_on_the_cluster(cluster, tmp_path):
+    """The launcher asks and tells; the cluster's nodes only train. 2 trials x 2 seeds, one run per node."""
+    from mjsweep.search.record import TrialState, replay
+
+    spec = one_variant_spec(tmp_path, "ray-search", total=512)
+    data = yaml.safe_load(spec.read_text())
+    del data["seeds"]
+    data["search"] = {"method": "random", "trials": 2, "seeds_per_trial": 2, "seed": 1,
+                      "space": {"ppo.learning_rate": {"log_uniform": [1.0e-4, 1.0e-3]}}}
+    spec = write_spec(tmp_path, data)
+    done = run_sweep("run", str(spec), "--backend", "ray", "--address", cluster.address, timeout=WAIT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    sweep_dir = tmp_path / "runs" / "ray-search"
+    records = replay(sweep_dir / "trials.jsonl")
+    assert [(r.number, r.state, r.seeds_ok) for r in records] == [(0, TrialState.COMPLETE, 2),
+                                                                    (1, TrialState.COMPLETE, 2)]
+    node_ids = {n.node_id for n in cluster.list_all_nodes()}
+    for record in records:
+        results = [read_json(sweep_dir / run_id / "result.json") for run_id in record.runs]
+        assert all(r["node"] in node_ids for r in results)
+        assert record.value is not None and min(r["eval_mean_return"] for r in results) <= record.value \
+            <= max(r["eval_mean_return"] for r in results)
+
+
 def wait_until_both_train(sweep_dir: Path) -> tuple[list[str], list[Path]]:
     """Both runs training on their nodes: their ids and the nodes' copies of their run dirs."""
     wait_for(lambda: len(run_dirs(sweep_dir)) == 2 and all(
