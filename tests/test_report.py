@@ -144,6 +144,21 @@ def test_report_means_training_fps_and_eval_seconds(tmp_path):
     assert (row["mean_fps"], row["mean_eval_s"]) == ("512", "11")
 
 
+def test_report_gives_what_checkpoints_cost(tmp_path):
+    make_run(tmp_path, run_spec("a", 0), RunState.SUCCEEDED,
+             result(1.0, checkpoint_save_s=1.5, checkpoint_bytes=3 * 2**20))
+    make_run(tmp_path, run_spec("a", 1), RunState.SUCCEEDED,
+             result(2.0, checkpoint_save_s=2.5, checkpoint_bytes=5 * 2**20))
+    make_run(tmp_path, run_spec("b", 0), RunState.SUCCEEDED, OLD_RESULT)  # written before these figures
+    groups = {g.variant: g for g in aggregate(collect(tmp_path))}
+    assert (groups["a"].mean_checkpoint_s, groups["a"].mean_checkpoint_mb) == (2.0, 4.0)
+    assert (groups["b"].mean_checkpoint_s, groups["b"].mean_checkpoint_mb) == (None, None)
+    CliRunner().invoke(app, ["report", str(tmp_path)])
+    rows = {row["variant"]: row for row in csv.DictReader((tmp_path / "report.csv").open())}
+    assert (rows["a"]["mean_checkpoint_s"], rows["a"]["mean_checkpoint_mb"]) == ("2", "4")
+    assert rows["b"]["mean_checkpoint_mb"] == ""
+
+
 def test_report_warns_about_contention(tmp_path):
     make_run(tmp_path, run_spec("a", 0), RunState.SUCCEEDED, result(1.0, torch_threads=8))
     make_run(tmp_path, run_spec("a", 1), RunState.SUCCEEDED, result(1.0))
@@ -179,4 +194,5 @@ def test_rank_by_best_evaluation_and_the_area_under_the_evaluation_curve(tmp_pat
     assert [g.variant for g in by_best] == ["b", "a"]
     assert by_best[0].mean_best_return == 20.5 and by_best[0].mean_eval_auc == pytest.approx(12.25)
     assert by_best[1].mean_eval_auc is None
-    assert to_csv(by_best).splitlines()[0].endswith(",mean_best_return,mean_eval_auc")
+    assert to_csv(by_best).splitlines()[0].endswith(",mean_best_return,mean_eval_auc,mean_checkpoint_s,"
+                                                     "mean_checkpoint_mb")

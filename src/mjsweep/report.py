@@ -41,6 +41,10 @@ class GroupRow:
     """Mean over seeds of each run's best periodic evaluation (eval.every); None without them."""
     mean_eval_auc: float | None = None
     """Mean over seeds of the area under each run's evaluation curve divided by its timestep span (eval_auc)."""
+    mean_checkpoint_s: float | None = None
+    """Mean seconds each run's last checkpoint took to write (model, statistics, replay buffer)."""
+    mean_checkpoint_mb: float | None = None
+    """Mean size of each run's last checkpoint on disk, MiB: what a SAC or TD3 replay buffer costs."""
 
 
 RANKINGS = ("final", "best")
@@ -102,6 +106,8 @@ def _group_row(name: str, members: list[ResultRow], model: ModelStats | None,
     eval_s = [r.eval_s for r in ok if r.eval_s is not None]
     best = [r.best_eval_mean_return for r in ok if r.best_eval_mean_return is not None]
     auc = [(aucs or {})[m.run_id] for m in members if m.run_id in (aucs or {})]
+    checkpoint_s = [r.checkpoint_save_s for r in ok if r.checkpoint_save_s is not None]
+    checkpoint_mb = [r.checkpoint_bytes / 2**20 for r in ok if r.checkpoint_bytes is not None]
     summary = stats.summarize(returns) if returns else None
     return GroupRow(
         group=name, variant=members[0].variant, grid=members[0].grid, runs=len(members),
@@ -112,6 +118,8 @@ def _group_row(name: str, members: list[ResultRow], model: ModelStats | None,
         mean_eval_s=statistics.fmean(eval_s) if eval_s else None,
         mean_best_return=statistics.fmean(best) if best else None,
         mean_eval_auc=statistics.fmean(auc) if auc else None,
+        mean_checkpoint_s=statistics.fmean(checkpoint_s) if checkpoint_s else None,
+        mean_checkpoint_mb=statistics.fmean(checkpoint_mb) if checkpoint_mb else None,
     )
 
 
@@ -143,7 +151,7 @@ def _compiled_stats(xml: Path) -> ModelStats | None:
 
 CSV_FIELDS = ("variant", "grid", "runs", "succeeded", "failed", "mean_return", "std_return", "iqm_return",
               "ci95_low", "ci95_high", "mean_fps", "mean_eval_s", "total_mass", "bodies", "joints", "actuators",
-              "mean_best_return", "mean_eval_auc")
+              "mean_best_return", "mean_eval_auc", "mean_checkpoint_s", "mean_checkpoint_mb")
 
 
 def table_rows(groups: list[GroupRow]) -> list[list[str]]:
@@ -155,7 +163,8 @@ def table_rows(groups: list[GroupRow]) -> list[list[str]]:
                     _num(g.mean_return), _num(g.std_return), _num(g.iqm_return), _num(g.ci_low), _num(g.ci_high),
                     _num(g.mean_fps), _num(g.mean_eval_s), _num(m.total_mass if m else None), *(
                         [str(m.bodies), str(m.joints), str(m.actuators)] if m else ["", "", ""]),
-                    _num(g.mean_best_return), _num(g.mean_eval_auc)])
+                    _num(g.mean_best_return), _num(g.mean_eval_auc), _num(g.mean_checkpoint_s),
+                    _num(g.mean_checkpoint_mb)])
     return out
 
 
