@@ -57,6 +57,8 @@ def test_random_search_of_4_trials_x_2_seeds_ends_with_8_runs_and_a_ranked_repor
     dirs = run_dirs(sweep_dir)
     assert len(dirs) == 8 and sorted({d.name[:4] for d in dirs}) == ["t000", "t001", "t002", "t003"]
     assert all(json.loads((d / "status.json").read_text())["state"] == "succeeded" for d in dirs)
+    # forked from the template process, as the runs of a grid are (the default start here)
+    assert {json.loads((d / "result.json").read_text())["started_by"] for d in dirs} == {"template"}
     records = replay(sweep_dir / "trials.jsonl")
     assert [(r.number, r.state, r.seeds_ok) for r in records] == [(n, TrialState.COMPLETE, 2) for n in range(4)]
 

@@ -88,7 +88,6 @@ def run(
     from .errors import InputError
     from .launchers import build_launcher, early_template
     from .order import Order
-    from .scheduler import SchedulerOptions
     from .sweep import decide, execute, in_start_order, prepare
 
     try:
@@ -110,7 +109,7 @@ def run(
         _render_pictures(plan, pictures)
     if plan.spec.search is not None:
         _run_search(plan, dry_run, backend, workers, out, retries=retries, timeout_s=timeout_s, grace=grace,
-                    quiet=quiet, gpus=gpus, address=address)
+                    quiet=quiet, gpus=gpus, address=address, start_with=start_with, template=template)
     if dry_run:
         render.variant_table(out, plan)  # what deep validation found, model by model
         planned = in_start_order(plan, decide(plan), start)  # reads every run dir: once
@@ -125,9 +124,7 @@ def run(
         raise _invalid(str(exc)) from None
     with launcher:
         default = _default_workers(backend)
-        # Memory is only this machine's to guard when the runs execute here.
-        options = SchedulerOptions(max_workers=launcher.slots(workers, default.workers), retries=retries,
-                                   timeout_s=timeout_s, grace_s=grace, memory_guard=backend == "local")
+        options = _scheduler_options(launcher, backend, workers, default.workers, retries, timeout_s, grace)
         progress = live.make_progress(out, plan.sweep_dir, quiet=quiet)
         note = None if workers or quiet or not default.source else f"workers: {default.workers} ({default.source})"
         try:
@@ -143,13 +140,22 @@ def run(
     raise typer.Exit(outcome.exit_code)
 
 
+def _scheduler_options(launcher, backend: str, workers: int | None, default_workers: int, retries: int,
+                       timeout_s: float | None, grace: float):
+    from .scheduler import SchedulerOptions
+
+    # Memory is only this machine's to guard when the runs execute here.
+    return SchedulerOptions(max_workers=launcher.slots(workers, default_workers), retries=retries,
+                            timeout_s=timeout_s, grace_s=grace, memory_guard=backend == "local")
+
+
 def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, retries: int,
-                timeout_s: float | None, grace: float, quiet: bool, gpus: str | None, address: str | None) -> None:
+                timeout_s: float | None, grace: float, quiet: bool, gpus: str | None, address: str | None,
+                start_with: str, template) -> None:
     """`sweep run` on a spec with a search section (docs/search.md); exits when done."""
     from . import live
     from .errors import InputError
     from .launchers import build_launcher
-    from .scheduler import SchedulerOptions
     from .search import execute as searchlib
     from .search import show
 
@@ -167,13 +173,13 @@ def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, 
     except ImportError as exc:
         raise _invalid(str(exc)) from None
     try:
-        launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers)
+        launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers, start=start_with,
+                                  template=template)
     except InputError as exc:
         raise _invalid(str(exc)) from None
     with launcher:
         default = _default_workers(backend)
-        options = SchedulerOptions(max_workers=launcher.slots(workers, default.workers), retries=retries,
-                                   timeout_s=timeout_s, grace_s=grace, memory_guard=backend == "local")
+        options = _scheduler_options(launcher, backend, workers, default.workers, retries, timeout_s, grace)
         progress = live.make_progress(out, plan.sweep_dir, quiet=quiet)
         try:
             outcome = searchlib.run_search(plan, launcher, options, on_event=progress.event,
