@@ -9,7 +9,10 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -84,9 +87,8 @@ def run(
                               "(template on Linux)."),
 ) -> None:
     """Train every variant x grid point x seed, each as its own single-threaded process."""
-    from . import live
     from .errors import InputError
-    from .launchers import build_launcher, early_template
+    from .launchers import early_template
     from .order import Order
     from .sweep import decide, execute, in_start_order, prepare
 
@@ -117,45 +119,54 @@ def run(
         if backend == "slurm":
             render.sbatch_preview(out, plan, planned, workers)
         return
-    try:
-        launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers, start=start_with,
-                                 template=template)
-    except InputError as exc:
-        raise _invalid(str(exc)) from None
-    with launcher:
-        default = _default_workers(backend)
-        options = _scheduler_options(launcher, backend, workers, default.workers, retries, timeout_s, grace)
-        progress = live.make_progress(out, plan.sweep_dir, quiet=quiet)
+    with _launched(plan, out, backend=backend, workers=workers, quiet=quiet, gpus=gpus, address=address,
+                   start_with=start_with, template=template, retries=retries, timeout_s=timeout_s,
+                   grace=grace) as (launcher, options, progress, default):
         note = None if workers or quiet or not default.source else f"workers: {default.workers} ({default.source})"
         try:
             outcome = execute(plan, launcher, options, on_event=progress.event,
                               on_planned=_announce_then(note, progress.planned), order=start)
-        except InputError as exc:
-            raise _invalid(str(exc)) from None
         finally:
-            progress.close()
             if pictures:
                 _keep_contact_sheet(pictures, plan.sweep_dir)
     render.outcome_summary(out, plan, outcome)
     raise typer.Exit(outcome.exit_code)
 
 
-def _scheduler_options(launcher, backend: str, workers: int | None, default_workers: int, retries: int,
-                       timeout_s: float | None, grace: float):
+@contextmanager
+def _launched(plan, out, *, backend: str, workers: int | None, quiet: bool, gpus: str | None,
+              address: str | None, start_with: str, template, retries: int, timeout_s: float | None,
+              grace: float) -> Iterator[tuple[Any, Any, Any, Any]]:
+    """The launcher (adopting the early template), the scheduler's options and the progress display that a
+    grid and a search both run under; an InputError raised inside is the one-line exit 2."""
+    from . import live
+    from .errors import InputError
+    from .launchers import build_launcher
     from .scheduler import SchedulerOptions
 
-    # Memory is only this machine's to guard when the runs execute here.
-    return SchedulerOptions(max_workers=launcher.slots(workers, default_workers), retries=retries,
-                            timeout_s=timeout_s, grace_s=grace, memory_guard=backend == "local")
+    try:
+        launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers, start=start_with,
+                                  template=template)
+    except InputError as exc:
+        raise _invalid(str(exc)) from None
+    with launcher:
+        default = _default_workers(backend)
+        # Memory is only this machine's to guard when the runs execute here.
+        options = SchedulerOptions(max_workers=launcher.slots(workers, default.workers), retries=retries,
+                                   timeout_s=timeout_s, grace_s=grace, memory_guard=backend == "local")
+        progress = live.make_progress(out, plan.sweep_dir, quiet=quiet)
+        try:
+            yield launcher, options, progress, default
+        except InputError as exc:
+            raise _invalid(str(exc)) from None
+        finally:
+            progress.close()
 
 
 def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, retries: int,
                 timeout_s: float | None, grace: float, quiet: bool, gpus: str | None, address: str | None,
                 start_with: str, template) -> None:
     """`sweep run` on a spec with a search section (docs/search.md); exits when done."""
-    from . import live
-    from .errors import InputError
-    from .launchers import build_launcher
     from .search import execute as searchlib
     from .search import show
 
@@ -172,22 +183,11 @@ def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, 
         searchlib.check_method(plan)
     except ImportError as exc:
         raise _invalid(str(exc)) from None
-    try:
-        launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers, start=start_with,
-                                  template=template)
-    except InputError as exc:
-        raise _invalid(str(exc)) from None
-    with launcher:
-        default = _default_workers(backend)
-        options = _scheduler_options(launcher, backend, workers, default.workers, retries, timeout_s, grace)
-        progress = live.make_progress(out, plan.sweep_dir, quiet=quiet)
-        try:
-            outcome = searchlib.run_search(plan, launcher, options, on_event=progress.event,
-                                           on_planned=progress.planned)
-        except InputError as exc:
-            raise _invalid(str(exc)) from None
-        finally:
-            progress.close()
+    with _launched(plan, out, backend=backend, workers=workers, quiet=quiet, gpus=gpus, address=address,
+                   start_with=start_with, template=template, retries=retries, timeout_s=timeout_s,
+                   grace=grace) as (launcher, options, progress, _):
+        outcome = searchlib.run_search(plan, launcher, options, on_event=progress.event,
+                                       on_planned=progress.planned)
     render.outcome_summary(out, plan, outcome)
     raise typer.Exit(outcome.exit_code)
 
