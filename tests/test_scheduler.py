@@ -92,6 +92,21 @@ class FakeLauncher(Launcher):
         return handle
 
 
+class NewsLauncher(FakeLauncher):
+    """Tells through a pipe that a run may have ended, as the local launcher's template socket does."""
+
+    def __init__(self, clock: FakeClock, scripts: dict[str, Script] | None = None):
+        super().__init__(clock, scripts)
+        self.news_r, self.news_w = os.pipe()
+
+    def start(self, run, run_dir):
+        os.write(self.news_w, b"x")  # its runs end at their first poll: the news is there at once
+        return super().start(run, run_dir)
+
+    def news_fd(self):
+        return self.news_r
+
+
 def scheduler(tmp_path, launcher, clock, **options):
     opts = SchedulerOptions(**{"max_workers": 2, "memory_guard": False, "poll_s": 0.5, **options})
     events = []
@@ -118,6 +133,17 @@ def test_runs_take_their_cpu_slots(tmp_path):
     sched.run([make_run(0, cpus=3), make_run(1, cpus=2), make_run(2, cpus=1), make_run(3, cpus=6)])
     assert launcher.together == [{"r0"}, {"r1"}, {"r1", "r2"}, {"r3"}]  # r1 (2) could not join r0 (3) under 4
     assert launcher.max_cpus_in_use == 6  # the 6-cpu run, wider than the cap, ran alone
+
+
+def test_the_scheduler_waits_on_the_launchers_news_not_its_whole_poll_interval(tmp_path):
+    clock = FakeClock()
+    launcher = NewsLauncher(clock, {f"r{i}": Script([(0.0, 0)]) for i in range(3)})
+    sched, _ = scheduler(tmp_path, launcher, clock, max_workers=1)
+    outcome = sched.run([make_run(i) for i in range(3)])
+    assert outcome.succeeded == ["r0", "r1", "r2"]
+    assert clock.now == 0.0  # it never slept: each wait for the next start ended on the launcher's news
+    os.close(launcher.news_r)
+    os.close(launcher.news_w)
 
 
 def test_a_failure_does_not_stop_the_others_and_is_recorded(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -120,6 +121,22 @@ def test_the_template_holds_one_thread_and_its_runs_die_with_it_and_it_is_starte
         assert isinstance(again.proc, TemplateChild) and launcher._template.proc.pid != template.pid
         assert wait_end(again) == RunExit.exited(0)
         assert second.result_json.exists()
+
+
+def test_the_template_socket_turns_readable_when_a_forked_run_ends(tmp_path):
+    waits_for_go = "import os, time\nwhile not os.path.exists('go'): time.sleep(0.01)"
+    with LocalLauncher(command=lambda p: [sys.executable, "-c", waits_for_go, str(p)],
+                       start_with="template") as launcher:
+        launcher.submit([Cpu()], None)
+        assert launcher.news_fd() is None  # no run: nothing it could say is news
+        run_dir = run_dir_with(tmp_path, "run", {})
+        handle = launcher.start(Cpu(), run_dir)
+        fd = launcher.news_fd()
+        assert fd is not None and select.select([fd], [], [], 0)[0] == []  # running: no news yet
+        (run_dir.path / "go").touch()
+        assert select.select([fd], [], [], WAIT_S)[0] == [fd]
+        assert handle.poll() == RunExit.exited(0)  # the news was its end, already there to read
+        assert launcher.news_fd() is None
 
 
 def test_a_run_whose_log_cannot_be_opened_fails_to_start(tmp_path):

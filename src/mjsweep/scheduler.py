@@ -6,6 +6,7 @@ is the only writer of status.json while a sweep runs; the worker writes everythi
 
 from __future__ import annotations
 
+import select
 import signal
 import threading
 import time
@@ -137,7 +138,7 @@ class Scheduler:
                     self._fill_slots(pending, outcome)
                     self._enforce_timeouts()
                     if pending or self._active or self._more_to_come():
-                        self.sleep(self.options.poll_s)
+                        self._wait()
             finally:
                 self._stop_all(outcome)
         outcome.interrupted.extend(run.run_id for run, _ in pending if self._stop_requests)
@@ -151,6 +152,15 @@ class Scheduler:
                 active.handle.kill()
 
     # -- slots --------------------------------------------------------------------------------------
+
+    def _wait(self) -> None:
+        """One poll interval, cut short when the launcher has news of a run's end (a forked run's end
+        then starts the next run at once rather than at the next poll)."""
+        fd = self.launcher.news_fd()
+        if fd is None:
+            self.sleep(self.options.poll_s)
+        else:
+            select.select([fd], [], [], self.options.poll_s)
 
     def _more_to_come(self) -> bool:
         return self._source is not None and not self._source.exhausted()

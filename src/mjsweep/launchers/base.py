@@ -112,6 +112,11 @@ class Launcher(ABC):
     def start(self, run: RunSpec, run_dir: RunDir) -> RunHandle:
         """Start `python -m mjsweep.worker RUN_DIR` for this run; its output goes to run_dir.log."""
 
+    def news_fd(self) -> int | None:
+        """A file descriptor that turns readable when a run may have ended, so that the scheduler's wait
+        between polls ends at once; None: the scheduler waits its whole poll interval."""
+        return None
+
     def close(self) -> None:
         """Release whatever the launcher holds (connections, clusters, tasks never started)."""
 

@@ -142,6 +142,10 @@ class LocalLauncher(Launcher):
             raise
         return LocalHandle(proc, on_exit=(lambda: self.gpu_slots.give_back(gpu)) if gpu is not None else lambda: None)
 
+    def news_fd(self) -> int | None:
+        """The template's socket while forked runs are running (an exec'd run's end waits for the poll)."""
+        return self._template.news_fd() if self._template is not None else None
+
     def close(self) -> None:
         if self._template is not None:
             self._template.close()

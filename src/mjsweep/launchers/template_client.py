@@ -52,6 +52,7 @@ class TemplateProcess:
         self._answers: list[dict] = []
         self.exits: dict[int, int] = {}
         """Wait statuses of the children that ended, by pid."""
+        self._running: set[int] = set()
 
     @classmethod
     def for_workers(cls, extra_env: dict[str, str] | None = None) -> TemplateProcess:
@@ -75,7 +76,13 @@ class TemplateProcess:
         answer = self._next_answer(ANSWER_WAIT_S)
         if "error" in answer:
             raise OSError(answer["error"])
+        self._running.add(answer["pid"])
         return TemplateChild(self, answer["pid"])
+
+    def news_fd(self) -> int | None:
+        """The socket while children run: it turns readable when one ends, so the launcher's wait between
+        polls can end then. None otherwise, when nothing but an answer it has not asked for could wake it."""
+        return self.sock.fileno() if self._running and self.alive else None
 
     def pump(self) -> None:
         """Take in the messages that have arrived, without waiting."""
@@ -120,6 +127,7 @@ class TemplateProcess:
         for message in messages:
             if "exited" in message:
                 self.exits[message["exited"]] = message["status"]
+                self._running.discard(message["exited"])
             else:
                 self._answers.append(message)
 
