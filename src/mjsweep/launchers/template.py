@@ -54,8 +54,11 @@ def preload() -> None:
     for module in pkgutil.iter_modules(gym_mujoco.__path__):
         if module.name.endswith("_v5"):  # the robots a sweep starts from (HalfCheetah-v5, Ant-v5, ...)
             importlib.import_module(f"{gym_mujoco.__name__}.{module.name}")
+    import platform
+
     import torch
 
+    platform.processor()  # cached for the children: SB3 records it in every saved model, by running `uname -p`
     torch.set_num_threads(1)  # the interop pool is left for the worker to size: torch allows that once
 
 
