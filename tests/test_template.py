@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 from conftest import write_spec
+from mjsweep import launchers
 from mjsweep.launchers.base import RunExit
 from mjsweep.launchers.local import LocalHandle, LocalLauncher
 from mjsweep.launchers.template_client import TemplateChild
@@ -137,6 +138,42 @@ def test_the_template_socket_turns_readable_when_a_forked_run_ends(tmp_path):
         assert select.select([fd], [], [], WAIT_S)[0] == [fd]
         assert handle.poll() == RunExit.exited(0)  # the news was its end, already there to read
         assert launcher.news_fd() is None
+
+
+@pytest.mark.parametrize("args, starts", [
+    (["spec.yaml", "--workers", "2"], True),
+    (["spec.yaml", "--start", "template", "-q"], True),
+    (["spec.yaml", "--start", "exec"], False),
+    (["spec.yaml", "--start=exec"], False),
+    (["spec.yaml", "--backend", "ray"], False),
+    (["spec.yaml", "--backend=slurm"], False),
+    (["spec.yaml", "--dry-run"], False),
+    (["spec.yaml", "--help"], False),
+    (["spec.yaml", "--start"], False),  # the parser refuses it, in its own words
+])
+def test_sweep_run_starts_its_template_before_parsing_when_its_options_want_one(args, starts):
+    launchers.prestart_template(args)
+    prestarted = launchers._prestarted
+    try:
+        assert (prestarted is not None) is starts
+    finally:
+        if prestarted is not None:
+            prestarted.close()
+        launchers._prestarted = None
+
+
+def test_the_parsed_options_adopt_the_prestarted_template_or_end_it():
+    launchers.prestart_template(["spec.yaml"])
+    prestarted = launchers._prestarted
+    adopted = launchers.early_template("local", "auto")
+    try:
+        assert prestarted is not None and adopted is prestarted and launchers._prestarted is None
+    finally:
+        adopted.close()
+    launchers.prestart_template(["spec.yaml"])
+    stray = launchers._prestarted
+    assert launchers.early_template("local", "exec") is None  # the parser read what the guess missed
+    assert stray is not None and stray.proc.poll() is not None  # ended, not left to run
 
 
 def test_a_run_whose_log_cannot_be_opened_fails_to_start(tmp_path):

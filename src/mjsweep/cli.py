@@ -89,6 +89,13 @@ def run(
     """Train every variant x grid point x seed, each as its own single-threaded process."""
     from .errors import InputError
     from .launchers import early_template
+
+    try:
+        # Before anything else, so that its imports overlap all that follows. Should `sweep run` end
+        # before the launcher adopts it, it ends too: it dies with this process.
+        template = None if dry_run else early_template(backend, start_with)
+    except InputError as exc:
+        raise _invalid(str(exc)) from None
     from .order import Order
     from .sweep import decide, execute, in_start_order, prepare
 
@@ -99,9 +106,6 @@ def run(
     timeout_s = parse_duration(timeout) if timeout else None
     out = render.make_console()
     try:
-        # Its imports overlap the checks below. Should `sweep run` end before the launcher adopts it,
-        # it ends too: it dies with this process.
-        template = None if dry_run else early_template(backend, start_with)
         plan = prepare(spec_file, runs_dir)
     except InputError as exc:
         raise _invalid(str(exc)) from None
