@@ -282,6 +282,9 @@ def test_a_real_gnu_parallel_batch_reports_consistent_figures(tmp_path: Path):
     # the mean of each run's fps, next to the fps of the mean run: near, not equal, when runs differ
     assert batch.run_fps == pytest.approx(STEPS / (batch.rollout_s + batch.train_s), rel=0.5)
     assert 0 < batch.startup_s < batch.wall_s
+    for seed in (0, 1):  # each training recorded its episodes, as an mjsweep run's monitor.csv does
+        rows = (tmp_path / "parallel" / "results" / f"{seed}.monitor.csv").read_text().splitlines()
+        assert rows[1] == "r,l,t" and len(rows) > 2
 
 
 def test_the_launch_figures_are_in_the_summary_and_the_json():

@@ -2,7 +2,8 @@
 OMP_NUM_THREADS and MKL_NUM_THREADS set to 1 and torch.set_num_threads(1) in the script.
 
 The script trains exactly what the naive batch trains (bench/naive.py: same env, PPO, steps, one evaluation
-episode) and writes its figures as JSON; the bench times the whole `parallel` invocation. Without GNU parallel
+episode), records its episodes in a monitor.csv as an mjsweep run does, and writes its figures as JSON; the
+bench times the whole `parallel` invocation. Without GNU parallel
 on PATH the contender is skipped, and the bench says so in one line.
 """
 
@@ -36,7 +37,7 @@ from mjsweep.bench.naive import NaiveJob, train_default_threads  # noqa: E402
 
 job_file, seed, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 job = NaiveJob(**{**json.load(open(job_file)), "seed": seed})
-result = train_default_threads(job)
+result = train_default_threads(job, monitor_csv=out.removesuffix(".json") + ".monitor.csv")
 with open(out, "w") as f:
     json.dump(result.__dict__, f)
 '''

@@ -31,8 +31,11 @@ class NaiveResult:
     peak_rss_mb: float
 
 
-def train_default_threads(job: NaiveJob) -> NaiveResult:
-    """Build the env, train, evaluate one episode (as the mjsweep worker does), report what it used."""
+def train_default_threads(job: NaiveJob, monitor_csv: str | None = None) -> NaiveResult:
+    """Build the env, train, evaluate one episode (as the mjsweep worker does), report what it used.
+    The training env records its episodes with SB3's Monitor (into monitor_csv, if given), as every SB3
+    training that keeps its returns does (`make_vec_env` wraps its envs so) and as the worker's monitor.csv
+    does: without it, the trainings compared would not be the same."""
     import resource
     from pathlib import Path
 
@@ -44,7 +47,7 @@ def train_default_threads(job: NaiveJob) -> NaiveResult:
     from ..envs import make_env
     from ..training import PhaseTimer, process_age_s
 
-    env = make_env(job.env, Path(job.xml), job.env_kwargs, job.max_episode_steps)
+    env = Monitor(make_env(job.env, Path(job.xml), job.env_kwargs, job.max_episode_steps), monitor_csv)
     model = PPO("MlpPolicy", env, seed=job.seed, device="cpu", verbose=0, **job.ppo)
     startup = process_age_s()
     timer = PhaseTimer()  # times training as the worker does, so both batches' run fps mean the same
