@@ -227,16 +227,16 @@ class SearchSource:
         if trial.queue:
             return  # judged once every seed runs
         peers = [t for t in self.trials.values() if t.study is trial.study and t is not trial and t.record.runs]
-        maximize = self.search.maximize
+        maximize, mine = self.search.maximize, self._curves(trial)
         if prune.method == "median":
             ended = [self._curves(t) for t in peers if t.record.state in (TrialState.COMPLETE, TrialState.PRUNED)]
-            value = prunelib.median_prunes(self._curves(trial), ended, prune.after, maximize, prune.min_trials)
+            value = prunelib.median_prunes(mine, ended, prune.after, maximize, prune.min_trials)
         else:
             others = [self._curves(t) for t in peers if t.record.state is not TrialState.FAILED]
-            value = prunelib.asha_prunes(self._curves(trial), others, prune.after, maximize, prune.min_trials)
+            value = prunelib.asha_prunes(mine, others, prune.after, maximize, prune.min_trials)
         if value is None:
             return
         live = [r for r in trial.record.runs if r not in trial.ended]
-        step = prunelib.reached(self._curves(trial))
+        step = prunelib.reached(mine)
         self._finish(trial, TrialState.PRUNED, value, 0, f"stopped at {step} timesteps")
         self._to_stop.extend(live)
