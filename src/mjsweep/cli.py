@@ -327,7 +327,7 @@ def _search_trials(folder):
     """A search's trials ranked by its objective and the objective's name; None for a grid sweep."""
     from .search import results as searchresults
 
-    search = searchresults.read_search(folder) if searchresults.is_search(folder) else None
+    search = searchresults.searched(folder)
     return (searchresults.ranked(folder, search), search.objective.metric) if search is not None else None
 
 
@@ -438,11 +438,11 @@ def plot(
     from .rundir import SweepDir
     from .search import results as searchresults
 
-    search = searchresults.read_search(SweepDir(sweep_dir)) if searchresults.is_search(SweepDir(sweep_dir)) else None
-    if search is not None:
+    folder = SweepDir(sweep_dir)
+    if (search := searchresults.searched(folder)) is not None:
         from .search.plots import plot_search
 
-        written += plot_search(SweepDir(sweep_dir), search, output)
+        written += plot_search(folder, search, output)
     for path in written:
         print(f"wrote {path}")
 

@@ -41,8 +41,9 @@ def read_search(sweep_dir: SweepDir) -> SearchSpec | None:
     return SearchSpec.model_validate(search) if search else None
 
 
-def is_search(sweep_dir: SweepDir) -> bool:
-    return sweep_dir.trials_jsonl.exists()
+def searched(sweep_dir: SweepDir) -> SearchSpec | None:
+    """The search of a sweep that has trials to show; None for a grid sweep or a search before its first."""
+    return read_search(sweep_dir) if sweep_dir.trials_jsonl.exists() else None
 
 
 def ranked(sweep_dir: SweepDir, search: SearchSpec) -> list[TrialRow]:
