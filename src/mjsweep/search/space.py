@@ -12,9 +12,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 KINDS = ("log_uniform", "uniform", "int", "choice")
-METRICS = ("eval_iqm", "best_iqm", "auc_iqm")
-"""eval_iqm: each seed's final evaluation; best_iqm: its best periodic evaluation; auc_iqm: the area under
-its periodic evaluations per timestep. Each time the IQM over the trial's seeds."""
 
 
 class _Strict(BaseModel):
@@ -84,6 +81,8 @@ class Dimension(_Strict):
 
 class ObjectiveSpec(_Strict):
     metric: Literal["eval_iqm", "best_iqm", "auc_iqm"] = "eval_iqm"
+    """eval_iqm: each seed's final evaluation; best_iqm: its best periodic evaluation; auc_iqm: the area
+    under its periodic evaluations per timestep. Each time the IQM over the trial's seeds."""
     direction: Literal["maximize", "minimize"] = "maximize"
 
 
