@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
-from .rundir import CorruptFileError, RunDir, RunStatus, SweepDir
+from .rundir import CorruptFileError, RunDir, RunStatus, SweepDir, read_json
 from .runindex import ENDED_STATES, IndexEntry, IndexWriter
 
 
@@ -50,7 +49,7 @@ class StatusRecorder:
 def _algo_of(run_dir: RunDir) -> str:
     """The run's algorithm from its spec.json; PPO for files written before the key (or unreadable)."""
     try:
-        algo = json.loads(run_dir.spec_json.read_text(encoding="utf-8")).get("algo", "ppo")
-    except (OSError, ValueError, AttributeError):
+        algo = (read_json(run_dir.spec_json) or {}).get("algo", "ppo")
+    except CorruptFileError:
         return "ppo"
     return algo if isinstance(algo, str) else "ppo"
