@@ -65,7 +65,9 @@ def early_template(backend: str, start: str) -> TemplateProcess | None:
         if prestarted is not None and not (wanted and prestarted.alive):
             prestarted.close()
             prestarted = None
-    if not wanted or prestarted is not None:
+    if not wanted:
+        return None
+    if prestarted is not None:
         return prestarted
     from .template_client import TemplateError, TemplateProcess
 
