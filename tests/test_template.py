@@ -176,6 +176,18 @@ def test_the_parsed_options_adopt_the_prestarted_template_or_end_it():
     assert stray is not None and stray.proc.poll() is not None  # ended, not left to run
 
 
+def test_a_forked_run_knows_the_processor_without_running_uname(tmp_path):
+    # SB3 records platform.platform() in every saved model; the template asked once for all its runs
+    probe = ("import platform, subprocess\n"
+             "def refuse(*a, **k): raise AssertionError('a subprocess ran')\n"
+             "subprocess.check_output = subprocess.run = subprocess.Popen = refuse\n"
+             "print('processor:', platform.processor(), platform.platform())")
+    with LocalLauncher(command=lambda p: [sys.executable, "-c", probe, str(p)], start_with="template") as launcher:
+        run_dir = run_dir_with(tmp_path, "run", {})
+        assert wait_end(launcher.start(Cpu(), run_dir)) == RunExit.exited(0), run_dir.log.read_text()
+    assert "processor:" in run_dir.log.read_text()
+
+
 def test_a_run_whose_log_cannot_be_opened_fails_to_start(tmp_path):
     with LocalLauncher(command=lambda p: [sys.executable, str(STUB), str(p)], start_with="template") as launcher:
         run_dir = RunDir(tmp_path / "missing")  # no folder: neither the log nor the cwd exists
