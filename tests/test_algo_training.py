@@ -13,12 +13,13 @@ from stable_baselines3.common.save_util import load_from_pkl
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from conftest import TINY_XML
-from mjsweep import plan, training
-from mjsweep import spec as speclib
-from mjsweep.envs import make_env
-from mjsweep.rundir import RunDir
-from mjsweep.schemas import Timing
-from mjsweep.variants import Variant
+from mjsweep.plan import runs as plan
+from mjsweep.robots.envs import make_env
+from mjsweep.robots.variants import Variant
+from mjsweep.spec import sweepspec as speclib
+from mjsweep.sweepdir.files import RunDir
+from mjsweep.sweepdir.models import Timing
+from mjsweep.worker import training
 
 ENV = "HalfCheetah-v5"
 

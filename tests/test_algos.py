@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from conftest import TINY_XML, run_sweep
-from mjsweep import algos, plan
-from mjsweep import spec as speclib
-from mjsweep.spec import SpecError
-from mjsweep.variants import Variant
+from mjsweep.plan import runs as plan
+from mjsweep.robots.variants import Variant
+from mjsweep.spec import algos
+from mjsweep.spec import sweepspec as speclib
+from mjsweep.spec.sweepspec import SpecError
 
 HEAD = f"""\
 name: demo

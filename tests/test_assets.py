@@ -11,11 +11,11 @@ import mujoco
 import pytest
 
 from conftest import XML_DIR, run_sweep, write_spec
-from mjsweep.edits import generate
-from mjsweep.editspec import EditSpec
-from mjsweep.modelfiles import model_files, model_sha256
-from mjsweep.sweep import prepare
-from mjsweep.variants import materialize
+from mjsweep.engine.sweep import prepare
+from mjsweep.robots.edits import generate
+from mjsweep.robots.modelfiles import model_files, model_sha256
+from mjsweep.robots.variants import materialize
+from mjsweep.spec.editspec import EditSpec
 
 MAIN = """<mujoco model="meshbot">
   <compiler meshdir="meshes" autolimits="true"/>

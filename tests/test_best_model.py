@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mjsweep.rundir import RunDir
-from mjsweep.schemas import Timing
-from mjsweep.training import BestModel, Checkpointer
+from mjsweep.sweepdir.files import RunDir
+from mjsweep.sweepdir.models import Timing
+from mjsweep.worker.training import BestModel, Checkpointer
 
 
 class Saves:
@@ -96,7 +96,7 @@ def test_a_later_checkpoint_lets_older_pairs_go(tmp_path):
 
 
 def test_older_checkpoints_leave_the_best_as_it_is(tmp_path):
-    from mjsweep.schemas import CheckpointRecord
+    from mjsweep.sweepdir.models import CheckpointRecord
 
     run = RunDir(tmp_path)
     run.best_model_zip.write_text("model from an older version")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from helpers.fake_sweep import make_run, result, run_spec
-from mjsweep.planned import Action, Reason
-from mjsweep.rundir import RunState, SweepDir
-from mjsweep.sweep import _decide_one
+from mjsweep.engine.sweep import _decide_one
+from mjsweep.plan.planned import Action, Reason
+from mjsweep.sweepdir.files import RunState, SweepDir
 
 
 def test_each_kind_of_folder_gets_its_action_reason_and_note(tmp_path):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import XML_DIR, run_sweep, write_spec
-from mjsweep.envs import EnvBuildError, probe_env
-from mjsweep.sweep import BrokenVariantsError, prepare
+from mjsweep.engine.sweep import BrokenVariantsError, prepare
+from mjsweep.robots.envs import EnvBuildError, probe_env
 
 WALKER = XML_DIR / "planar_walker.xml"
 

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from conftest import REPO, TINY_XML, run_dirs, run_sweep, write_spec
-from mjsweep import runindex
-from mjsweep.status import read_sweep
+from mjsweep.sweepdir import index as runindex
+from mjsweep.ui.status import read_sweep
 
 RESULT_KEYS = {"eval_mean_return", "eval_std_return", "timesteps", "wall_s", "fps", "rollout_s", "train_s",
                "torch_threads", "xml_sha256", "versions", "peak_rss_mb"}

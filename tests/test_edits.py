@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from conftest import XML_DIR, run_sweep
-from mjsweep import spec as speclib
-from mjsweep.edits import EditError, generate, grid_points, point_suffix
-from mjsweep.editspec import EditSpec
-from mjsweep.spec import SpecError
-from mjsweep.sweep import prepare
+from mjsweep.engine.sweep import prepare
+from mjsweep.robots.edits import EditError, generate, grid_points, point_suffix
+from mjsweep.spec import sweepspec as speclib
+from mjsweep.spec.editspec import EditSpec
+from mjsweep.spec.sweepspec import SpecError
 
 WALKER = XML_DIR / "planar_walker.xml"
 QUAD = XML_DIR / "quadruped.xml"

@@ -8,9 +8,9 @@ import signal
 
 import pytest
 
-from mjsweep.failures import RETRYABLE, classify, should_retry
+from mjsweep.engine.failures import RETRYABLE, classify, should_retry
 from mjsweep.launchers.base import RETURNCODE_LOST, ExitKind, RunExit
-from mjsweep.rundir import FailureClass
+from mjsweep.sweepdir.files import FailureClass
 
 EXITS = {
     "exit 0": RunExit.exited(0),

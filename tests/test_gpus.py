@@ -8,10 +8,10 @@ import sys
 import pytest
 
 from conftest import run_sweep, write_spec
-from mjsweep.gpus import GpuSlots, detect_gpus
+from mjsweep.engine.scheduler import Scheduler, SchedulerOptions
+from mjsweep.launchers.gpus import GpuSlots, detect_gpus
 from mjsweep.launchers.local import LocalLauncher
-from mjsweep.rundir import SweepDir
-from mjsweep.scheduler import Scheduler, SchedulerOptions
+from mjsweep.sweepdir.files import SweepDir
 from test_scheduler import make_run
 
 RECORD = """

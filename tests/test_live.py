@@ -23,10 +23,10 @@ from rich.console import Console
 from conftest import REPO, run_sweep, sweep_exe, write_spec
 from helpers.fake_sweep import make_run, result, run_spec, write_progress
 from helpers.images import not_blank
-from mjsweep import live, render_runs
-from mjsweep.planned import Action, PlannedRun
-from mjsweep.rundir import RunState, SweepDir
-from mjsweep.scheduler import Event, EventKind
+from mjsweep.engine.scheduler import Event, EventKind
+from mjsweep.plan.planned import Action, PlannedRun
+from mjsweep.sweepdir.files import RunState, SweepDir
+from mjsweep.ui import live, runs_table
 
 SUMMARY = re.compile(r"^\[ *[\d.]+s\] summary +.*\| [\d.k]+/1\.0k steps \(\d+%\), \d+ fps, ETA \S+$")
 COLOUR = re.compile(r"\x1b\[[0-9;]*(3[0-9]|4[0-9]|9[0-7])m")  # SGR foreground/background colours
@@ -224,10 +224,10 @@ def test_compact_table_for_many_runs():
     runs += [live.RunView(f"p{i}", "v", {}, i, "pending", total_timesteps=100) for i in range(18)]
     runs += [live.RunView(f"f{i}", "v", {}, i, "failed", total_timesteps=100) for i in range(30)]
     out = Console(file=io.StringIO(), width=160)
-    out.print(render_runs.sweep_renderable(runs, [], compact=True))
+    out.print(runs_table.sweep_renderable(runs, [], compact=True))
     text = out.file.getvalue()
     rows = [ln.split()[0] for ln in text.splitlines()[2:] if ln and ln[0] in "rfp" and ln.split()[0] != "run"]
-    assert rows[:2] == ["run0", "run1"] and len(rows) == 2 + render_runs.MAX_LISTED  # active + the last failures
+    assert rows[:2] == ["run0", "run1"] and len(rows) == 2 + runs_table.MAX_LISTED  # active + the last failures
     assert "f29" in rows and "f0" not in rows and not any(r.startswith("r0") for r in rows)
     assert "100 succeeded (best eval return 99.00), 18 pending" in text
     assert len(text.splitlines()) < 30
@@ -238,12 +238,12 @@ def test_narrow_terminal_keeps_one_line_per_run():
                          "running", timesteps=5000, total_timesteps=100_000, fps=1100.0, ep_rew_mean=-1.5)
             for i in range(2)]
     out = Console(file=io.StringIO(), width=80)
-    out.print(render_runs.sweep_renderable(runs, [], compact=True, width=80))
+    out.print(runs_table.sweep_renderable(runs, [], compact=True, width=80))
     lines = out.file.getvalue().splitlines()
     assert len(lines) == 5 and all(len(ln.rstrip()) <= 80 for ln in lines), lines  # bar, header, 2 runs, counts
     assert [ln.split()[0] for ln in lines[2:4]] == ["walker-…gamma=0.99_s0", "walker-…gamma=0.99_s1"]
     assert lines[2].split()[1:] == ["running", "5.0k/100.0k", "1100", "1m26s", "-1.50", "-", "0"]
-    assert render_runs.fit("walker_s0_3422ae80", 12) == "walker_s0" and render_runs.fit("short", 12) == "short"
+    assert runs_table.fit("walker_s0_3422ae80", 12) == "walker_s0" and runs_table.fit("short", 12) == "short"
 
 
 def test_tracker_reads_at_most_once_a_second_and_never_pending_runs(tmp_path):
@@ -276,22 +276,22 @@ def test_thousands_of_runs_print_one_plain_line_each():
     no box drawing, nothing wrapped."""
     from types import SimpleNamespace
 
-    from mjsweep import render
-    from mjsweep.runview import RunView
+    from mjsweep.results.runview import RunView
+    from mjsweep.ui import tables
 
     runs = [RunView(f"v_s{i}", "v", {}, i, "succeeded", attempts=1, timesteps=1000, total_timesteps=1000,
-                    fps=700.0, final_return=float(i)) for i in range(render.PLAIN_ROWS + 1)]
+                    fps=700.0, final_return=float(i)) for i in range(tables.PLAIN_ROWS + 1)]
     out = Console(file=io.StringIO(), width=200)
-    out.print(render_runs.sweep_renderable(runs, [], compact=False))
+    out.print(runs_table.sweep_renderable(runs, [], compact=False))
     lines = out.file.getvalue().splitlines()
-    table = render.plain_table(render_runs.RUN_COLUMNS, [render_runs.run_cells(r, None) for r in runs]).splitlines()
+    table = tables.plain_table(runs_table.RUN_COLUMNS, [runs_table.run_cells(r, None) for r in runs]).splitlines()
     assert lines[1:] == table and len(table) == len(runs) + 1
     assert lines[-1].split() == ["v_s500", "succeeded", "1.0k/1.0k", "700", "-", "-", "500.00", "1"]
 
     plan = SimpleNamespace(spec=SimpleNamespace(name="big"), sweep_dir=SimpleNamespace(path=Path("/runs/big")))
-    specs = [run_spec("v", i) for i in range(render.PLAIN_ROWS + 1)]
+    specs = [run_spec("v", i) for i in range(tables.PLAIN_ROWS + 1)]
     out = Console(file=io.StringIO(), width=200)
-    render.plan_table(out, plan, planned(specs))
+    tables.plan_table(out, plan, planned(specs))
     lines = out.file.getvalue().splitlines()
     assert lines[0] == f"sweep big: {len(specs)} runs -> /runs/big"
     assert lines[1].split() == ["run", "id", "variant", "grid", "seed", "action"]

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from conftest import XML_DIR, run_sweep, write_spec
-from mjsweep.envs import EnvBuildError, make_env, probe_env
-from mjsweep.locomotion import ENV_ID, find_root
+from mjsweep.robots.envs import EnvBuildError, make_env, probe_env
+from mjsweep.robots.locomotion import ENV_ID, find_root
 
 WALKER = XML_DIR / "planar_walker.xml"
 QUAD = XML_DIR / "quadruped.xml"
@@ -105,9 +105,9 @@ def test_a_non_finite_state_terminates_with_a_finite_observation():
 
 
 def test_not_registered_at_import_but_when_built():
-    code = ("import gymnasium, mjsweep, mjsweep.envs, mjsweep.sweep; "
+    code = ("import gymnasium, mjsweep, mjsweep.robots.envs, mjsweep.engine.sweep; "
             f"assert {ENV_ID!r} not in gymnasium.registry; "
-            f"mjsweep.envs.make_env({ENV_ID!r}, {str(QUAD)!r}, {{}}); "
+            f"mjsweep.robots.envs.make_env({ENV_ID!r}, {str(QUAD)!r}, {{}}); "
             f"assert {ENV_ID!r} in gymnasium.registry")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 

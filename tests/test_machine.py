@@ -7,11 +7,19 @@ import subprocess
 import sys
 
 from helpers.fake_sweep import make_run, run_spec
-from mjsweep import live
-from mjsweep.machine import Competition, Competitor, CpuReading, MachineLoad, PresentLoad, competition, cpu_reading
-from mjsweep.rundir import RunState, SweepDir
-from mjsweep.status import load_warnings, read_sweep
-from mjsweep.sweep import sweep_lock
+from mjsweep.engine.machine import (
+    Competition,
+    Competitor,
+    CpuReading,
+    MachineLoad,
+    PresentLoad,
+    competition,
+    cpu_reading,
+)
+from mjsweep.engine.sweep import sweep_lock
+from mjsweep.sweepdir.files import RunState, SweepDir
+from mjsweep.ui import live
+from mjsweep.ui.status import load_warnings, read_sweep
 
 
 def reading(at: float, busy_s: float, own_s: float, **others: tuple[int, float]) -> CpuReading:

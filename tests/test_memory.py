@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mjsweep.memory import DEFAULT_RUN_MEMORY_MB, OFF_POLICY_RUN_MEMORY_MB, memory_admits, run_memory_mb
+from mjsweep.engine.memory import DEFAULT_RUN_MEMORY_MB, OFF_POLICY_RUN_MEMORY_MB, memory_admits, run_memory_mb
 
 
 def test_a_run_needs_the_largest_peak_seen_with_a_quarter_more():

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from conftest import run_sweep, write_spec
-from mjsweep.modelcheck import ModelCheck, distinct_sets, needs_build
-from mjsweep.spec import SpecError
-from mjsweep.sweep import prepare
+from mjsweep.engine.modelcheck import ModelCheck, distinct_sets, needs_build
+from mjsweep.engine.sweep import prepare
+from mjsweep.spec.sweepspec import SpecError
 
 
 def test_layers_sb3_refuses_are_a_spec_error_at_the_ppo_block(tmp_path, tiny_spec):

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from conftest import wait_for, write_spec
-from mjsweep.plan import RunSpec
-from mjsweep.rundir import RunDir, read_model
-from mjsweep.schemas import BestRecord
-from mjsweep.sweep import prepare
+from mjsweep.engine.sweep import prepare
+from mjsweep.plan.runs import RunSpec
+from mjsweep.sweepdir.files import RunDir, read_model
+from mjsweep.sweepdir.models import BestRecord
 
 
 def runs_of(tmp_path: Path, spec: dict) -> list[RunSpec]:
@@ -48,7 +48,7 @@ def test_normalize_per_variant_and_as_a_grid_key(tmp_path, tiny_spec):
 
 
 def test_bad_normalize_values_name_their_key(tmp_path, tiny_spec):
-    from mjsweep.spec import SpecError
+    from mjsweep.spec.sweepspec import SpecError
 
     for change, expected in [({"normalize": {"clip_obs": -1}}, "normalize.clip_obs: Input should be greater than 0"),
                              ({"normalize": {"norm_obz": True}}, "normalize.norm_obz: unknown key .allowed: norm_obs"),
@@ -61,8 +61,8 @@ def test_evaluation_sees_observations_normalized_with_the_training_statistics(tm
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-    from mjsweep.envs import make_env
-    from mjsweep.training import evaluate
+    from mjsweep.robots.envs import make_env
+    from mjsweep.worker.training import evaluate
 
     [run] = runs_of(tmp_path, {**tiny_spec, "normalize": True})
     venv = VecNormalize(DummyVecEnv([lambda: make_env(run.env, Path(run.xml), run.env_kwargs, 20)]),
@@ -81,7 +81,7 @@ def test_evaluation_sees_observations_normalized_with_the_training_statistics(tm
 def test_statistics_survive_sigint_and_resume(tmp_path, tiny_spec):
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from mjsweep.training import make_vec_env
+    from mjsweep.worker.training import make_vec_env
 
     tiny_spec.update({"normalize": True, "total_timesteps": 4096, "checkpoint_every": 256,
                       "eval": {"every": 256, "episodes": 1}})

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 from conftest import TINY_XML, run_sweep, write_spec
-from mjsweep.order import Order, expected_costs, measured_fps, start_order
-from mjsweep.plan import RunSpec
-from mjsweep.rundir import SweepDir, write_json_atomic
+from mjsweep.plan.order import Order, expected_costs, measured_fps, start_order
+from mjsweep.plan.runs import RunSpec
+from mjsweep.sweepdir.files import SweepDir, write_json_atomic
 from test_scheduler import FakeClock, FakeLauncher, Script, scheduler
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from conftest import run_sweep, write_spec
-from mjsweep.sweep import prepare
+from mjsweep.engine.sweep import prepare
 
 
 def policy_params(model_zip: Path) -> dict:

@@ -15,9 +15,9 @@ from PIL import Image
 
 from conftest import XML_DIR, run_sweep
 from helpers.rendering import needs_gl
-from mjsweep.rendering.camera import AZIMUTH_DEG, ELEVATION_DEG, Box, framing
-from mjsweep.rendering.gl import RenderUnavailable, run_render_process
-from mjsweep.rendering.sheet import LABEL_HEIGHT, contact_sheet, label
+from mjsweep.media.camera import AZIMUTH_DEG, ELEVATION_DEG, Box, framing
+from mjsweep.media.gl import RenderUnavailable, run_render_process
+from mjsweep.media.sheet import LABEL_HEIGHT, contact_sheet, label
 
 
 def projected(point, pose, fovy_deg: float, aspect: float) -> tuple[float, float]:
@@ -133,8 +133,8 @@ def test_render_uses_only_the_backend_the_user_set(monkeypatch):
 def test_pictures_without_a_gl_backend_is_one_line_and_exit_2(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from mjsweep import cli
-    from mjsweep.rendering import variants as pictures
+    from mjsweep.media import variants as pictures
+    from mjsweep.ui import cli
 
     monkeypatch.delenv("MUJOCO_GL", raising=False)
     helpers_importable(monkeypatch)

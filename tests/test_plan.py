@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mjsweep import plan as planlib
-from mjsweep.spec import SpecLocator, parse
-from mjsweep.variants import Variant
+from mjsweep.plan import runs as planlib
+from mjsweep.robots.variants import Variant
+from mjsweep.spec.sweepspec import SpecLocator, parse
 
 
 def make_spec(**overrides):

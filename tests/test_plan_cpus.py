@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from mjsweep import plan as planlib
-from mjsweep.spec import SpecError, SpecLocator, parse
-from mjsweep.variants import Variant
+from mjsweep.plan import runs as planlib
+from mjsweep.robots.variants import Variant
+from mjsweep.spec.sweepspec import SpecError, SpecLocator, parse
 
 VARIANTS = [Variant("a", Path("/m/a.xml"), "aa" * 32)]
 

@@ -8,8 +8,8 @@ import pytest
 from conftest import run_sweep
 from helpers.fake_sweep import make_run, result, run_spec
 from helpers.images import not_blank
-from mjsweep.plot import Curve, band, read_curve
-from mjsweep.rundir import RunState
+from mjsweep.sweepdir.files import RunState
+from mjsweep.ui.plot import Curve, band, read_curve
 
 
 def fake_sweep(folder):
@@ -62,9 +62,9 @@ def test_cli_plot_without_episodes(tmp_path):
 
 
 def test_evaluation_curves_replace_training_returns_when_the_sweep_evaluates(tmp_path, monkeypatch):
-    from mjsweep import plot
-    from mjsweep.plot import curve_auc, read_eval_curve
-    from mjsweep.results import collect
+    from mjsweep.results.rows import collect
+    from mjsweep.ui import plot
+    from mjsweep.ui.plot import curve_auc, read_eval_curve
 
     fake_sweep(tmp_path)
     run = make_run(tmp_path, run_spec("a", 0))

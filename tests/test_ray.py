@@ -17,7 +17,7 @@ import yaml
 from typer.testing import CliRunner
 
 from conftest import REPO, TINY_XML, launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
-from mjsweep.cli import app
+from mjsweep.ui.cli import app
 
 WAIT = 300.0  # generous: a bound on hanging, never on speed
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from helpers.fake_sweep import run_spec
-from mjsweep.recorder import StatusRecorder
-from mjsweep.rundir import RunState, RunStatus, SweepDir, write_json_atomic
+from mjsweep.engine.recorder import StatusRecorder
+from mjsweep.sweepdir.files import RunState, RunStatus, SweepDir, write_json_atomic
 
 
 def test_status_for_every_change_and_an_index_line_for_each_end(tmp_path):

@@ -13,12 +13,12 @@ from typer.testing import CliRunner
 
 from conftest import TINY_XML
 from helpers.fake_sweep import make_run, result, run_spec
-from mjsweep import stats
-from mjsweep.cli import app
-from mjsweep.report import aggregate
-from mjsweep.results import collect
-from mjsweep.rundir import RunState
-from mjsweep.schemas import RunResult
+from mjsweep.results import stats
+from mjsweep.results.report import aggregate
+from mjsweep.results.rows import collect
+from mjsweep.sweepdir.files import RunState
+from mjsweep.sweepdir.models import RunResult
+from mjsweep.ui.cli import app
 
 RETURNS_A = [10.0, 20.0, 30.0, 100.0]  # mean 40, IQM 25 (drops 10 and 100)
 RETURNS_B = [1.0, 2.0, 3.0]
@@ -174,9 +174,9 @@ def test_report_rejects_an_unknown_format(tmp_path):
 
 
 def test_rank_by_best_evaluation_and_the_area_under_the_evaluation_curve(tmp_path):
-    from mjsweep.report import aggregate, eval_aucs, to_csv
-    from mjsweep.results import collect
-    from mjsweep.rundir import SweepDir
+    from mjsweep.results.report import aggregate, eval_aucs, to_csv
+    from mjsweep.results.rows import collect
+    from mjsweep.sweepdir.files import SweepDir
 
     for seed in (0, 1):
         make_run(tmp_path, run_spec("a", seed), RunState.SUCCEEDED,

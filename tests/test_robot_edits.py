@@ -9,8 +9,8 @@ from pathlib import Path
 import mujoco
 import pytest
 
-from mjsweep.edits import EditError, generate
-from mjsweep.editspec import EditSpec
+from mjsweep.robots.edits import EditError, generate
+from mjsweep.spec.editspec import EditSpec
 
 ROBOTS = Path(__file__).resolve().parents[2] / "shared" / "robots"
 ANYMAL = ROBOTS / "anybotics_anymal_c" / "scene.xml"

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from conftest import run_sweep, write_spec
-from mjsweep import menagerie
-from mjsweep.envs import probe_env
-from mjsweep.locomotion import ENV_ID
-from mjsweep.spec import SpecError
-from mjsweep.sweep import BrokenVariantsError, prepare
+from mjsweep.engine.sweep import BrokenVariantsError, prepare
+from mjsweep.robots import menagerie
+from mjsweep.robots.envs import probe_env
+from mjsweep.robots.locomotion import ENV_ID
+from mjsweep.spec.sweepspec import SpecError
 
 ROBOTS = Path(__file__).resolve().parents[2] / "shared" / "robots"
 ANYMAL = ROBOTS / "anybotics_anymal_c" / "scene.xml"
@@ -98,7 +98,7 @@ def test_a_compile_error_names_the_xml_file_and_line_also_inside_an_include(tmp_
 # --- the robots as they are --------------------------------------------------------------------
 
 def test_anymal_faces_minus_x_and_passes_the_probe():
-    from mjsweep.envs import make_env
+    from mjsweep.robots.envs import make_env
 
     env = make_env(ENV_ID, ANYMAL, {"forward_axis": "root"}).unwrapped
     assert env._heading == pytest.approx([-1.0, 0.0, 0.0])

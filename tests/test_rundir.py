@@ -9,7 +9,7 @@ import signal
 import time
 
 from conftest import run_sweep, write_spec
-from mjsweep.rundir import CorruptFileError, RunDir, RunState, RunStatus, read_json, write_json_atomic
+from mjsweep.sweepdir.files import CorruptFileError, RunDir, RunState, RunStatus, read_json, write_json_atomic
 
 
 def _rewrite_forever(path: str) -> None:

@@ -7,12 +7,12 @@ import json
 import os
 
 from helpers.fake_sweep import make_run, result, run_spec
-from mjsweep import runindex
-from mjsweep.planned import Action, PlannedRun
-from mjsweep.rundir import RunState, SweepDir, write_json_atomic
-from mjsweep.runindex import IndexEntry
-from mjsweep.status import read_sweep
-from mjsweep.sweep import _reindex
+from mjsweep.engine.sweep import _reindex
+from mjsweep.plan.planned import Action, PlannedRun
+from mjsweep.sweepdir import index as runindex
+from mjsweep.sweepdir.files import RunState, SweepDir, write_json_atomic
+from mjsweep.sweepdir.index import IndexEntry
+from mjsweep.ui.status import read_sweep
 from test_scheduler import FakeClock, FakeLauncher, Script, scheduler
 from test_scheduler import make_run as scheduled_run
 from test_status import every_state
@@ -131,7 +131,7 @@ def test_a_line_from_before_training_fps_is_read_again_from_the_files(tmp_path):
 
 
 def test_the_live_view_takes_skipped_runs_from_the_index(tmp_path):
-    from mjsweep import live
+    from mjsweep.ui import live
 
     spec = run_spec("v", 0)
     make_run(tmp_path, spec, RunState.SUCCEEDED, result=result(5.0))

@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from mjsweep.engine.scheduler import EventKind, Scheduler, SchedulerOptions
 from mjsweep.errors import LaunchError
 from mjsweep.launchers.base import Launcher, RunExit
 from mjsweep.launchers.local import LocalLauncher
-from mjsweep.plan import RunSpec
-from mjsweep.rundir import FailureClass, RunState, SweepDir, write_json_atomic
-from mjsweep.scheduler import EventKind, Scheduler, SchedulerOptions
+from mjsweep.plan.runs import RunSpec
+from mjsweep.sweepdir.files import FailureClass, RunState, SweepDir, write_json_atomic
 
 
 def make_run(i: int, cpus: int = 1) -> RunSpec:

@@ -9,14 +9,14 @@ from typer.testing import CliRunner
 
 from conftest import TINY_XML, write_spec
 from helpers.fake_sweep import make_run, result, run_spec
-from mjsweep import runindex
-from mjsweep.cli import app
-from mjsweep.plan import RunSpec
-from mjsweep.results import read_row
-from mjsweep.rundir import CorruptFileError, RunDir, RunState, RunStatus, SweepDir, succeeded, write_model
-from mjsweep.runindex import IndexEntry
-from mjsweep.schemas import SCHEMA, CheckpointRecord, RunResult, SweepVariants, Timing, VariantRecord
-from mjsweep.sweep import Action, _decide_one, prepare, variants_record
+from mjsweep.engine.sweep import Action, _decide_one, prepare, variants_record
+from mjsweep.plan.runs import RunSpec
+from mjsweep.results.rows import read_row
+from mjsweep.sweepdir import index as runindex
+from mjsweep.sweepdir.files import CorruptFileError, RunDir, RunState, RunStatus, SweepDir, succeeded, write_model
+from mjsweep.sweepdir.index import IndexEntry
+from mjsweep.sweepdir.models import SCHEMA, CheckpointRecord, RunResult, SweepVariants, Timing, VariantRecord
+from mjsweep.ui.cli import app
 
 RESULT = RunResult(run_id="v_s0", eval_mean_return=1.5, eval_std_return=0.5, timesteps=512, fps=900.0,
                    early_fps=950.0, torch_threads=1, versions={"python": "3.11"})

@@ -13,17 +13,17 @@ import yaml
 
 from conftest import REPO, TINY_XML
 from helpers.fake_sweep import make_run, result
-from mjsweep import spec as speclib
-from mjsweep import variants as variantlib
 from mjsweep.errors import SpecError
-from mjsweep.rundir import RunState, SweepDir
+from mjsweep.robots import variants as variantlib
 from mjsweep.search import prune
 from mjsweep.search.record import TrialRecord, TrialState, append, replay
 from mjsweep.search.results import best_block, ranked, to_dicts, to_markdown
 from mjsweep.search.samplers import RandomSampler, SobolSampler, make_sampler
 from mjsweep.search.source import SearchSource
-from mjsweep.search.space import Dimension, SearchSpec
 from mjsweep.search.trials import studies
+from mjsweep.spec import sweepspec as speclib
+from mjsweep.spec.searchspace import Dimension, SearchSpec
+from mjsweep.sweepdir.files import RunState, SweepDir
 
 SEARCH = {
     "method": "random", "trials": 3, "seeds_per_trial": 2, "seed": 7,
@@ -122,7 +122,7 @@ def test_samplers_are_pure_functions_of_seed_study_and_number(kind):
 
 
 def test_random_and_sobol_do_not_import_optuna():
-    code = ("import sys; from mjsweep.search.samplers import make_sampler; from mjsweep.search.space import "
+    code = ("import sys; from mjsweep.search.samplers import make_sampler; from mjsweep.spec.searchspace import "
             f"SearchSpec; s = SearchSpec.model_validate({SEARCH!r}); "
             "[make_sampler(m, s.space, 0, 0, True, []).propose(3) for m in ('random', 'sobol')]; "
             "assert 'optuna' not in sys.modules, 'optuna imported'")
@@ -295,7 +295,7 @@ def test_a_grid_splits_the_search_into_studies_and_searched_labels_make_families
 
 
 def test_a_searched_env_argument_the_env_does_not_take_is_a_spec_error(tmp_path):
-    from mjsweep.sweep import prepare
+    from mjsweep.engine.sweep import prepare
 
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec_data(space={"env_kwargs.ctrl_cost_weigt": {"uniform": [0.0, 1.0]}})))
@@ -329,7 +329,7 @@ def test_search_figure_needs_a_complete_trial(tmp_path):
 
 
 def test_a_whole_search_through_the_scheduler_with_a_fake_launcher(tmp_path):
-    from mjsweep.scheduler import Scheduler, SchedulerOptions
+    from mjsweep.engine.scheduler import Scheduler, SchedulerOptions
     from test_scheduler import FakeClock, FakeLauncher, Script
 
     source, _, sweep_dir = source_for(tmp_path, trials=3, seeds_per_trial=2)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from conftest import TINY_XML, XML_DIR, launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
-from mjsweep.rundir import RunDir
 from mjsweep.search.record import TrialState, replay
 from mjsweep.search.samplers import RandomSampler
-from mjsweep.search.space import SearchSpec
+from mjsweep.spec.searchspace import SearchSpec
+from mjsweep.sweepdir.files import RunDir
 
 
 def search_spec(tmp_path: Path, **search) -> Path:

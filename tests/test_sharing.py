@@ -14,10 +14,10 @@ from PIL import Image
 from conftest import TINY_LONG_XML, TINY_XML, run_sweep, write_spec
 from helpers.fake_sweep import run_spec
 from helpers.rendering import CHROMEDRIVER, CHROMIUM, needs_browser, needs_gl
-from mjsweep.rendering.videos import NoVideo, choose
-from mjsweep.results import ResultRow
-from mjsweep.rundir import RunState, RunStatus
-from mjsweep.schemas import RunResult
+from mjsweep.media.videos import NoVideo, choose
+from mjsweep.results.rows import ResultRow
+from mjsweep.sweepdir.files import RunState, RunStatus
+from mjsweep.sweepdir.models import RunResult
 
 
 def row(seed: int, final: float, variant: str = "walker", ok: bool = True) -> ResultRow:

@@ -15,12 +15,12 @@ import pytest
 import yaml
 
 from conftest import REPO, TINY_LONG_XML, TINY_XML, run_sweep, sweep_exe, wait_for, write_spec
+from mjsweep.engine.sweep import prepare
 from mjsweep.errors import LauncherConfigError, LaunchError
 from mjsweep.launchers.base import RETURNCODE_LOST, ExitKind
 from mjsweep.launchers.slurm import SlurmLauncher, build_submission, finished_exit
-from mjsweep.rundir import RunDir, SweepDir
-from mjsweep.spec import SlurmSpec
-from mjsweep.sweep import prepare
+from mjsweep.spec.sweepspec import SlurmSpec
+from mjsweep.sweepdir.files import RunDir, SweepDir
 
 WAIT_S = 600  # generous: the cluster shares two cores with whatever else runs here
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from conftest import TINY_XML, run_sweep
-from mjsweep import spec as speclib
-from mjsweep.spec import SpecError
-from mjsweep.sweep import prepare
+from mjsweep.engine.sweep import prepare
+from mjsweep.spec import sweepspec as speclib
+from mjsweep.spec.sweepspec import SpecError
 
 GOOD = f"""\
 name: demo

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from conftest import XML_DIR, run_sweep, write_spec
-from mjsweep.envs import EnvBuildError, make_env, probe_env
-from mjsweep.locomotion import ENV_ID
+from mjsweep.robots.envs import EnvBuildError, make_env, probe_env
+from mjsweep.robots.locomotion import ENV_ID
 
 QUAD_TEXT = (XML_DIR / "quadruped.xml").read_text()
 STANDING = "0 0 0.45 1 0 0 0 0 0 0 0 0 0 0 0"

@@ -14,11 +14,11 @@ from typer.testing import CliRunner
 
 from conftest import run_sweep, sweep_exe, write_spec
 from helpers.fake_sweep import PROGRESS_HEADER, make_run, result, run_spec, write_progress
-from mjsweep.cli import app
-from mjsweep.rundir import RunState, SweepDir
-from mjsweep.runview import STALE, read_progress
-from mjsweep.status import load_warnings, lock_holder, read_sweep, totals
-from mjsweep.sweep import sweep_lock
+from mjsweep.engine.sweep import sweep_lock
+from mjsweep.results.runview import STALE, read_progress
+from mjsweep.sweepdir.files import RunState, SweepDir
+from mjsweep.ui.cli import app
+from mjsweep.ui.status import load_warnings, lock_holder, read_sweep, totals
 
 WAIT = 300.0
 
@@ -217,7 +217,7 @@ def test_cli_status_of_a_folder_without_runs(tmp_path):
 
 def test_status_imports_nothing_heavy(tmp_path):
     every_state(tmp_path)
-    code = ("import sys; from typer.testing import CliRunner; from mjsweep.cli import app; "
+    code = ("import sys; from typer.testing import CliRunner; from mjsweep.ui.cli import app; "
             f"r = CliRunner().invoke(app, ['status', {str(tmp_path)!r}]); assert r.exit_code == 0, r.output; "
             "print(sorted(m for m in ('torch', 'stable_baselines3', 'matplotlib', 'mujoco') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -20,11 +20,11 @@ import pytest
 
 from conftest import write_spec
 from mjsweep import launchers
+from mjsweep.engine.sweep import prepare
 from mjsweep.launchers.base import RunExit
 from mjsweep.launchers.local import LocalHandle, LocalLauncher
 from mjsweep.launchers.template_client import TemplateChild
-from mjsweep.rundir import RunDir, write_json_atomic
-from mjsweep.sweep import prepare
+from mjsweep.sweepdir.files import RunDir, write_json_atomic
 
 STUB = Path(__file__).parent / "helpers" / "stub_worker.py"
 WAIT_S = 300.0  # a bound on hanging, never on speed
@@ -199,7 +199,7 @@ LAUNCHER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from mjsweep.launchers.local import LocalLauncher
-    from mjsweep.rundir import RunDir
+    from mjsweep.sweepdir.files import RunDir
 
     class Cpu:
         device = "cpu"

@@ -9,8 +9,8 @@ import pytest
 
 from conftest import run_sweep, write_spec
 from helpers.wandb_records import by_kind
-from mjsweep.spec import load
-from mjsweep.tracking import check_tracking
+from mjsweep.spec.sweepspec import load
+from mjsweep.worker.tracking import check_tracking
 
 pytest.importorskip("wandb")
 

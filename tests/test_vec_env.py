@@ -10,8 +10,8 @@ import psutil
 import pytest
 
 from conftest import run_dirs, start_sweep, wait_for, write_spec
-from mjsweep import plan as planlib
-from mjsweep.spec import SpecLocator, parse
+from mjsweep.plan import runs as planlib
+from mjsweep.spec.sweepspec import SpecLocator, parse
 from test_reliability import WAIT, status_of
 
 

@@ -8,7 +8,7 @@ import sys
 import textwrap
 
 from conftest import write_spec
-from mjsweep.sweep import prepare
+from mjsweep.engine.sweep import prepare
 
 # Runs the real worker with one import hooked: the moment gymnasium's `try: import mujoco / except
 # ImportError` asks for mujoco, SIGTERM arrives inside code that turns any exception into ImportError,
@@ -16,7 +16,7 @@ from mjsweep.sweep import prepare
 # make the stop a "MuJoCo is not installed" error: exit 1, a deterministic failure never retried.
 HOOKED_WORKER = textwrap.dedent("""
     import importlib.abc, os, signal, sys, time
-    from mjsweep import worker
+    from mjsweep.worker import main as worker
 
     class SignalInsideALibrary(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):

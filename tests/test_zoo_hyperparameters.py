@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import write_spec
-from mjsweep.spec import SpecError, zoo_expression
-from mjsweep.sweep import prepare
+from mjsweep.engine.sweep import prepare
+from mjsweep.spec.sweepspec import SpecError, zoo_expression
 
 # RL Zoo's Hopper block (ppo.yml), as pasted.
 ZOO_HOPPER = {
@@ -46,7 +46,7 @@ def test_zoo_expressions_are_read_as_data_only():
 
 
 def test_schedules_decay_linearly_with_the_run():
-    from mjsweep.training import LinearSchedule
+    from mjsweep.worker.training import LinearSchedule
 
     schedule = LinearSchedule(3e-4)
     assert schedule(1.0) == 3e-4 and schedule(0.5) == 1.5e-4 and schedule(0.0) == 0.0

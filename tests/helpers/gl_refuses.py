@@ -4,7 +4,7 @@ tests the fallback from one backend to the next without a machine that lacks the
 import os
 import sys
 
-from mjsweep.rendering.gl import GL_UNAVAILABLE
+from mjsweep.media.gl import GL_UNAVAILABLE
 
 if __name__ == "__main__":
     backend = os.environ["MUJOCO_GL"]

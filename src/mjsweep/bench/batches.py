@@ -15,13 +15,13 @@ from typing import Any
 import yaml
 from rich.console import Console
 
-from .. import live
+from ..engine.scheduler import SchedulerOptions, SweepOutcome
+from ..engine.sweep import SweepPlan, execute, prepare
 from ..launchers.local import LocalLauncher
 from ..launchers.spawn import THREAD_VARS
-from ..rundir import CorruptFileError, RunDir
-from ..scheduler import SchedulerOptions, SweepOutcome
-from ..schemas import RunResult
-from ..sweep import SweepPlan, execute, prepare
+from ..sweepdir.files import CorruptFileError, RunDir
+from ..sweepdir.models import RunResult
+from ..ui import live
 from .figures import Batch, BenchConfig
 from .naive import NaiveJob, train_default_threads
 

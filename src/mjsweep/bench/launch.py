@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..rundir import CorruptFileError, RunDir, SweepDir
+from ..sweepdir.files import CorruptFileError, RunDir, SweepDir
 from .batches import bench_spec, write_spec
 from .figures import BenchConfig, LaunchFigures
 
@@ -29,7 +29,7 @@ def measure_launch(config: BenchConfig, xml: Path, folder: Path, start_with: str
     spec_path = write_spec(folder, spec)
     sweep_dir = SweepDir(folder / "runs" / "launch")
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "mjsweep.cli", "run", str(spec_path), "--workers", "1",
+    proc = subprocess.Popen([sys.executable, "-m", "mjsweep.ui.cli", "run", str(spec_path), "--workers", "1",
                              "--start", start_with, "--quiet"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     first_run, first_dir = None, None

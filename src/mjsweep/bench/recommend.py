@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..rundir import write_text_atomic
+from ..sweepdir.files import write_text_atomic
 
 FILE_NAME = "bench.json"
 

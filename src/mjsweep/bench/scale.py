@@ -8,11 +8,11 @@ import sys
 import time
 from pathlib import Path
 
-from .. import runindex
-from ..rundir import RunState, RunStatus, SweepDir
-from ..runindex import IndexEntry
-from ..schemas import RunResult
-from ..sweep import prepare
+from ..engine.sweep import prepare
+from ..sweepdir import index as runindex
+from ..sweepdir.files import RunState, RunStatus, SweepDir
+from ..sweepdir.index import IndexEntry
+from ..sweepdir.models import RunResult
 from .batches import bench_spec, children_cpu_s, write_spec
 from .figures import BenchConfig, ScaleFigures
 
@@ -61,7 +61,7 @@ def _time_command(args: list[str]) -> tuple[float, float]:
     """Wall and CPU seconds of `sweep ARGS` as a fresh process (interpreter start-up included, as a user
     sees it). The CPU time tells how much of the wall time other work on the machine took."""
     cpu_before, started = children_cpu_s(), time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "mjsweep.cli", *args], stdin=subprocess.DEVNULL,
+    done = subprocess.run([sys.executable, "-m", "mjsweep.ui.cli", *args], stdin=subprocess.DEVNULL,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600)
     elapsed, cpu = time.monotonic() - started, children_cpu_s() - cpu_before
     if done.returncode != 0:

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..plan import RunSpec
-from ..rundir import CorruptFileError, RunDir, SweepDir, read_json, succeeded
-from ..stats import bootstrap_ci
+from ..plan.runs import RunSpec
+from ..results.stats import bootstrap_ci
+from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_json, succeeded
 
 CROSS_FOLDER = "cross"
 RESULT_SCHEMA = 1

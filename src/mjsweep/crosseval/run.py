@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..launchers.spawn import spawn_worker, worker_env
-from ..rundir import RunDir, SweepDir, write_text_atomic
+from ..sweepdir.files import RunDir, SweepDir, write_text_atomic
 from .plan import Cell, PolicyJob, cross_folder, jobs, matrix, to_csv, trained_runs
 
 GRACE_S = 5.0

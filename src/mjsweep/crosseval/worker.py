@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..rendering.policy import frozen_statistics
-from ..rundir import write_json_atomic
+from ..media.policy import frozen_statistics
+from ..sweepdir.files import write_json_atomic
 from .plan import RESULT_SCHEMA
 
 
@@ -23,7 +23,7 @@ def evaluate_on(policy, target: dict[str, Any], job: dict[str, Any]) -> dict[str
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
-    from ..envs import make_env
+    from ..robots.envs import make_env
 
     base = {"schema": RESULT_SCHEMA, "episodes": job["episodes"]}
     env: VecEnv = DummyVecEnv([lambda: Monitor(make_env(target["env"], Path(target["xml"]), target["env_kwargs"],
@@ -54,7 +54,7 @@ def _outcome(result: dict[str, Any]) -> str:
 def main(job_path: str) -> None:
     import torch
 
-    from ..algos import algorithm_class
+    from ..spec.algos import algorithm_class
 
     torch.set_num_threads(1)
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ..errors import LauncherConfigError
 
 if TYPE_CHECKING:  # imported for annotations only: `sweep run` starts its template before the spec's imports
-    from ..spec import SweepSpec
+    from ..spec.sweepspec import SweepSpec
     from .base import Launcher
     from .template_client import TemplateProcess
 
@@ -94,7 +94,7 @@ def build_launcher(backend: str, spec: SweepSpec, gpus: str | None = None, addre
 
         return SlurmLauncher(spec.slurm, throttle=workers)
     if backend == "local":
-        from ..gpus import detect_gpus
+        from .gpus import detect_gpus
         from .local import LocalLauncher
 
         gpu_ids = detect_gpus(gpus) if spec.device == "cuda" else []

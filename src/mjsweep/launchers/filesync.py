@@ -13,7 +13,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..rundir import IN_RUN, RunDir, write_bytes_atomic
+from ..sweepdir.files import IN_RUN, RunDir, write_bytes_atomic
 
 APPEND_ONLY = (".csv", ".txt")
 """Logs that workers only append to (or truncate on resume): these may travel as tails."""
@@ -133,7 +133,7 @@ class ModelFiles:
 
 
 def pack_model(xml: Path) -> ModelFiles:
-    from ..modelfiles import model_files
+    from ..robots.modelfiles import model_files
 
     paths = model_files(xml)
     base = Path(os.path.commonpath([p.parent for p in paths]))
@@ -164,7 +164,7 @@ def _write_tree(folder: Path, files: dict[str, bytes]) -> None:
 
 
 def _same_model(xml: Path, sha256: str) -> bool:
-    from ..modelfiles import model_sha256
+    from ..robots.modelfiles import model_sha256
 
     try:
         return xml.is_file() and model_sha256(xml) == sha256

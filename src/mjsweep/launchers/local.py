@@ -14,10 +14,10 @@ from typing import Protocol
 
 import psutil
 
-from ..gpus import GpuSlots
-from ..plan import RunSpec
-from ..rundir import RunDir
+from ..plan.runs import RunSpec
+from ..sweepdir.files import RunDir
 from .base import Launcher, RunExit
+from .gpus import GpuSlots
 from .spawn import spawn_worker, worker_command, worker_env
 from .template_client import TemplateError, TemplateProcess
 

@@ -21,8 +21,8 @@ import ray
 from ray.exceptions import ActorUnavailableError, RayError
 
 from ..errors import LauncherConfigError, LaunchError
-from ..plan import RunSpec
-from ..rundir import CorruptFileError, RunDir
+from ..plan.runs import RunSpec
+from ..sweepdir.files import CorruptFileError, RunDir
 from .base import Launcher, RunExit
 from .filesync import Shipment, apply, pack_model, run_files
 from .ray_task import LAUNCHER_OWNED, RunAttempt

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import ray
 
-from ..rundir import IN_RUN, RunDir
+from ..sweepdir.files import IN_RUN, RunDir
 from .filesync import ChangeTracker, ModelFiles, Shipment, local_run_dir
 from .spawn import spawn_worker, worker_command, worker_env
 

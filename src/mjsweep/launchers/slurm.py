@@ -21,9 +21,9 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import LauncherConfigError, LaunchError
-from ..plan import RunSpec
-from ..rundir import CorruptFileError, RunDir, SweepDir, write_text_atomic
-from ..spec import SlurmSpec
+from ..plan.runs import RunSpec
+from ..spec.sweepspec import SlurmSpec
+from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, write_text_atomic
 from .base import Launcher, RunExit
 from .spawn import THREAD_VARS
 

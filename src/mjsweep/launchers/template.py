@@ -23,8 +23,9 @@ from .template_child import become_worker, run_command
 from .template_wire import Reader, send
 
 PRELOADED = ("numpy", "torch", "torch._dynamo", "gymnasium", "gymnasium.envs.mujoco.mujoco_env", "mujoco",
-             "stable_baselines3", "mjsweep.envs", "mjsweep.plan", "mjsweep.rundir", "mjsweep.runview",
-             "mjsweep.schemas", "mjsweep.tracking", "mjsweep.training")
+             "stable_baselines3", "mjsweep.robots.envs", "mjsweep.plan.runs", "mjsweep.sweepdir.files",
+             "mjsweep.results.runview", "mjsweep.sweepdir.models", "mjsweep.worker.tracking",
+             "mjsweep.worker.training", "mjsweep.worker.main")
 """What the worker imports before its first env step. torch._dynamo is the largest: torch imports it
 lazily when the first optimizer is built."""
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import yaml
 
+from ..engine.scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
+from ..engine.sweep import SweepPlan, kill_orphan, sweep_lock, variants_record
 from ..launchers.base import Launcher
-from ..planned import Action, PlannedRun, Reason
-from ..rundir import CorruptFileError, RunState, SweepDir, now_iso, write_model, write_text_atomic
-from ..scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
-from ..sweep import SweepPlan, kill_orphan, sweep_lock, variants_record
+from ..plan.planned import Action, PlannedRun, Reason
+from ..sweepdir.files import CorruptFileError, RunState, SweepDir, now_iso, write_model, write_text_atomic
 from .record import TrialRecord, TrialState
 from .samplers import make_sampler
 from .source import SearchSource

@@ -9,9 +9,9 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from ..report import eval_auc
-from ..rundir import CorruptFileError, RunDir, succeeded
-from ..stats import bootstrap_ci, iqm
+from ..results.report import eval_auc
+from ..results.stats import bootstrap_ci, iqm
+from ..sweepdir.files import CorruptFileError, RunDir, succeeded
 
 
 def run_value(run_dir: RunDir, metric: str) -> float | None:

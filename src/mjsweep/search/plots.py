@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..rundir import SweepDir
+from ..spec.searchspace import SearchSpec
+from ..sweepdir.files import SweepDir
 from .record import TrialState, replay
-from .space import SearchSpec
 
 
 def plot_search(sweep_dir: SweepDir, search: SearchSpec, output: Path) -> list[Path]:

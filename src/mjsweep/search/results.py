@@ -8,12 +8,12 @@ from typing import Any
 
 import yaml
 
-from ..algos import ALGO_NAMES
-from ..rundir import SweepDir
-from ..spec import SweepSpec
+from ..spec.algos import ALGO_NAMES
+from ..spec.searchspace import SearchSpec
+from ..spec.sweepspec import SweepSpec
+from ..sweepdir.files import SweepDir
 from .objective import confidence, run_value
 from .record import TrialRecord, TrialState, replay
-from .space import SearchSpec
 
 STATE_RANK = {TrialState.COMPLETE: 0, TrialState.PRUNED: 1, TrialState.RUNNING: 2, TrialState.FAILED: 3}
 

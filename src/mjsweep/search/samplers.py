@@ -11,8 +11,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..spec.searchspace import Dimension
 from .record import TrialRecord
-from .space import Dimension
 
 
 class Sampler(Protocol):

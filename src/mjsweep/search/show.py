@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ..naming import format_value
-from ..render import fixed
-from ..spec import SweepSpec
+from ..spec.sweepspec import SweepSpec
+from ..ui.tables import fixed
 from .execute import Preview
 from .results import TrialRow, best_block, space_lines
 

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..plan import RunSpec
-from ..rundir import CorruptFileError, RunState, SweepDir, succeeded, write_json_atomic, write_text_atomic
-from ..scheduler import Event, EventKind
-from ..spec import SweepSpec
+from ..engine.scheduler import Event, EventKind
+from ..plan.runs import RunSpec
+from ..spec.sweepspec import SweepSpec
+from ..sweepdir.files import CorruptFileError, RunState, SweepDir, succeeded, write_json_atomic, write_text_atomic
 from . import prune as prunelib
 from . import record as recordlib
 from .objective import evaluations, run_value, trial_value

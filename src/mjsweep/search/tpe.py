@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..spec.searchspace import Dimension
 from .record import TrialRecord, TrialState
-from .space import Dimension
 
 
 class TpeSampler:

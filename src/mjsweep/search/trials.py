@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import edits as editlib
-from .. import variants as variantlib
-from ..envs import EnvBuildError, probe_env
 from ..naming import format_value
-from ..plan import RunSpec, make_run
-from ..spec import SweepSpec
-from .space import Dimension
+from ..plan.runs import RunSpec, make_run
+from ..robots import edits as editlib
+from ..robots import variants as variantlib
+from ..robots.envs import EnvBuildError, probe_env
+from ..spec.searchspace import Dimension
+from ..spec.sweepspec import SweepSpec
 
 EDIT_PREFIX = "edits."
 

@@ -1,0 +1,1 @@
+"""Executing a sweep: checks before launch, the lock, the scheduler and its decisions."""

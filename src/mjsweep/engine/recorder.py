@@ -1,0 +1,55 @@
+"""The one writer of a sweep's status.json files while it runs, and of their lines in index.jsonl."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..sweepdir.files import CorruptFileError, RunDir, RunStatus, SweepDir, read_json
+from ..sweepdir.index import ENDED_STATES, IndexEntry, IndexWriter
+
+
+class StatusRecorder:
+    """A write that fails (a full disk) is reported through `warn(run_id, message)`, and the sweep goes on."""
+
+    def __init__(self, sweep_dir: SweepDir, warn: Callable[[str, str], None]):
+        self.sweep_dir = sweep_dir
+        self._warn = warn
+        self._index = IndexWriter(sweep_dir.index_jsonl)
+
+    def previous(self, run_dir: RunDir) -> RunStatus | None:
+        """What an earlier attempt recorded, or None (no status, or a corrupt one)."""
+        try:
+            return run_dir.read_status()
+        except CorruptFileError:
+            return None
+
+    def measured_peaks_mb(self) -> dict[str, list[float]]:
+        """Peak memory of every run that recorded one, in earlier invocations too, by algorithm."""
+        peaks: dict[str, list[float]] = {}
+        for run_dir in self.sweep_dir.run_dirs():
+            if (status := self.previous(run_dir)) and status.peak_rss_mb:
+                peaks.setdefault(_algo_of(run_dir), []).append(status.peak_rss_mb)
+        return peaks
+
+    def restarting(self, run_id: str) -> None:
+        """Before a run starts again: readers must go back to its files (runindex.RESTARTED)."""
+        self._index.restarting(run_id)
+
+    def record(self, run_dir: RunDir, status: RunStatus) -> None:
+        """Write status.json and, for an ended run, its index line."""
+        try:
+            run_dir.write_status(status)
+        except OSError as exc:
+            self._warn(run_dir.run_id, f"cannot write status.json: {exc}")
+            return
+        if status.state.value in ENDED_STATES:
+            self._index.ended(IndexEntry.of_run(run_dir))
+
+
+def _algo_of(run_dir: RunDir) -> str:
+    """The run's algorithm from its spec.json; PPO for files written before the key (or unreadable)."""
+    try:
+        algo = (read_json(run_dir.spec_json) or {}).get("algo", "ppo")
+    except CorruptFileError:
+        return "ppo"
+    return algo if isinstance(algo, str) else "ppo"

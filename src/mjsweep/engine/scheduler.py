@@ -1,0 +1,364 @@
+"""Fills free slots with runs, watches them, retries what deserves it, stops everything on request.
+
+Works with any Launcher (local processes, Ray, SLURM, or a fake in tests). Through its StatusRecorder it
+is the only writer of status.json while a sweep runs; the worker writes everything else in the run dir.
+"""
+
+from __future__ import annotations
+
+import select
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol
+
+import psutil
+
+from ..errors import LaunchError
+from ..launchers.base import Launcher, RunExit, RunHandle
+from ..plan.runs import RunSpec
+from ..sweepdir.files import FailureClass, RunState, RunStatus, SweepDir, now_iso
+from .failures import classify, should_retry
+from .memory import memory_admits, run_memory_mb
+from .recorder import StatusRecorder
+
+
+@dataclass(frozen=True)
+class SchedulerOptions:
+    max_workers: int
+    """CPU slots: runs at once, each run taking RunSpec.cpus of them."""
+    retries: int = 1
+    """Extra attempts for a run killed by a signal, lost, or timed out (never for an error)."""
+    timeout_s: float | None = None
+    grace_s: float = 10.0
+    """Seconds between SIGINT and SIGKILL when stopping runs."""
+    poll_s: float = 0.1
+    memory_guard: bool = True
+
+
+class EventKind(str, Enum):
+    STARTED = "started"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    RETRYING = "retrying"
+    INTERRUPTED = "interrupted"
+    WAITING_MEMORY = "waiting-memory"
+    STOPPING = "stopping"
+    WARNING = "warning"
+    PRUNED = "pruned"
+    TRIAL = "trial"  # a search's trial ended (run_id None; the message says which and how)
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: EventKind
+    run_id: str | None
+    message: str = ""
+
+
+@dataclass
+class _Active:
+    run: RunSpec
+    handle: RunHandle
+    status: RunStatus
+    started: float
+    attempt: int
+    timed_out_at: float | None = None
+    interrupted_at: float | None = None
+    pruned_at: float | None = None
+
+
+class RunSource(Protocol):
+    """Runs made on demand (a search), asked for whenever a slot is free; a grid is a fixed list instead."""
+
+    def next_run(self) -> RunSpec | None:
+        """The next run to start; None when none is due now (more may come once running ones end)."""
+
+    def exhausted(self) -> bool:
+        """No run will come any more."""
+
+    def ended(self, run_id: str, state: RunState) -> None:
+        """A run reached its end state in this invocation (after any retries)."""
+
+    def to_prune(self) -> Iterable[str]:
+        """Runs to stop now as pruned: interrupted like Ctrl-C does, recorded as pruned."""
+
+
+@dataclass
+class SweepOutcome:
+    succeeded: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    interrupted: list[str] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        return 1 if self.failed else 0
+
+
+class Scheduler:
+    """The loop: fill free slots, poll, act on each end, stop on request. Decisions are failures.py's and
+    memory.py's; status.json and index.jsonl are written by the StatusRecorder alone."""
+
+    def __init__(self, launcher: Launcher, sweep_dir: SweepDir, options: SchedulerOptions, *,
+                 on_event: Callable[[Event], None] = lambda e: None,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+                 available_mb: Callable[[], float] = lambda: psutil.virtual_memory().available / 2**20):
+        self.launcher, self.sweep_dir, self.options = launcher, sweep_dir, options
+        self.on_event, self.clock, self.sleep = on_event, clock, sleep
+        self.available_mb = available_mb
+        self.recorder = StatusRecorder(sweep_dir, warn=self._warn)
+        self._stop_requests = 0
+        self._active: dict[str, _Active] = {}
+        self._measured_rss_mb: dict[str, list[float]] = {}
+        """Peak memory of the ended runs, by algorithm."""
+        self._waiting_for_memory = False
+        self._source: RunSource | None = None
+
+    # -- public -------------------------------------------------------------------------------------
+
+    def run(self, runs: list[RunSpec], source: RunSource | None = None) -> SweepOutcome:
+        """Run each given run, then each run `source` makes, to an end state. Ctrl-C/SIGTERM stop
+        gracefully; a second one at once."""
+        outcome = SweepOutcome()
+        pending = deque((run, 0) for run in runs)
+        self._source = source
+        self._measured_rss_mb = self.recorder.measured_peaks_mb()  # from earlier invocations too
+        with self._signals_handled():
+            try:
+                while (pending or self._active or self._more_to_come()) and not self._stop_requests:
+                    self._poll(pending, outcome)
+                    self._prune(pending)
+                    self._fill_slots(pending, outcome)
+                    self._enforce_timeouts()
+                    if pending or self._active or self._more_to_come():
+                        self._wait()
+            finally:
+                self._stop_all(outcome)
+        outcome.interrupted.extend(run.run_id for run, _ in pending if self._stop_requests)
+        return outcome
+
+    def request_stop(self) -> None:
+        """First call: stop gracefully (checkpoint, grace period). Second: kill at once."""
+        self._stop_requests += 1
+        if self._stop_requests > 1:
+            for active in list(self._active.values()):
+                active.handle.kill()
+
+    # -- slots --------------------------------------------------------------------------------------
+
+    def _wait(self) -> None:
+        """One poll interval, cut short when the launcher has news of a run's end (a forked run's end
+        then starts the next run at once rather than at the next poll)."""
+        fd = self.launcher.news_fd()
+        if fd is None:
+            self.sleep(self.options.poll_s)
+        else:
+            select.select([fd], [], [], self.options.poll_s)
+
+    def _more_to_come(self) -> bool:
+        return self._source is not None and not self._source.exhausted()
+
+    def _next_from_source(self, pending: deque) -> bool:
+        """Asks the source only when a one-slot run could start now, so that it decides as late as it can."""
+        used = sum(a.run.cpus for a in self._active.values())
+        if self._source is None or (self._active and used + 1 > self.options.max_workers):
+            return False
+        run = self._source.next_run()
+        if run is not None:
+            pending.append((run, 0))
+        return run is not None
+
+    def _fill_slots(self, pending: deque, outcome: SweepOutcome) -> None:
+        while (pending or self._next_from_source(pending)) and not self._stop_requests:
+            run, attempt = pending[0]
+            used = sum(a.run.cpus for a in self._active.values())
+            # A run wider than the whole cap still runs, alone.
+            if self._active and used + run.cpus > self.options.max_workers:
+                return
+            if not self._memory_allows_another(run.algo) or not self.launcher.can_start(run):
+                return
+            pending.popleft()
+            self._start(run, attempt, outcome)
+
+    def _start(self, run: RunSpec, attempt: int, outcome: SweepOutcome) -> None:
+        run_dir = self.sweep_dir.run(run.run_id)
+        previous = self.recorder.previous(run_dir)
+        attempts = (previous.attempts if previous else 0) + 1
+        self.recorder.restarting(run.run_id)
+        try:
+            handle = self.launcher.start(run, run_dir)
+        except (OSError, LaunchError) as exc:  # cannot fork, disk full, sbatch refused: this run fails alone
+            self.recorder.record(run_dir, RunStatus(state=RunState.FAILED, attempts=attempts,
+                                                    failure=FailureClass.ERROR, ended_at=now_iso(),
+                                                    error_tail=f"could not start the worker: {exc}"))
+            outcome.failed.append(run.run_id)
+            self._ended(run.run_id, RunState.FAILED)
+            self.on_event(Event(EventKind.FAILED, run.run_id, f"could not start the worker: {exc}"))
+            return
+        status = RunStatus(state=RunState.RUNNING, attempts=attempts, pid=handle.pid, host=handle.host,
+                           started_at=now_iso())
+        self.recorder.record(run_dir, status)
+        self._active[run.run_id] = _Active(run, handle, status, self.clock(), attempt)
+        self.on_event(Event(EventKind.STARTED, run.run_id, f"attempt {status.attempts}"))
+
+    def _memory_allows_another(self, algo: str) -> bool:
+        if not self.options.memory_guard:
+            return True
+        available_mb, needed_mb = self.available_mb(), run_memory_mb(self._measured_rss_mb, algo)
+        if memory_admits(available_mb, needed_mb, running=len(self._active)):
+            self._waiting_for_memory = False
+            return True
+        if not self._waiting_for_memory:  # say it once per wait, not every poll
+            self.on_event(Event(EventKind.WAITING_MEMORY, None,
+                                f"{available_mb:.0f} MiB available, a run needs ~{needed_mb:.0f}"))
+        self._waiting_for_memory = True
+        return False
+
+    # -- watching -----------------------------------------------------------------------------------
+
+    def _poll(self, pending: deque, outcome: SweepOutcome) -> None:
+        for run_id, active in list(self._active.items()):
+            end = active.handle.poll()
+            self._note_host(active)
+            if end is None:
+                continue
+            del self._active[run_id]
+            self._finish(active, end, pending, outcome)
+
+    def _note_host(self, active: _Active) -> None:
+        """A cluster run learns its node after it started; status.json shows it once known."""
+        if active.handle.host != active.status.host:
+            active.status = active.status.model_copy(update={"host": active.handle.host})
+            self.recorder.record(self.sweep_dir.run(active.run.run_id), active.status)
+
+    def _prune(self, pending: deque) -> None:
+        """Stop the runs the source prunes, as Ctrl-C stops a run; a pruned run waiting to retry is dropped."""
+        if self._source is None:
+            return
+        now = self.clock()
+        for run_id in self._source.to_prune():
+            for item in [p for p in pending if p[0].run_id == run_id]:
+                pending.remove(item)
+            active = self._active.get(run_id)
+            if active is not None and active.pruned_at is None:
+                active.pruned_at = now
+                active.handle.interrupt()
+        for active in self._active.values():
+            if active.pruned_at is not None and now - active.pruned_at > self.options.grace_s:
+                active.handle.kill()
+
+    def _ended(self, run_id: str, state: RunState) -> None:
+        if self._source is not None:
+            self._source.ended(run_id, state)
+
+    def _enforce_timeouts(self) -> None:
+        timeout, now = self.options.timeout_s, self.clock()
+        for active in self._active.values():
+            if timeout and active.timed_out_at is None and now - active.started > timeout:
+                active.timed_out_at = now
+                active.handle.interrupt()
+            elif active.timed_out_at is not None and now - active.timed_out_at > self.options.grace_s:
+                active.handle.kill()
+
+    def _finish(self, active: _Active, end: RunExit, pending: deque, outcome: SweepOutcome) -> None:
+        run_dir = self.sweep_dir.run(active.run.run_id)
+        stopped = (bool(self._stop_requests) and active.interrupted_at is not None) or active.pruned_at is not None
+        failure = classify(end, stopped=stopped, timed_out=active.timed_out_at is not None,
+                           succeeded=run_dir.has_complete_result())
+        peak = active.handle.peak_rss_mb()
+        if peak:
+            self._measured_rss_mb.setdefault(active.run.algo, []).append(peak)
+        code = end.returncode
+        ended = {"returncode": code, "ended_at": now_iso(), "peak_rss_mb": peak, "pid": active.status.pid}
+        if failure is None:
+            self.recorder.record(run_dir, active.status.model_copy(update={"state": RunState.SUCCEEDED, **ended}))
+            outcome.succeeded.append(active.run.run_id)
+            self.on_event(Event(EventKind.SUCCEEDED, active.run.run_id))
+            self._ended(active.run.run_id, RunState.SUCCEEDED)
+            return
+        tail = run_dir.error_tail()
+        state = RunState.INTERRUPTED if failure is FailureClass.INTERRUPTED else RunState.FAILED
+        if active.pruned_at is not None:
+            state = RunState.PRUNED
+        status = active.status.model_copy(update={"state": state, "failure": failure, "error_tail": tail,
+                                                  **ended})
+        self.recorder.record(run_dir, status)
+        if state is RunState.PRUNED:
+            outcome.pruned.append(active.run.run_id)
+            self.on_event(Event(EventKind.PRUNED, active.run.run_id))
+            self._ended(active.run.run_id, state)
+        elif should_retry(failure, active.attempt, self.options.retries, stopping=bool(self._stop_requests)):
+            pending.append((active.run, active.attempt + 1))
+            self.on_event(Event(EventKind.RETRYING, active.run.run_id, f"{failure.value} (exit {code})"))
+        elif state is RunState.INTERRUPTED:
+            outcome.interrupted.append(active.run.run_id)
+            self.on_event(Event(EventKind.INTERRUPTED, active.run.run_id))
+        else:
+            outcome.failed.append(active.run.run_id)
+            last = tail.strip().splitlines()[-1] if tail.strip() else f"exit {code}"
+            self.on_event(Event(EventKind.FAILED, active.run.run_id, f"{failure.value}: {last}"))
+            self._ended(active.run.run_id, state)
+
+    def _warn(self, run_id: str, message: str) -> None:
+        self.on_event(Event(EventKind.WARNING, run_id, message))
+
+    # -- stopping -----------------------------------------------------------------------------------
+
+    def _stop_all(self, outcome: SweepOutcome) -> None:
+        """Interrupt every active run, wait out the grace period, kill what is left, record it."""
+        if not self._active:
+            return
+        self.on_event(Event(EventKind.STOPPING, None, f"stopping {len(self._active)} runs"))
+        self._stop_requests = max(self._stop_requests, 1)
+        now = self.clock()
+        for active in self._active.values():
+            active.interrupted_at = now
+            active.handle.interrupt()
+        deadline = now + self.options.grace_s
+        while self._active and self.clock() < deadline and self._stop_requests < 2:
+            self._poll(deque(), outcome)
+            if self._active:
+                self.sleep(min(0.1, self.options.poll_s))
+        for active in self._active.values():
+            active.handle.kill()
+        while self._active:
+            self._poll(deque(), outcome)
+            if self._active:
+                self.sleep(0.05)
+
+    def _signals_handled(self):
+        return _SignalScope(self) if threading.current_thread() is threading.main_thread() else _NoScope()
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class _SignalScope:
+    """SIGINT, SIGTERM and SIGHUP (terminal closed) request a stop while the scheduler runs; the old
+    handlers come back after."""
+
+    def __init__(self, scheduler: Scheduler):
+        self.scheduler = scheduler
+
+    def __enter__(self):
+        handler = lambda signum, frame: self.scheduler.request_stop()  # noqa: E731
+        self.previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+
+    def __exit__(self, *exc):
+        for sig, previous in self.previous.items():
+            signal.signal(sig, previous)
+
+
+class _NoScope:
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        pass

@@ -1,0 +1,316 @@
+"""A sweep from spec file to finished runs: validate everything, plan, decide what to (re)run, execute.
+
+Nothing is written until every check has passed; then the sweep lock is taken, sweep.yaml and each
+run's spec.json are written, and the scheduler runs what is left to do.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fcntl
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import yaml
+
+from ..errors import SweepLockedError
+from ..launchers.base import Launcher
+from ..plan import runs as planlib
+from ..plan.order import Order, measured_fps, start_order
+from ..plan.planned import Action, PlannedRun, Reason
+from ..plan.runs import RunSpec
+from ..robots import variants as variantlib
+from ..robots.envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
+from ..robots.modelfiles import error_location
+from ..spec import sweepspec as speclib
+from ..sweepdir import index as runindex
+from ..sweepdir.files import (
+    CorruptFileError,
+    RunDir,
+    RunState,
+    SweepDir,
+    succeeded,
+    write_json_atomic,
+    write_model,
+    write_text_atomic,
+)
+from ..sweepdir.index import IndexEntry
+from ..sweepdir.models import SweepVariants, VariantRecord
+from ..worker.tracking import check_tracking
+from .modelcheck import ModelCheck
+from .scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
+
+
+class BrokenVariantsError(speclib.SpecError):
+    """Some variants failed deep validation. str() is one line naming each; `plan` has every verdict."""
+
+    def __init__(self, message: str, plan: SweepPlan):
+        super().__init__(message)
+        self.plan = plan
+
+
+@dataclass(frozen=True)
+class VariantCheck:
+    variant: variantlib.Variant
+    stats: variantlib.ModelStats | None
+    """None when the XML does not compile."""
+    probe: EnvProbe
+    problem: str | None = None
+    """Why the variant is broken; None when it passed every check."""
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    spec: speclib.SweepSpec
+    checks: list[VariantCheck]
+    runs: list[RunSpec]
+    sweep_dir: SweepDir
+
+
+def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: bool = True) -> SweepPlan:
+    """Load and check the spec, its XMLs and its env; expand the runs. Writes nothing.
+
+    Raises SpecError for a bad spec, and BrokenVariantsError naming every variant that does not
+    compile or whose env fails the random-action probe (see _check_variant).
+    """
+    spec = speclib.load(spec_path)
+    check_tracking(spec)
+    if check_envs:
+        _check_env_kwargs(spec)
+    variants = variantlib.resolve(spec)
+    root = runs_dir.resolve() if runs_dir else spec.runs_dir
+    sweep_dir = SweepDir(root / spec.name)
+    runs = _point_at_variant_xml(planlib.expand(spec, variants), variants, sweep_dir)
+    # Generated XMLs live in a temp folder while they are checked; the runs get theirs when written.
+    with tempfile.TemporaryDirectory(prefix="mjsweep-check-") as tmp:
+        local = [variantlib.materialize(v, Path(tmp)) for v in variants]
+        # SB3 judges the hyperparameters in a child process while the envs are probed here.
+        model_check = ModelCheck(runs, local[0].xml) if check_envs and local else None
+        checks = [_check_variant(spec, v, lv, runs, check_envs) for v, lv in zip(variants, local, strict=True)]
+        refused = model_check.problems() if model_check else []
+    plan = SweepPlan(spec, checks, runs, sweep_dir)
+    broken = [c for c in checks if c.problem]
+    if broken:
+        reasons = "; ".join(f"variant {c.variant.name!r}: {c.problem}" for c in broken)
+        raise BrokenVariantsError(str(spec.locator.error(
+            broken[0].variant.loc, f"{len(broken)} of {len(checks)} variants broken: {reasons}")), plan)
+    if refused:
+        run, problem = refused[0]
+        raise _refused_hyperparameters(spec, run, problem, len(refused))
+    return plan
+
+
+def _refused_hyperparameters(spec: speclib.SweepSpec, run: RunSpec, problem: str, count: int) -> speclib.SpecError:
+    """SB3 refused a set of hyperparameters: point at the grid key that made it, else at the algorithm's
+    section."""
+    grid_keys = [key for key in run.grid if key.startswith(f"{run.algo}.")]
+    at: tuple[str, ...] = ("grid", grid_keys[0]) if grid_keys else (run.algo,)
+    point = f" (grid point {', '.join(f'{k}={run.grid[k]}' for k in grid_keys)})" if grid_keys else ""
+    more = f"; {count - 1} more set(s) refused" if count > 1 else ""
+    return spec.locator.error(at, f"stable-baselines3 cannot build the model{point}: {problem}{more}")
+
+
+def _check_env_kwargs(spec: speclib.SweepSpec) -> None:
+    """An env_kwargs key the env's constructor does not take is a spec error at that key, before any
+    XML is compiled (an env whose constructor takes any **kwargs is left to the env probe)."""
+    accepted = accepted_kwargs(spec.env)
+    if accepted is None:
+        return
+    written: list[tuple[tuple[str | int, ...], str]] = [(("env_kwargs", key), key) for key in spec.env_kwargs]
+    written += [(("variants", i, "env_kwargs", key), key)
+                for i, v in enumerate(spec.variants) for key in v.env_kwargs]
+    written += [(("grid", key), key.removeprefix("env_kwargs.").split(".")[0])
+                for key in spec.grid if key.startswith("env_kwargs.")]
+    searched = spec.search.space if spec.search else {}
+    written += [(("search", "space", key), key.removeprefix("env_kwargs.").split(".")[0])
+                for key in searched if key.startswith("env_kwargs.")]
+    for loc, key in written:
+        if key not in accepted:
+            close = difflib.get_close_matches(key, sorted(accepted), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else f"; it takes: {', '.join(sorted(accepted))}"
+            raise spec.locator.error(loc, f"{spec.env} takes no keyword argument {key!r}{hint}")
+
+
+def _point_at_variant_xml(runs: list[RunSpec], variants: list[variantlib.Variant],
+                          sweep_dir: SweepDir) -> list[RunSpec]:
+    """A run of a generated variant loads the copy written into its own run dir (variant.xml)."""
+    generated = {v.name for v in variants if v.xml_text is not None}
+    return [r.model_copy(update={"xml": str(sweep_dir.run(r.run_id).variant_xml)}) if r.variant in generated
+            else r for r in runs]
+
+
+def _check_variant(spec: speclib.SweepSpec, variant: variantlib.Variant, local: variantlib.Variant,
+                   runs: list[RunSpec], check_envs: bool) -> VariantCheck:
+    """Compile `local` (the variant with its XML on disk), then probe its env once per distinct
+    env_kwargs of the plan. The first problem found is the verdict."""
+    try:
+        stats = variantlib.model_stats(variantlib.compile_model(local.xml))
+    except ValueError as exc:
+        return VariantCheck(variant, None, EnvProbe((), ()),
+                            f"MuJoCo cannot compile it: {exc} ({_where_in_xml(variant, str(exc))})")
+    probe = EnvProbe((), ())
+    kwargs_seen: list[dict] = []
+    for run in runs:
+        if not check_envs or run.variant != variant.name or run.env_kwargs in kwargs_seen:
+            continue
+        kwargs_seen.append(run.env_kwargs)
+        try:
+            probe = probe_env(spec.env, local.xml, run.env_kwargs, spec.max_episode_steps,
+                              warn_only=frozenset(spec.warn_only))
+        except EnvBuildError as exc:
+            return VariantCheck(variant, stats, probe, f"env {spec.env!r}{_kwargs_note(run.env_kwargs)}: {exc}")
+    return VariantCheck(variant, stats, probe)
+
+
+def _where_in_xml(variant: variantlib.Variant, message: str) -> str:
+    """The file and line of a compile error; a generated variant's lines are those of its edited XML."""
+    if variant.xml_text is None:
+        return f"in {error_location(variant.xml, message)}"
+    return f"in the XML that the edits made from {variant.xml}"
+
+
+def _kwargs_note(env_kwargs: dict) -> str:
+    return f" with env_kwargs {env_kwargs}" if env_kwargs else ""
+
+
+def decide(plan: SweepPlan) -> list[PlannedRun]:
+    """What `sweep run` would do with each run, given what the sweep dir already holds."""
+    return [_decide_one(run, plan.sweep_dir.run(run.run_id)) for run in plan.runs]
+
+
+def _decide_one(run: RunSpec, run_dir: RunDir) -> PlannedRun:
+    try:
+        status = run_dir.read_status()
+        result = run_dir.read_result()
+    except CorruptFileError as exc:
+        return PlannedRun(run, _restart_action(run_dir), f"corrupt: {exc}", Reason.CORRUPT)
+    if succeeded(status, result):
+        return PlannedRun(run, Action.SKIP, "succeeded", Reason.SUCCEEDED)
+    if not status:
+        return PlannedRun(run, _restart_action(run_dir), "", Reason.NEW)
+    if status.state is RunState.RUNNING:
+        return PlannedRun(run, _restart_action(run_dir), "left running by a launcher that is gone",
+                          Reason.LEFT_RUNNING)
+    return PlannedRun(run, _restart_action(run_dir), status.state.value, Reason.ENDED)
+
+
+def _restart_action(run_dir: RunDir) -> Action:
+    return Action.RESUME if run_dir.checkpoint_json.exists() else Action.START
+
+
+def in_start_order(plan: SweepPlan, planned: list[PlannedRun], order: Order = Order.BREADTH) -> list[PlannedRun]:
+    """The runs to start or resume in the order they would start (order.py), then the runs to skip; the
+    fps of runs that already succeeded prices the others."""
+    todo = [p for p in planned if p.action is not Action.SKIP]
+    done = [p for p in planned if p.action is Action.SKIP]
+    fps = measured_fps(plan.sweep_dir, [p.run for p in done]) if order is Order.BREADTH and done else {}
+    by_id = {p.run.run_id: p for p in todo}
+    return [by_id[run.run_id] for run in start_order([p.run for p in todo], order, fps)] + done
+
+
+def execute(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
+            on_event: Callable[[Event], None] = lambda e: None,
+            on_planned: Callable[[list[PlannedRun]], None] = lambda p: None,
+            order: Order = Order.BREADTH) -> SweepOutcome:
+    """Run what is left of the sweep under its lock, starting runs in the given order (order.py). Raises an
+    InputError before any run starts: SweepLockedError if another launcher runs it, LauncherConfigError if
+    the launcher cannot queue the runs."""
+    plan.sweep_dir.path.mkdir(parents=True, exist_ok=True)
+    with sweep_lock(plan.sweep_dir):
+        planned = decide(plan)
+        _reindex(plan.sweep_dir, planned)
+        on_planned(planned)
+        for item in planned:
+            if item.reason is Reason.CORRUPT:
+                on_event(Event(EventKind.WARNING, item.run.run_id, f"{item.note}; running it again"))
+        _write_sweep_files(plan, planned)
+        for item in planned:
+            if item.reason is Reason.LEFT_RUNNING:
+                kill_orphan(plan.sweep_dir.run(item.run.run_id))
+        todo = [p.run for p in in_start_order(plan, planned, order) if p.action is not Action.SKIP]
+        if todo:
+            launcher.submit(todo, plan.sweep_dir)
+        outcome = Scheduler(launcher, plan.sweep_dir, options, on_event=on_event).run(todo)
+        outcome.succeeded[:0] = [p.run.run_id for p in planned if p.action is Action.SKIP]
+        return outcome
+
+
+def _reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
+    """Start the index afresh: every ended run this launcher leaves alone keeps its line (a skipped run
+    without one gets it now); the runs it will start are read from their files until they end again."""
+    old = runindex.ended_entries(sweep_dir.index_jsonl)
+    for item in planned:
+        run_id = item.run.run_id
+        if item.action is not Action.SKIP:
+            old.pop(run_id, None)
+        elif (entry := old.get(run_id)) is None or entry.state != RunState.SUCCEEDED.value:
+            old[run_id] = IndexEntry.of_run(sweep_dir.run(run_id))  # absent, not ended, or of an older version
+    runindex.rewrite(sweep_dir.index_jsonl, [e for e in old.values() if e is not None])
+
+
+def _write_sweep_files(plan: SweepPlan, planned: list[PlannedRun]) -> None:
+    resolved = plan.spec.model_dump(mode="json")
+    write_text_atomic(plan.sweep_dir.sweep_yaml, yaml.safe_dump(resolved, sort_keys=False))
+    write_model(plan.sweep_dir.variants_json, variants_record(plan))
+    generated = {c.variant.name: c.variant.xml_text for c in plan.checks if c.variant.xml_text is not None}
+    for item in planned:
+        if item.action is Action.SKIP:
+            continue  # a finished run's files are never touched again
+        run_dir = plan.sweep_dir.run(item.run.run_id)
+        run_dir.path.mkdir(exist_ok=True)
+        if item.run.variant in generated:
+            write_text_atomic(run_dir.variant_xml, generated[item.run.variant])
+        write_json_atomic(run_dir.spec_json, item.run.model_dump(mode="json"))
+
+
+def variants_record(plan: SweepPlan) -> SweepVariants:
+    """variants.json: what deep validation found of each variant (all compiled, or prepare() raised)."""
+    records = []
+    for check in plan.checks:
+        v, stats = check.variant, check.stats
+        assert stats is not None, "prepare() lets no variant that fails to compile through"
+        records.append(VariantRecord(name=v.name, xml=str(v.xml), sha256=v.sha256, bodies=stats.bodies,
+                                     joints=stats.joints, actuators=stats.actuators, total_mass=stats.total_mass,
+                                     obs_shape=check.probe.obs_shape, act_shape=check.probe.act_shape))
+    return SweepVariants(variants=records)
+
+
+def kill_orphan(run_dir: RunDir) -> None:
+    """A run marked running under a lock we now hold: if its worker still lives here, end its group."""
+    try:
+        status = run_dir.read_status()
+    except CorruptFileError:
+        return
+    if not status or not status.pid:
+        return
+    try:
+        proc = psutil.Process(status.pid)
+        # An exec'd worker names its run dir on its command line; a forked one runs in it.
+        if str(run_dir.path) in " ".join(proc.cmdline()) or proc.cwd() == str(run_dir.path):
+            os.killpg(status.pid, 9)
+    except (psutil.Error, ProcessLookupError, PermissionError):
+        pass
+
+
+@contextmanager
+def sweep_lock(sweep_dir: SweepDir) -> Iterator[None]:
+    """flock on sweep.lock: the OS releases it when the holder dies, however it dies."""
+    fd = os.open(sweep_dir.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            raise SweepLockedError(
+                f"sweep {sweep_dir.path} is already running (launcher pid {holder}); "
+                "wait for it, or stop it first") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)

@@ -1,0 +1,110 @@
+"""`python -m mjsweep.media.policy JOB.json`: the render process for videos of trained policies.
+
+JOB.json: {"width", "height", "seconds", "gif", "items": [{"run_dir", "model", "vecnormalize", "title",
+"output"}]}. For each item: the run's env (from its spec.json), its policy acting deterministically,
+the saved normalization statistics frozen where the run has them; frames drawn by a camera that
+follows the robot, labelled with the title and the episode's return so far; MP4 (and GIF) written
+through imageio's ffmpeg wheel.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .camera import framing
+from .gl import open_gl_or_exit, run_job
+from .pictures import robot_box
+from .sheet import label
+
+MAX_FPS = 30  # a video of a 2 ms-timestep robot would otherwise ask for 100 frames per simulated second
+
+
+def rollout_frames(mujoco, item: dict, width: int, height: int, seconds: float):
+    """First the frame rate and the frame count, then the labelled frames of the policy acting in its
+    env for `seconds` of simulated time."""
+    import torch
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
+
+    from ..plan.runs import RunSpec
+    from ..robots.envs import make_env
+    from ..spec.algos import algorithm_class
+    from ..sweepdir.files import RunDir
+
+    torch.set_num_threads(1)
+    spec = RunSpec.model_validate_json(RunDir(Path(item["run_dir"])).spec_json.read_text(encoding="utf-8"))
+    plain = DummyVecEnv([lambda: make_env(spec.env, Path(spec.xml), spec.env_kwargs, spec.max_episode_steps)])
+    venv: VecEnv = frozen_statistics(item["vecnormalize"], plain) if item.get("vecnormalize") else plain
+    policy = algorithm_class(spec.algo).load(item["model"], device="cpu")
+    env: Any = plain.envs[0].unwrapped  # a MuJoCo env: model, data and dt
+    model, data = env.model, env.data
+    every = max(1, round(1 / (env.dt * MAX_FPS)))
+    fps = 1 / (env.dt * every)
+    frames = max(1, round(seconds * fps))
+    yield fps, frames
+    obs = venv.reset()
+    pose = framing(robot_box(model, data), float(model.vis.global_.fovy), width / height)
+    camera = mujoco.MjvCamera()
+    camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
+    camera.trackbodyid = 1  # the robot's root body: the camera keeps it in view as it walks
+    camera.distance, camera.azimuth, camera.elevation = pose.distance, pose.azimuth, pose.elevation
+    model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
+    model.vis.global_.offheight = max(model.vis.global_.offheight, height)
+    renderer = mujoco.Renderer(model, height, width)
+    episode_return = 0.0
+    try:  # closed here: a Renderer left to the garbage collector raises at interpreter exit
+        for frame in range(frames):
+            renderer.update_scene(data, camera=camera)
+            yield label(renderer.render(), [item["title"], f"return {episode_return:9.1f}"])
+            if frame == frames - 1:
+                break
+            for _ in range(every):
+                action, _ = policy.predict(obs, deterministic=True)  # type: ignore[arg-type]
+                obs, rewards, dones, _ = venv.step(action)
+                # A finished episode restarts at once (the vec env resets it), and so does its return.
+                episode_return = 0.0 if dones[0] else episode_return + float(rewards[0])
+    finally:
+        renderer.close()
+        venv.close()
+
+
+def frozen_statistics(path: str, venv):
+    """The run's saved normalization statistics around `venv`, frozen, with the env's own rewards: the
+    return shown or measured is the one evaluation reports."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    normalized = VecNormalize.load(path, venv)
+    normalized.training, normalized.norm_reward = False, False
+    return normalized
+
+
+def write_video(mujoco, item: dict, width: int, height: int, seconds: float, gif: bool) -> None:
+    import imageio.v2 as imageio
+
+    frames: list[np.ndarray] = []
+    rollout = rollout_frames(mujoco, item, width, height, seconds)
+    fps, total = next(rollout)
+    for frame in rollout:
+        frames.append(frame)
+        if len(frames) % 25 == 0 or len(frames) == total:
+            print(f"video: {item['title']}: {len(frames)}/{total} frames", file=sys.stderr, flush=True)
+    output = Path(item["output"])
+    video: Any = frames  # imageio's stubs do not list ndarray frames
+    imageio.mimwrite(output, video, fps=fps, codec="libx264", quality=7, macro_block_size=8)
+    if gif:
+        imageio.mimwrite(output.with_suffix(".gif"), video, duration=1000 / fps, loop=0)
+
+
+def main(job_path: str) -> None:
+    job = json.loads(Path(job_path).read_text(encoding="utf-8"))
+    mujoco = open_gl_or_exit(job["width"], job["height"])
+    for item in job["items"]:
+        write_video(mujoco, item, job["width"], job["height"], job["seconds"], job["gif"])
+
+
+if __name__ == "__main__":
+    run_job(main)

@@ -1,0 +1,1 @@
+"""The plan: runs expanded from the spec, their start order, what each invocation does."""

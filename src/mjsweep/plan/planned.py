@@ -1,0 +1,34 @@
+"""What `sweep run` will do with each run, and why: decided by sweep.decide, shown by the plan table and
+the live view, acted on by sweep.execute."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from .runs import RunSpec
+
+
+class Action(str, Enum):
+    SKIP = "skip"        # succeeded before with the same content
+    RESUME = "resume"    # has a checkpoint to continue from
+    START = "start"      # never ran, or failed before saving a checkpoint
+
+
+class Reason(str, Enum):
+    """Why: what the run's folder held."""
+
+    NEW = "new"                    # no status yet
+    SUCCEEDED = "succeeded"        # a status that says so and a valid result
+    ENDED = "ended"                # an earlier attempt ended without a result to keep
+    LEFT_RUNNING = "left-running"  # marked running by a launcher that is gone: its worker may live on
+    CORRUPT = "corrupt"            # status.json or result.json cannot be read
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    run: RunSpec
+    action: Action
+    note: str = ""
+    """For people: the reason in words (the plan table, warnings)."""
+    reason: Reason = Reason.NEW

@@ -1,0 +1,195 @@
+"""Pure expansion of a spec into runs: variants x grid points x seeds, each with a stable id.
+
+A run id is readable (variant, grid values, seed) and ends with a hash of everything that decides
+what the run computes, so the same content always gets the same id and an edited XML or parameter
+gets a new one.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+from typing import TYPE_CHECKING, Any
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+from ..naming import format_value, sanitize
+from ..spec.algos import ALGO_NAMES, ALGOS, OFF_POLICY_CHECKPOINT_EVERY, OFF_POLICY_CHECKPOINT_EVERY_S
+from ..spec.sweepspec import SweepSpec, WandbSpec, normalize_kwargs
+
+if TYPE_CHECKING:  # variants imports MuJoCo's edit machinery, which `sweep status` never needs
+    from ..robots.variants import Variant
+
+MAX_ID_LENGTH = 180  # well under the 255-byte file name limit, with room for temp-file suffixes
+
+
+class RunSpec(BaseModel):
+    """Everything the worker needs for one run; written to the run dir as spec.json."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    sweep: str
+    variant: str
+    grid: dict[str, Any]
+    """This run's value for each grid key (empty without a grid)."""
+    seed: int
+    env: str
+    xml: str
+    xml_sha256: str
+    env_kwargs: dict[str, Any]
+    max_episode_steps: int | None
+    policy: str
+    algo: str = "ppo"
+    """The stable-baselines3 algorithm (algos.ALGOS); spec.json files written before the key train PPO."""
+    hyperparams: dict[str, Any] = Field(validation_alias=AliasChoices("hyperparams", "ppo"))
+    """The algorithm's keyword arguments as the spec gives them (RL Zoo spellings: schedules, noise);
+    spec.json files written before `algo` call them `ppo`."""
+    total_timesteps: int
+    n_envs: int
+    vec_env: str = "dummy"
+    checkpoint_every: int
+    checkpoint_every_s: float | None = 300.0
+    """Seconds between checkpoints (whichever comes first with checkpoint_every); not in content_hash,
+    as checkpoint_every is not: when a run saves does not change what it computes."""
+    eval_episodes: int
+    eval_deterministic: bool
+    eval_every: int | None = None
+    """Timesteps between periodic evaluations; None: the final one only. Not in content_hash: an
+    evaluation runs on its own env and random state, so training computes the same with or without."""
+    content_hash: str
+    cpus: int = 1
+    """CPU slots the run takes from the scheduler's cap (processes or threads it uses)."""
+    device: str = "cpu"
+    """torch device of the run; "cuda" runs take a GPU slot."""
+    tensorboard: bool = False
+    """Log to <run dir>/tensorboard. Kept out of content_hash: logging does not change what a run computes."""
+    normalize: dict[str, Any] | None = None
+    """VecNormalize's keyword arguments, every one written out; None: no normalization. In content_hash
+    when set (a run without it keeps the id it had before the key existed)."""
+    wandb: WandbSpec | None = None
+    """Log to Weights & Biases (tracking.py); out of content_hash as tensorboard is."""
+
+    @property
+    def group(self) -> str:
+        """Runs that differ only by seed share a group: the unit a report aggregates over."""
+        return _group_key(self.variant, self.grid)
+
+
+def expand(spec: SweepSpec, variants: list[Variant]) -> list[RunSpec]:
+    """Every run of the sweep, in a stable order: variant, then grid point, then seed."""
+    axes = list(spec.grid.items())
+    points = [dict(zip([k for k, _ in axes], combo, strict=True)) for combo in itertools.product(*[v for _, v in axes])]
+    short = _short_names(list(spec.grid))
+    points = _collapse(points)
+    runs = []
+    for variant in variants:
+        for point in points:
+            for seed in spec.seed_list:
+                runs.append(_make_run(spec, variant, point, seed, short))
+    return runs
+
+
+def make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: int) -> RunSpec:
+    """One run of `variant` with the values of `point` (grid keys) set; a search's trials are made so."""
+    return _make_run(spec, variant, point, seed, _short_names(list(point)))
+
+
+def _collapse(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each point without the grid keys of algorithms other than its own (a PPO run has no sac.tau), and
+    the points this makes equal only once: `grid: {algo: [ppo, sac], sac.tau: [0.005, 0.01]}` is one PPO
+    point and two SAC points."""
+    out: list[dict[str, Any]] = []
+    for point in points:
+        algo = point.get("algo")
+        if algo is not None:
+            point = {k: v for k, v in point.items() if k.split(".")[0] not in ALGO_NAMES or k.startswith(f"{algo}.")}
+        if point not in out:
+            out.append(point)
+    return out
+
+
+def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: int,
+              short: dict[str, str]) -> RunSpec:
+    algo = point.get("algo", spec.algo)
+    hyperparams = copy.deepcopy(spec.hyperparameters(algo))
+    env_kwargs = {**copy.deepcopy(spec.env_kwargs), **copy.deepcopy(variant.env_kwargs)}
+    total = spec.total_timesteps
+    normalize: Any = spec.normalize
+    if variant.loc[:1] == ("variants",) and spec.variants[int(variant.loc[1])].normalize is not None:
+        normalize = spec.variants[int(variant.loc[1])].normalize
+    for key, value in point.items():
+        if key == "total_timesteps":
+            total = value
+        elif key == "normalize":
+            normalize = value
+        elif key.startswith(f"{algo}."):
+            _set_dotted(hyperparams, key[len(algo) + 1:], value)
+        elif key.startswith("env_kwargs."):
+            _set_dotted(env_kwargs, key[len("env_kwargs."):], value)
+    policy = hyperparams.pop("policy", "MlpPolicy")
+    content = {
+        "env": spec.env, "xml_sha256": variant.sha256, "env_kwargs": env_kwargs,
+        "max_episode_steps": spec.max_episode_steps, "policy": policy,
+        "seed": seed, "total_timesteps": total, "n_envs": spec.n_envs, "vec_env": spec.vec_env, "device": spec.device,
+    }
+    # A PPO run hashes as it did before `algo` existed, so it keeps its id.
+    if algo == "ppo":
+        content["ppo"] = hyperparams
+    else:
+        content.update(algo=algo, hyperparams=hyperparams)
+    normalized = normalize_kwargs(normalize, hyperparams.get("gamma", 0.99))
+    if normalized is not None:
+        content["normalize"] = normalized
+    digest = hashlib.sha256(json.dumps(content, sort_keys=True, default=repr).encode()).hexdigest()
+    readable = "_".join([variant.name, *(f"{short[k]}={format_value(v)}" for k, v in point.items()), f"s{seed}"])
+    readable = sanitize(readable)[: MAX_ID_LENGTH - 9]
+    return RunSpec(
+        run_id=f"{readable}_{digest[:8]}", sweep=spec.name, variant=variant.name, grid=point, seed=seed,
+        env=spec.env, xml=str(variant.xml), xml_sha256=variant.sha256, env_kwargs=env_kwargs,
+        max_episode_steps=spec.max_episode_steps, policy=policy, algo=algo, hyperparams=hyperparams,
+        total_timesteps=total, n_envs=spec.n_envs, vec_env=spec.vec_env, **checkpoint_interval(spec, algo),
+        eval_episodes=spec.eval.episodes, eval_deterministic=spec.eval.deterministic, eval_every=spec.eval.every,
+        content_hash=digest, cpus=cpus_per_run(spec), device=spec.device, tensorboard=spec.tensorboard,
+        normalize=normalized, wandb=spec.tracking.wandb,
+    )
+
+
+def checkpoint_interval(spec: SweepSpec, algo: str) -> dict[str, Any]:
+    """checkpoint_every and checkpoint_every_s as the spec sets them, else the algorithm's defaults."""
+    off_policy = ALGOS[algo].off_policy
+    given = spec.model_fields_set
+    return {
+        "checkpoint_every": spec.checkpoint_every if "checkpoint_every" in given or not off_policy
+        else OFF_POLICY_CHECKPOINT_EVERY,
+        "checkpoint_every_s": spec.checkpoint_every_s if "checkpoint_every_s" in given or not off_policy
+        else OFF_POLICY_CHECKPOINT_EVERY_S,
+    }
+
+
+def cpus_per_run(spec: SweepSpec) -> int:
+    """The spec's cpus_per_run, else what a run uses: one slot per process, each on one thread
+    (a DummyVecEnv steps its n_envs environments in turn in the run's one process)."""
+    return spec.cpus_per_run or (spec.n_envs if spec.vec_env == "subproc" else 1)
+
+
+def _group_key(variant: str, grid: dict[str, Any]) -> str:
+    return " ".join([variant, *(f"{k}={format_value(v)}" for k, v in grid.items())])
+
+
+def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, last = dotted.split(".")
+    for part in parents:
+        child = target.get(part)
+        if not isinstance(child, dict):
+            child = target[part] = {}
+        target = child
+    target[last] = value
+
+
+def _short_names(keys: list[str]) -> dict[str, str]:
+    """Last dotted segment of each grid key, or the whole key where two would clash."""
+    last = [k.rsplit(".", 1)[-1] for k in keys]
+    return {k: (s if last.count(s) == 1 else k) for k, s in zip(keys, last, strict=True)}

@@ -1,0 +1,1 @@
+"""Reading a sweep's results back: rows, run views, aggregation and statistics."""

@@ -1,0 +1,198 @@
+"""Aggregation over seeds: one row per variant x grid point, as a table, CSV, Markdown or JSON."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..robots.variants import ModelStats
+from ..sweepdir.files import CorruptFileError, SweepDir
+from . import stats
+from .rows import ResultRow
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    group: str
+    variant: str
+    grid: dict[str, Any]
+    runs: int
+    succeeded: int
+    failed: int
+    mean_return: float | None
+    std_return: float | None
+    """Sample standard deviation over seeds (0 with a single seed)."""
+    mean_fps: float | None
+    """Mean over succeeded runs of env steps per second of training (rollout + update)."""
+    iqm_return: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    """95% percentile-bootstrap interval of the mean return over seeds (stats.bootstrap_ci, seed 0)."""
+    model: ModelStats | None = None
+    """Total mass, bodies, joints, actuators of the variant's compiled model; None if it does not compile."""
+    mean_eval_s: float | None = None
+    """Mean seconds of the final evaluation over succeeded runs (None for results written before eval_s)."""
+    mean_best_return: float | None = None
+    """Mean over seeds of each run's best periodic evaluation (eval.every); None without them."""
+    mean_eval_auc: float | None = None
+    """Mean over seeds of the area under each run's evaluation curve divided by its timestep span (eval_auc)."""
+    mean_checkpoint_s: float | None = None
+    """Mean seconds each run's last checkpoint took to write (model, statistics, replay buffer)."""
+    mean_checkpoint_mb: float | None = None
+    """Mean size of each run's last checkpoint on disk, MiB: what a SAC or TD3 replay buffer costs."""
+
+
+RANKINGS = ("final", "best")
+"""What `aggregate` ranks groups by: the final evaluation's mean return, or the best periodic evaluation's."""
+
+
+def aggregate(rows: list[ResultRow], models: dict[str, ModelStats | None] | None = None,
+              aucs: dict[str, float] | None = None, rank: str = "final") -> list[GroupRow]:
+    """Group runs that differ only by seed; best mean return first (rank "final": of the final evaluation,
+    "best": of each run's best periodic evaluation), groups without one last.
+
+    `models` maps a variant's name to its model statistics (see model_stats); `aucs` a run id to the area
+    under its evaluation curve (eval_aucs).
+    """
+    groups: dict[str, list[ResultRow]] = {}
+    for row in rows:
+        groups.setdefault(row.group, []).append(row)
+    out = [_group_row(name, members, (models or {}).get(members[0].variant), aucs or {})
+           for name, members in groups.items()]
+
+    def score(g: GroupRow) -> float | None:
+        return g.mean_best_return if rank == "best" else g.mean_return
+
+    return sorted(out, key=lambda g: (score(g) is None, -(score(g) or 0.0), g.group))
+
+
+def eval_auc(path: Path) -> float | None:
+    """The area under a run's evaluation curve (evaluations.csv: mean return against timesteps, trapezoids)
+    divided by its timestep span: the mean evaluation return over training. None without evaluations."""
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            points = [(float(r["timesteps"]), float(r["mean_return"])) for r in csv.DictReader(fh)
+                      if r.get("timesteps") and r.get("mean_return")]
+    except (OSError, ValueError, KeyError):
+        return None
+    if not points:
+        return None
+    span = points[-1][0] - points[0][0]
+    if span <= 0:
+        return points[-1][1]
+    area = sum((x1 - x0) * (y0 + y1) / 2 for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False))
+    return area / span
+
+
+def eval_aucs(sweep_dir: SweepDir, rows: list[ResultRow]) -> dict[str, float]:
+    """eval_auc of every succeeded run that has evaluations.csv."""
+    out = {}
+    for row in rows:
+        if row.ok and (auc := eval_auc(sweep_dir.run(row.run_id).evaluations_csv)) is not None:
+            out[row.run_id] = auc
+    return out
+
+
+def _group_row(name: str, members: list[ResultRow], model: ModelStats | None,
+               aucs: dict[str, float] | None = None) -> GroupRow:
+    returns = [m.final_return for m in members if m.final_return is not None]
+    ok = [m.result for m in members if m.ok and m.result]
+    fps = [f for f in (r.training_fps for r in ok) if f is not None]
+    eval_s = [r.eval_s for r in ok if r.eval_s is not None]
+    best = [r.best_eval_mean_return for r in ok if r.best_eval_mean_return is not None]
+    auc = [(aucs or {})[m.run_id] for m in members if m.run_id in (aucs or {})]
+    checkpoint_s = [r.checkpoint_save_s for r in ok if r.checkpoint_save_s is not None]
+    checkpoint_mb = [r.checkpoint_bytes / 2**20 for r in ok if r.checkpoint_bytes is not None]
+    summary = stats.summarize(returns) if returns else None
+    return GroupRow(
+        group=name, variant=members[0].variant, grid=members[0].grid, runs=len(members),
+        succeeded=len(returns), failed=sum(1 for m in members if m.state == "failed"),
+        mean_return=summary.mean if summary else None, std_return=summary.std if summary else None,
+        mean_fps=statistics.fmean(fps) if fps else None, iqm_return=summary.iqm if summary else None,
+        ci_low=summary.ci_low if summary else None, ci_high=summary.ci_high if summary else None, model=model,
+        mean_eval_s=statistics.fmean(eval_s) if eval_s else None,
+        mean_best_return=statistics.fmean(best) if best else None,
+        mean_eval_auc=statistics.fmean(auc) if auc else None,
+        mean_checkpoint_s=statistics.fmean(checkpoint_s) if checkpoint_s else None,
+        mean_checkpoint_mb=statistics.fmean(checkpoint_mb) if checkpoint_mb else None,
+    )
+
+
+def model_stats(sweep_dir: SweepDir, rows: list[ResultRow]) -> dict[str, ModelStats | None]:
+    """Each variant's model statistics, from variants.json as the launcher wrote it; a variant it does not
+    list (a sweep from before variants.json) is compiled from its runs' XML, None if that fails."""
+    try:
+        written = sweep_dir.read_variants()
+    except CorruptFileError:
+        written = None
+    listed = written.variants if written else []
+    out: dict[str, ModelStats | None] = {v.name: ModelStats(v.bodies, v.joints, v.actuators, v.total_mass)
+                                         for v in listed}
+    for row in rows:
+        if row.variant not in out and row.xml:
+            out[row.variant] = _compiled_stats(Path(row.xml))
+    return out
+
+
+def _compiled_stats(xml: Path) -> ModelStats | None:
+    """Compiles the model (imports mujoco); a missing or broken XML gives None."""
+    from ..robots.variants import compile_model, model_stats
+
+    try:
+        return model_stats(compile_model(xml)) if xml.is_file() else None
+    except ValueError:
+        return None
+
+
+CSV_FIELDS = ("variant", "grid", "runs", "succeeded", "failed", "mean_return", "std_return", "iqm_return",
+              "ci95_low", "ci95_high", "mean_fps", "mean_eval_s", "total_mass", "bodies", "joints", "actuators",
+              "mean_best_return", "mean_eval_auc", "mean_checkpoint_s", "mean_checkpoint_mb")
+
+
+def table_rows(groups: list[GroupRow]) -> list[list[str]]:
+    """One list of cells per group, in CSV_FIELDS order; '' where there is no value."""
+    out = []
+    for g in groups:
+        m = g.model
+        out.append([g.variant, grid_text(g.grid), str(g.runs), str(g.succeeded), str(g.failed),
+                    _num(g.mean_return), _num(g.std_return), _num(g.iqm_return), _num(g.ci_low), _num(g.ci_high),
+                    _num(g.mean_fps), _num(g.mean_eval_s), _num(m.total_mass if m else None), *(
+                        [str(m.bodies), str(m.joints), str(m.actuators)] if m else ["", "", ""]),
+                    _num(g.mean_best_return), _num(g.mean_eval_auc), _num(g.mean_checkpoint_s),
+                    _num(g.mean_checkpoint_mb)])
+    return out
+
+
+def to_csv(groups: list[GroupRow]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_FIELDS)
+    writer.writerows(table_rows(groups))
+    return buf.getvalue()
+
+
+def to_markdown(groups: list[GroupRow], title: str, warnings: list[str]) -> str:
+    lines = [f"# {title}", "", "Final evaluation return over seeds, best first (95% CI: percentile bootstrap).",
+             "", "| " + " | ".join(CSV_FIELDS) + " |", "|" + "---|" * len(CSV_FIELDS)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") or "-" for c in cells) + " |" for cells in table_rows(groups)]
+    if warnings:
+        lines += ["", "## Warnings", "", *(f"- {w}" for w in warnings)]
+    return "\n".join(lines) + "\n"
+
+
+def to_json(groups: list[GroupRow], warnings: list[str], problems: list[str]) -> str:
+    data = {"groups": [asdict(g) for g in groups], "warnings": warnings, "problems": problems}
+    return json.dumps(data, indent=2) + "\n"
+
+
+def grid_text(grid: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in grid.items())
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:.6g}"

@@ -1,0 +1,92 @@
+"""Reading a sweep dir back: one ResultRow per run folder; a missing or corrupt file is a row, not a crash.
+
+A ResultRow is the one read model of a run's files (its spec, status and result): `sweep report` and
+`sweep plot` use it as it is, and `sweep status`, the live view and the index summarize it as a RunView
+(runview.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..plan.runs import RunSpec
+from ..sweepdir.files import CorruptFileError, RunDir, RunState, RunStatus, SweepDir, read_bytes, succeeded
+from ..sweepdir.models import RunResult
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    run_id: str
+    spec: RunSpec | None
+    """None when spec.json cannot be read; the status and result are not read then."""
+    status: RunStatus | None
+    result: RunResult | None
+    problems: tuple[str, ...] = ()
+    """Files that could not be read, each with why."""
+
+    @property
+    def variant(self) -> str:
+        return self.spec.variant if self.spec else "?"
+
+    @property
+    def grid(self) -> dict[str, Any]:
+        return self.spec.grid if self.spec else {}
+
+    @property
+    def seed(self) -> int:
+        return self.spec.seed if self.spec else -1
+
+    @property
+    def group(self) -> str:
+        return self.spec.group if self.spec else "?"
+
+    @property
+    def xml(self) -> str | None:
+        """spec.json's model path, for the model statistics in a report."""
+        return self.spec.xml if self.spec else None
+
+    @property
+    def state(self) -> str:
+        """status.json's state; 'pending' without one, 'unknown' when a file could not be read."""
+        if self.status:
+            return self.status.state.value
+        return "unknown" if self.problems else RunState.PENDING.value
+
+    @property
+    def ok(self) -> bool:
+        return succeeded(self.status, self.result)
+
+    @property
+    def final_return(self) -> float | None:
+        """The final evaluation's mean return of a run that succeeded."""
+        return self.result.eval_mean_return if self.ok and self.result else None
+
+
+def collect(sweep_dir: SweepDir | Path) -> list[ResultRow]:
+    sweep_dir = sweep_dir if isinstance(sweep_dir, SweepDir) else SweepDir(Path(sweep_dir))
+    return [read_row(run_dir) for run_dir in sweep_dir.run_dirs()]
+
+
+def read_row(run_dir: RunDir) -> ResultRow:
+    try:
+        spec = RunSpec.model_validate_json(read_bytes(run_dir.spec_json))
+    except (OSError, ValueError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return ResultRow(run_dir.run_id, None, None, None, (f"{run_dir.spec_json}: corrupt ({first})",))
+    problems: list[str] = []
+    status = _read(run_dir.read_status, problems)
+    result = _read(run_dir.read_result, problems)
+    return ResultRow(spec.run_id, spec, status, result, tuple(problems))
+
+
+def _read(reader: Callable[[], T | None], problems: list[str]) -> T | None:
+    try:
+        return reader()
+    except CorruptFileError as exc:
+        problems.append(str(exc))
+        return None

@@ -1,0 +1,1 @@
+"""Robot models: variants, parametric edits, model files, envs."""

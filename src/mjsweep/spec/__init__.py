@@ -1,0 +1,1 @@
+"""The sweep spec: YAML to a validated SweepSpec, each section's rules."""

@@ -1,0 +1,758 @@
+"""The sweep spec: YAML -> a validated, frozen SweepSpec.
+
+Everything a user can get wrong in the file is caught here, once, with an error that names the file,
+the line and the key. Later stages (variants, envs) report their own errors through the same
+`SpecLocator`, so a missing XML or an env that rejects a keyword also points at its line.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from ..errors import SpecError
+from .algos import ALGO_NAMES, ALGOS, INTEGER_KWARGS, Algo, key_problem, section_problem, value_problem
+from .editspec import PLACEHOLDER, EditSpec
+from .searchspace import Dimension, SearchSpec
+
+MENAGERIE_PREFIX = "menagerie:"
+
+# policy_kwargs.activation_fn is a class in SB3; YAML names it, in these words or as RL Zoo writes it
+# (nn.ReLU, ReLU).
+ACTIVATIONS = ("tanh", "relu", "elu", "leaky_relu", "gelu", "silu")
+_TORCH_ACTIVATIONS = {"tanh": "tanh", "relu": "relu", "elu": "elu", "leakyrelu": "leaky_relu", "gelu": "gelu",
+                      "silu": "silu"}
+
+
+def activation_name(written: str) -> str | None:
+    """The activation a spec names ('relu', 'nn.ReLU', 'torch.nn.ReLU' -> 'relu'); None if unknown."""
+    if written in ACTIVATIONS:
+        return written
+    return _TORCH_ACTIVATIONS.get(written.rsplit(".", 1)[-1].lower())
+GRID_PREFIXES = (*(f"{name}." for name in ALGO_NAMES), "env_kwargs.")
+SEARCH_TOP_KEYS = ("total_timesteps", "normalize")
+# Keys of RL Zoo's hyperparameter files that are spec keys here.
+ZOO_TOP_KEYS = {"n_envs": "n_envs", "normalize": "normalize", "n_timesteps": "total_timesteps"}
+# SB3's defaults, for the checks that combine keys.
+PPO_DEFAULTS = {"n_steps": 2048, "batch_size": 64}
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+-]*$")
+
+
+def check_safe_name(name: str) -> str:
+    if not _SAFE_NAME.match(name) or ".." in name:
+        raise ValueError(
+            f"unsafe name {name!r}: use letters, digits and . _ = + - (no path separators, no '..')"
+        )
+    return name
+
+
+SafeName = Annotated[str, AfterValidator(check_safe_name)]
+
+
+def whole_number(value: Any) -> Any:
+    """1e6, 1.0e6 and "1e6" (YAML 1.1 reads an exponent without a dot as a string) -> 1000000 when
+    whole; anything else is left for the type check to refuse."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            value = float(value.replace("_", ""))
+        except ValueError:
+            return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+WholeInt = Annotated[int, BeforeValidator(whole_number)]
+
+
+def whole_hyperparameter(key: str, value: Any) -> Any:
+    """A hyperparameter as the checks and SB3 take it: counts whole (1e6 -> 1000000), train_freq's too."""
+    if key in INTEGER_KWARGS or key == "total_timesteps":
+        return whole_number(value)
+    if key == "train_freq":
+        return [whole_number(value[0]), *value[1:]] if isinstance(value, list) and value else whole_number(value)
+    return value
+
+
+def zoo_expression(text: str) -> Any:
+    """RL Zoo writes some values as Python text: policy_kwargs "dict(ortho_init=False, activation_fn=nn.ReLU,
+    net_arch=dict(pi=[64], vf=[64]))", normalize "{'norm_obs': True, 'norm_reward': False}". Read such text
+    as data (no code runs): dict(...) calls, literals, lists, and names such as nn.ReLU as strings."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise ValueError(f"cannot read {text!r}: {exc.msg}") from None
+    return _literal(tree, text)
+
+
+def _literal(node: ast.expr, text: str) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        return -node.operand.value  # type: ignore[operator]  # a bad constant is the parser's to refuse
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(item, text) for item in node.elts]
+    if isinstance(node, ast.Dict) and all(key is not None for key in node.keys):
+        return {_literal(k, text): _literal(v, text)  # type: ignore[arg-type]
+                for k, v in zip(node.keys, node.values, strict=True)}
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
+        return {kw.arg: _literal(kw.value, text) for kw in node.keywords if kw.arg}
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return ast.unparse(node)
+    raise ValueError(f"cannot read {ast.unparse(node)!r} in {text!r}: only dict(...), literals and names")
+
+
+def zoo_hyperparameters(env_id: str) -> tuple[str, dict[str, Any]]:
+    """RL Zoo's tuned PPO hyperparameters for env_id from the installed rl_zoo3 package (its ppo.yml), and
+    the entry they come from: env_id itself, else the same env's highest other version (RL Zoo tunes
+    Hopper-v4; Hopper-v5 takes those). ValueError naming what is missing."""
+    import importlib.util
+
+    package = importlib.util.find_spec("rl_zoo3")  # found, not imported: it imports much of the ML world
+    if package is None or package.origin is None:
+        raise ValueError("zoo: true needs the rl_zoo3 package (pip install 'mjsweep[zoo]' or rl_zoo3)")
+    text = (Path(package.origin).parent / "hyperparams" / "ppo.yml").read_text(encoding="utf-8")
+    entries = yaml.safe_load(text) or {}
+    name = env_id.rsplit("-v", 1)[0]
+    versions = sorted((int(key.rsplit("-v", 1)[1]), key) for key in entries
+                      if isinstance(key, str) and key.rsplit("-v", 1)[0] == name and key.rsplit("-v", 1)[-1].isdigit())
+    entry = env_id if env_id in entries else (versions[-1][1] if versions else None)
+    if entry is None:
+        raise ValueError(f"RL Zoo has no PPO hyperparameters for {env_id!r} (nor another version of it)")
+    return entry, dict(entries[entry])
+
+
+def _zoo_text(value: Any) -> Any:
+    return zoo_expression(value) if isinstance(value, str) and value.lstrip()[:1] in ("{", "d") else value
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class VariantSpec(_Strict):
+    name: SafeName
+    """Unique name; the run family's folder names start with it."""
+    xml: Path | None = None
+    """The MuJoCo XML; relative to the spec file's folder; or 'menagerie:NAME[/ENTRY]'."""
+    base: Path | None = None
+    """Instead of xml: the XML that 'edits' change; relative to the spec file's folder, or a Menagerie name."""
+    edits: list[EditSpec] = []
+    """Applied in order to 'base' with MuJoCo's MjSpec."""
+    edit_grid: dict[str, list[Any]] = {}
+    """label -> values; one variant per combination, named '<name>_<label>=<value>...'."""
+    env_kwargs: dict[str, Any] = {}
+    """Merged over the sweep's env_kwargs for this variant only."""
+    normalize: NormalizeValue | None = None
+    """This variant's normalization; default: the sweep's `normalize`."""
+
+    @model_validator(mode="after")
+    def _source(self) -> VariantSpec:
+        if (self.xml is None) == (self.base is None):
+            raise ValueError("give exactly one of 'xml' (a file as is) and 'base' (a file plus 'edits')")
+        if self.xml is not None and (self.edits or self.edit_grid):
+            raise ValueError("'edits' and 'edit_grid' apply to 'base', not 'xml'")
+        return self
+
+
+class NormalizeSpec(_Strict):
+    """stable-baselines3 VecNormalize arguments (RL Zoo's `normalize`)."""
+
+    norm_obs: bool = True
+    norm_reward: bool = True
+    clip_obs: float = Field(10.0, gt=0)
+    clip_reward: float = Field(10.0, gt=0)
+    gamma: float | None = Field(None, gt=0, le=1)
+    """Discount of the reward normalization's return estimate; default: the run's PPO gamma."""
+    epsilon: float = Field(1e-8, gt=0)
+
+
+NormalizeValue = Annotated[bool | NormalizeSpec, BeforeValidator(_zoo_text)]
+"""`normalize: true` (VecNormalize's defaults), `false`, or a mapping of VecNormalize arguments."""
+
+
+def normalize_kwargs(value: NormalizeValue | dict[str, Any] | None, ppo_gamma: float) -> dict[str, Any] | None:
+    """VecNormalize's keyword arguments for a `normalize` value, or None when it is off. Every argument is
+    written out (gamma defaults to the run's PPO gamma), so spec.json and the content hash hold them all."""
+    if value is None or value is False:
+        return None
+    resolved = NormalizeSpec() if value is True else NormalizeSpec.model_validate(value)
+    kwargs = resolved.model_dump()
+    if kwargs["gamma"] is None:
+        kwargs["gamma"] = ppo_gamma
+    return kwargs
+
+
+class EvalSpec(_Strict):
+    every: WholeInt | None = Field(None, gt=0)
+    """Also evaluate each time training passes a multiple of this many timesteps: a row of
+    evaluations.csv each, and best_model.zip kept for the best. Default: only the final evaluation."""
+    episodes: WholeInt = Field(10, ge=1)
+    """Episodes of each evaluation (the final one: eval_mean_return / eval_std_return in result.json)."""
+    deterministic: bool = True
+    """Evaluate the policy's mean action rather than sampling."""
+
+
+class SlurmSpec(_Strict):
+    """Per-run resources for `--backend slurm` (each run is one task of the sweep's job array)."""
+
+    partition: str | None = None
+    time: str | None = None
+    """Time limit per run, in sbatch's format: "90", "2:00:00", "1-12:00:00"."""
+    mem: str | None = None
+    """Memory per run, e.g. "4G"."""
+    cpus_per_task: int | None = Field(None, ge=1)
+    """Default: the run's CPU slots (cpus_per_run)."""
+    gres: str | None = None
+    """Generic resources, e.g. "gpu:1" for device: cuda."""
+    extra: list[str] = []
+    """More sbatch options, one per item, e.g. "--account=rl" or "--qos=low"."""
+
+    @field_validator("extra")
+    @classmethod
+    def _options(cls, extra: list[str]) -> list[str]:
+        for line in extra:
+            if not line.startswith("--") or "\n" in line:
+                raise ValueError(f"{line!r}: each item is one sbatch option such as '--account=rl'")
+        return extra
+
+
+class WandbSpec(_Strict):
+    """Weights & Biases: each run logs its progress rows and final result to a W&B run of its own."""
+
+    project: str = Field(min_length=1)
+    mode: Literal["offline", "online"] = "offline"
+    """offline: written to <run dir>/wandb/ only (`wandb sync` uploads it later); online: needs a login."""
+    entity: str | None = None
+    """The W&B team or user; default: the login's."""
+    tags: list[str] = []
+    """Tags added to every run, beside its variant and seed."""
+
+
+class TrackingSpec(_Strict):
+    wandb: WandbSpec | None = None
+
+
+class SweepSpec(_Strict):
+    name: SafeName
+    """Sweep name; runs go to <runs_dir>/<name>/."""
+    env: str = Field(min_length=1)
+    """A Gymnasium id whose constructor takes xml_file, or 'package.module:Class'."""
+    env_kwargs: dict[str, Any] = {}
+    """Passed to every variant's env."""
+    max_episode_steps: int | None = Field(None, ge=1)
+    """Time limit per episode; default: the Gymnasium registration's."""
+    variants: list[VariantSpec] = []
+    """Explicit XML variants."""
+    xml_glob: str | None = None
+    """One more variant per matching file, named by the file's stem."""
+    seeds: int | list[int] = Field(1)
+    """A count n (seeds 0..n-1) or an explicit list."""
+    total_timesteps: WholeInt = Field(gt=0)
+    """Environment steps per run (1e6 is read as 1000000)."""
+    algo: Literal["ppo", "sac", "td3", "a2c"] = "ppo"
+    """The stable-baselines3 algorithm every run trains (a grid key too: `grid: {algo: [ppo, sac]}`)."""
+    ppo: dict[str, Any] = {}
+    """Fixed stable-baselines3 PPO keyword arguments; 'policy' defaults to MlpPolicy."""
+    sac: dict[str, Any] = {}
+    """SAC's keyword arguments, for the runs that train SAC (RL Zoo's noise_type / noise_std too)."""
+    td3: dict[str, Any] = {}
+    """TD3's keyword arguments, for the runs that train TD3 (RL Zoo's noise_type / noise_std too)."""
+    a2c: dict[str, Any] = {}
+    """A2C's keyword arguments, for the runs that train A2C."""
+    grid: dict[str, list[Any]] = {}
+    """Cartesian product over dotted keys: <algo>.<kwarg> (ppo.gamma, sac.tau), env_kwargs.<kwarg>,
+    total_timesteps, normalize, algo."""
+    n_envs: WholeInt = Field(1, ge=1)
+    """Environments per run."""
+    normalize: NormalizeValue = False
+    """Observation and reward normalization (VecNormalize): true, or a mapping of its arguments."""
+    vec_env: Literal["dummy", "subproc"] = "dummy"
+    """dummy: the n_envs environments step in turn in the run's one process; subproc: one process
+    each (SubprocVecEnv, in the run's process group), and the run takes n_envs CPU slots."""
+    cpus_per_run: int | None = Field(None, ge=1)
+    """CPU slots each run takes from the --workers cap. Default: derived from how a run executes
+    (1: its n_envs environments step in its one process, on one torch thread)."""
+    device: Literal["cpu", "cuda"] = "cpu"
+    """Where PPO runs. "cuda" gives each run a GPU slot (CUDA_VISIBLE_DEVICES); "cpu" runs see no GPU."""
+    runs_per_gpu: int = Field(1, ge=1)
+    """GPU slots per GPU: how many cuda runs may share one GPU."""
+    eval: EvalSpec = EvalSpec()
+    slurm: SlurmSpec = SlurmSpec()
+    """sbatch resources for `--backend slurm`; ignored by the other backends."""
+    checkpoint_every: WholeInt = Field(50_000, gt=0)
+    """Timesteps between checkpoints; an interrupted run resumes from the last one. Default: 50,000, and
+    100,000 for SAC and TD3 (their checkpoints also write the replay buffer)."""
+    checkpoint_every_s: float | None = Field(300.0, gt=0)
+    """Also checkpoint once this many seconds have passed since the last checkpoint (or the start of
+    training), whichever comes first; null: by timesteps only. Default: 300, and 900 for SAC and TD3.
+    Not part of the run ids."""
+    runs_dir: Path = Path("runs")
+    """Where sweeps are written; relative to the spec file's folder."""
+    tensorboard: bool = False
+    """Also log each run's training to <run dir>/tensorboard/ (needs the tensorboard package)."""
+    tracking: TrackingSpec = TrackingSpec()
+    """Experiment tracking (W&B); never part of the run ids."""
+    warn_only: list[Literal["short_episodes", "unhealthy_start", "penetration", "constant_obs"]] = []
+    """Degenerate-env checks of the pre-launch probe that only warn instead of refusing the sweep."""
+    search: SearchSpec | None = None
+    """A search beyond the grid (docs/search.md): trials sampled from a space, each trained with several seeds."""
+
+    _locator: SpecLocator | None = PrivateAttr(None)
+    _warnings: list[str] = PrivateAttr(default_factory=list)
+    _zoo_entry: str | None = PrivateAttr(None)
+
+    @field_validator("seeds")
+    @classmethod
+    def _check_seeds(cls, seeds: int | list[int]) -> int | list[int]:
+        if isinstance(seeds, int) and seeds < 1:
+            raise ValueError("a seed count must be at least 1")
+        if isinstance(seeds, list):
+            if not seeds:
+                raise ValueError("the seed list is empty")
+            if len(set(seeds)) != len(seeds):
+                raise ValueError("seeds repeat")
+            if min(seeds) < 0:
+                raise ValueError("seeds must be non-negative")
+        return seeds
+
+    @model_validator(mode="before")
+    @classmethod
+    def _zoo_keys_in_ppo(cls, data: Any) -> Any:
+        """RL Zoo's hyperparameter blocks also hold n_envs, normalize and n_timesteps: pasted under `ppo`,
+        they mean the spec's own keys."""
+        ppo = data.get("ppo") if isinstance(data, dict) else None
+        if not isinstance(ppo, dict) or not {*ZOO_TOP_KEYS, "zoo"} & ppo.keys():
+            return data
+        data, ppo = dict(data), dict(ppo)
+        from_zoo: set[str] = set()
+        if ppo.pop("zoo", False) is True:
+            # RL Zoo's values first; keys the spec writes (in ppo, or n_envs / normalize / total_timesteps)
+            # override them.
+            _, tuned = zoo_hyperparameters(str(data.get("env", "")))
+            from_zoo = {k for k in tuned if k not in ppo}
+            ppo = {**tuned, **ppo}
+        for zoo_key, key in ZOO_TOP_KEYS.items():
+            if zoo_key in ppo:
+                if key in data and zoo_key in from_zoo:
+                    ppo.pop(zoo_key)
+                    continue
+                if key in data:
+                    raise ValueError(f"ppo.{zoo_key} and {key} both given: keep one")
+                data[key] = ppo.pop(zoo_key)
+        data["ppo"] = ppo
+        return data
+
+    @field_validator(*ALGO_NAMES)
+    @classmethod
+    def _whole_section_counts(cls, section: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(section.get("policy_kwargs"), str):
+            section = {**section, "policy_kwargs": zoo_expression(section["policy_kwargs"])}
+        return {k: whole_hyperparameter(k, v) for k, v in section.items()}
+
+    @field_validator("grid")
+    @classmethod
+    def _whole_grid_counts(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        return {k: [whole_hyperparameter(k.rsplit(".", 1)[-1], v) for v in values]
+                if isinstance(values, list) and (k == "total_timesteps" or k.split(".")[0] in ALGO_NAMES) else values
+                for k, values in grid.items()}
+
+    @property
+    def algos(self) -> list[str]:
+        """The algorithms the sweep's runs train, in the spec's order."""
+        return list(dict.fromkeys(self.grid["algo"])) if "algo" in self.grid else [self.algo]
+
+    def hyperparameters(self, algo: str) -> dict[str, Any]:
+        """The spec's section of keyword arguments for one algorithm (`ppo:`, `sac:`, ...)."""
+        section: dict[str, Any] = getattr(self, algo)
+        return section
+
+    @property
+    def seed_list(self) -> list[int]:
+        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+
+    @property
+    def zoo_entry(self) -> str | None:
+        """The RL Zoo entry (env id) `ppo: {zoo: true}` took its hyperparameters from; None without it."""
+        return self._zoo_entry
+
+    @property
+    def warnings(self) -> list[str]:
+        """Findings that do not stop the sweep (e.g. a batch_size that does not divide the rollout)."""
+        return list(self._warnings)
+
+    @property
+    def locator(self) -> SpecLocator:
+        """Where each key of this spec was written, for error messages of later stages."""
+        return self._locator or SpecLocator(Path("<spec>"), None)
+
+
+@dataclass(frozen=True)
+class SpecLocator:
+    """Maps a key path such as ('variants', 1, 'xml') to the file and line it was written at."""
+
+    path: Path
+    root: yaml.Node | None
+
+    def line_of(self, loc: tuple[str | int, ...]) -> int | None:
+        node, line = self.root, None
+        for part in loc:
+            if isinstance(node, yaml.MappingNode):
+                match = next(((k, v) for k, v in node.value if k.value == part), None)
+                if match is None:
+                    break
+                line, node = match[0].start_mark.line + 1, match[1]
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+                if part >= len(node.value):
+                    break
+                node = node.value[part]
+                line = node.start_mark.line + 1
+            else:
+                break
+        if line is None and self.root is not None:
+            line = self.root.start_mark.line + 1
+        return line
+
+    def error(self, loc: tuple[str | int, ...], message: str) -> SpecError:
+        line = self.line_of(loc)
+        where = f"{self.path}:{line}" if line else str(self.path)
+        key = format_key(loc)
+        return SpecError(f"{where}: {key}: {message}" if key else f"{where}: {message}")
+
+
+def format_key(loc: tuple[str | int, ...]) -> str:
+    """('variants', 1, 'xml') -> 'variants[1].xml'."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def load(path: str | Path) -> SweepSpec:
+    """Read, validate and resolve a spec file. Raises SpecError with one line naming file, line, key."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read spec: {exc.strerror or exc}") from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(f"{where}: YAML syntax error: {problem}") from None
+    locator = SpecLocator(path, root)
+    if not isinstance(data, dict):
+        raise locator.error((), "the spec must be a YAML mapping of keys to values")
+    spec = parse(data, locator)
+    return _resolve_paths(spec, path.parent)
+
+
+def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
+    """Validate already-loaded data; paths are left as written."""
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as exc:
+        # A misspelt key also shows up as a missing one; the unknown key is the one to report.
+        # A value that may be true/false or a mapping (normalize) fails both ways: the way that fits
+        # the value written is the one to report, and its key path drops pydantic's union tags.
+        err: dict[str, Any] = min((dict(e) for e in exc.errors()),
+                                  key=lambda e: (e["type"] != "extra_forbidden", _wrong_union_member(e)))
+        loc = tuple(part for part in err["loc"] if part not in UNION_TAGS)
+        raise locator.error(loc, _explain({**err, "loc": loc})) from None
+    spec._locator = locator
+    if spec.search is not None and "seeds" in data:
+        raise locator.error(("seeds",), "a search trains search.seeds_per_trial seeds per trial: drop 'seeds'")
+    ppo = data.get("ppo")
+    if isinstance(ppo, dict) and ppo.get("zoo") is True:
+        spec._zoo_entry = zoo_hyperparameters(spec.env)[0]
+    _check_semantics(spec, locator)
+    return spec
+
+
+UNION_TAGS = ("bool", "NormalizeSpec")
+
+
+def _wrong_union_member(err: dict[str, Any]) -> bool:
+    """An error of the union member the value was not written as (a mapping checked as a bool)."""
+    return "bool" in err["loc"] and isinstance(err.get("input"), dict)
+
+
+def _explain(err: dict[str, Any]) -> str:
+    kind, loc = err["type"], err["loc"]
+    if kind == "extra_forbidden":
+        return f"unknown key (allowed: {', '.join(_model_at(loc).model_fields)})"
+    if kind == "missing":
+        return "required key is missing"
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    return f"{msg} (got {err['input']!r})" if "input" in err and kind != "value_error" else msg
+
+
+def _model_at(loc: tuple[str | int, ...]) -> type[BaseModel]:
+    """The model whose key is the last part of loc, found by walking the field annotations."""
+    model: type[BaseModel] = SweepSpec
+    for part in loc[:-1]:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        inner = _inner_model(field.annotation) if field else None
+        if inner is not None:
+            model = inner
+    return model
+
+
+def _inner_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        if found := _inner_model(arg):
+            return found
+    return None
+
+
+def _check_semantics(spec: SweepSpec, loc: SpecLocator) -> None:
+    if not spec.variants and not spec.xml_glob:
+        raise loc.error(("variants",), "no variants: list some under 'variants' or set 'xml_glob'")
+    seen: dict[str, int] = {}
+    for i, variant in enumerate(spec.variants):
+        if variant.name in seen:
+            raise loc.error(("variants", i, "name"),
+                            f"duplicate variant name {variant.name!r} (also variants[{seen[variant.name]}])")
+        seen[variant.name] = i
+        _check_edit_grid(variant, ("variants", i), loc)
+    _check_algos(spec, loc)
+    for key, values in spec.grid.items():
+        _check_grid_key(key, values, spec.algos, loc)
+    if "ppo" in spec.algos:
+        _check_rollout(spec, loc)
+    if spec.search is not None:
+        _check_search(spec, spec.search, loc)
+
+
+def _check_search(spec: SweepSpec, search: SearchSpec, loc: SpecLocator) -> None:
+    """Every searched key is one a run can take, with values it accepts; pruning and the evaluation-based
+    objectives need periodic evaluations."""
+    labels = {label for v in spec.variants for label in v.edit_grid}
+    for key, dim in search.space.items():
+        at = ("search", "space", key)
+        if key in spec.grid:
+            raise loc.error(at, "this key is in the grid too: search it or grid it, not both")
+        prefix = key.split(".")[0]
+        if key.startswith("edits."):
+            label = key[len("edits."):]
+            if label not in labels:
+                raise loc.error(at, f"no variant has the edit_grid label {label!r} "
+                                    f"(labels: {', '.join(sorted(labels)) or 'none'})")
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in dim.numbers()):
+                raise loc.error(at, "an edit value is a number")
+        elif key in SEARCH_TOP_KEYS:
+            if key == "normalize" and dim.choice is None:
+                raise loc.error(at, "normalize is searched as a choice of true, false or VecNormalize mappings")
+            if key == "total_timesteps" and not (dim.kind in ("int", "choice")
+                                                 and all(whole_number(v) > 0 for v in dim.numbers())):
+                raise loc.error(at, "total_timesteps is searched as int or choice of positive integers")
+        elif prefix in ALGOS and len(key) > len(prefix) + 1:
+            _check_searched_hyperparameter(ALGOS[prefix], key[len(prefix) + 1:], dim, spec.algos, at, loc)
+        elif not (key.startswith("env_kwargs.") and len(key) > len("env_kwargs.")):
+            raise loc.error(at, "unknown search key: use ppo.<kwarg> (or sac., td3., a2c.), env_kwargs.<kwarg>, "
+                                "edits.<label>, normalize or total_timesteps")
+    needs_evals: list[tuple[str, ...]] = [("search", "prune")] if search.prune else []
+    if search.objective.metric != "eval_iqm":
+        needs_evals.append(("search", "objective", "metric"))
+    if needs_evals and spec.eval.every is None:
+        raise loc.error(needs_evals[0], "needs periodic evaluations: set eval.every")
+
+
+def _check_searched_hyperparameter(algo: Algo, name: str, dim: Dimension, algos: list[str], at: tuple[str, ...],
+                                   loc: SpecLocator) -> None:
+    if algo.name not in algos:
+        raise loc.error(at, f"searches a {algo.label} hyperparameter, but no run trains {algo.label} "
+                            f"(algo: {', '.join(algos)})")
+    if problem := key_problem(algo, name):
+        raise loc.error(at, problem)
+    if name in INTEGER_KWARGS and dim.kind not in ("int", "choice"):
+        raise loc.error(at, f"{name} is an integer: search it with int or choice")
+    for value in dim.numbers():
+        if problem := value_problem(algo, name, value):
+            raise loc.error(at, problem)
+
+
+def _check_edit_grid(variant: VariantSpec, at: tuple[str | int, ...], loc: SpecLocator) -> None:
+    """Every placeholder names an edit_grid label, every label is used, every axis has values."""
+    used: set[str] = set()
+    for j, edit in enumerate(variant.edits):
+        for value in _leaves([getattr(edit.args, key, None) for key in ("value", "factor")]):
+            if isinstance(value, str) and "${" in value:
+                match = PLACEHOLDER.match(value)
+                if not match or match.group(1) not in variant.edit_grid:
+                    labels = ", ".join(variant.edit_grid) or "none"
+                    raise loc.error((*at, "edits", j, edit.op),
+                                    f"{value!r} is not a placeholder of this variant's edit_grid (labels: {labels})")
+                used.add(match.group(1))
+    for label, values in variant.edit_grid.items():
+        if not PLACEHOLDER.match("${" + label + "}"):
+            raise loc.error((*at, "edit_grid", label), "a label is a letter or _ followed by letters, digits, _")
+        if not values:
+            raise loc.error((*at, "edit_grid", label), "an edit_grid axis needs at least one value")
+        if label not in used:
+            raise loc.error((*at, "edit_grid", label), f"no edit uses '${{{label}}}'")
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+def _check_section(algo: Algo, section: dict[str, Any], where: tuple[str, ...], loc: SpecLocator) -> None:
+    for key, value in section.items():
+        if problem := key_problem(algo, key):
+            raise loc.error((*where, key), problem)
+        if problem := value_problem(algo, key, value):
+            raise loc.error((*where, key), problem)
+        if key == "policy_kwargs" and isinstance(value, dict):
+            act = value.get("activation_fn")
+            if act is not None and (not isinstance(act, str) or activation_name(act) is None):
+                raise loc.error((*where, key, "activation_fn"),
+                                f"unknown activation {act!r} (known: {', '.join(ACTIVATIONS)})")
+
+
+def _check_algos(spec: SweepSpec, loc: SpecLocator) -> None:
+    """Each algorithm's section is checked against its own arguments; a section or grid key of an
+    algorithm no run trains is a mistake, not something to ignore."""
+    if "algo" in spec.grid:
+        _check_grid_key("algo", spec.grid["algo"], [], loc)
+        if "algo" in spec.model_fields_set:
+            raise loc.error(("algo",), "algo and grid.algo both given: keep one")
+    runs = spec.algos
+    for name in ALGO_NAMES:
+        section = spec.hyperparameters(name)
+        if section and name not in runs:
+            raise loc.error((name,), f"{name.upper()} hyperparameters, but no run trains {name.upper()} "
+                                     f"(algo: {', '.join(runs)})")
+        _check_section(ALGOS[name], section, (name,), loc)
+        gridded = {key[len(name) + 1:]: values for key, values in spec.grid.items() if key.startswith(f"{name}.")}
+        if together := section_problem({**section, **gridded}):
+            key = together[0]
+            raise loc.error((name, key) if key in section else ("grid", f"{name}.{key}"), together[1])
+
+
+def _check_grid_key(key: str, values: list[Any], algos: list[str], loc: SpecLocator) -> None:
+    at = ("grid", key)
+    if not values:
+        raise loc.error(at, "a grid axis needs at least one value")
+    if key == "algo":
+        for value in values:
+            if value not in ALGO_NAMES:
+                raise loc.error(at, f"unknown algorithm {value!r} (known: {', '.join(ALGO_NAMES)})")
+        if len(set(values)) != len(values):
+            raise loc.error(at, "an algorithm repeats")
+        return
+    if key == "total_timesteps":
+        if not all(isinstance(whole_number(v), int) and not isinstance(v, bool) and whole_number(v) > 0
+                   for v in values):
+            raise loc.error(at, "total_timesteps values must be positive integers")
+        return
+    if key == "normalize":
+        for value in values:
+            try:
+                NormalizeSpec.model_validate(value) if isinstance(value, dict) else _check_bool(value)
+            except (ValidationError, ValueError) as exc:
+                problem = _first_error(exc)
+                raise loc.error(at, f"each value is true, false or a mapping of VecNormalize arguments: {problem}") \
+                    from None
+        return
+    prefix = next((p for p in GRID_PREFIXES if key.startswith(p) and len(key) > len(p)), None)
+    if prefix is None:
+        raise loc.error(at, "unknown grid key: use ppo.<kwarg> (or sac., td3., a2c.), env_kwargs.<kwarg>, "
+                            "algo, normalize or total_timesteps")
+    if prefix != "env_kwargs.":
+        algo = ALGOS[prefix[:-1]]
+        if algo.name not in algos:
+            raise loc.error(at, f"a grid of {algo.label} hyperparameters, but no run trains {algo.label} "
+                                f"(algo: {', '.join(algos)})")
+        name = key[len(prefix):].split(".")[0]
+        if wrong := key_problem(algo, name):
+            raise loc.error(at, wrong)
+        if name == key[len(prefix):]:
+            for value in values:
+                if wrong := value_problem(algo, name, value):
+                    raise loc.error(at, wrong)
+
+
+def _check_bool(value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"got {value!r}")
+
+
+def _first_error(exc: ValidationError | ValueError) -> str:
+    if isinstance(exc, ValidationError):
+        err: dict[str, Any] = dict(exc.errors()[0])
+        return f"{format_key(tuple(err['loc']))}: {_explain(err)}" if err["loc"] else _explain(err)
+    return str(exc)
+
+
+def _values_of(spec: SweepSpec, key: str) -> list[tuple[Any, tuple[str, ...]]]:
+    """Every value a PPO key takes in the sweep, with where it is written."""
+    grid_key = f"ppo.{key}"
+    if grid_key in spec.grid:
+        return [(whole_number(v), ("grid", grid_key)) for v in spec.grid[grid_key]]
+    if key in spec.ppo:
+        return [(whole_number(spec.ppo[key]), ("ppo", key))]
+    return [(PPO_DEFAULTS[key], ("ppo",))]
+
+
+def _check_rollout(spec: SweepSpec, loc: SpecLocator) -> None:
+    """n_steps * n_envs > 1 (SB3 refuses less); a batch_size that leaves a part batch is a warning."""
+    for n_steps, at in _values_of(spec, "n_steps"):
+        rollout = n_steps * spec.n_envs
+        if rollout <= 1:
+            raise loc.error(at if at != ("ppo",) else ("n_envs",),
+                            f"n_steps * n_envs must be > 1 (got {n_steps} * {spec.n_envs})")
+        for batch_size, at_batch in _values_of(spec, "batch_size"):
+            if batch_size > 1 and rollout % batch_size:
+                line = loc.line_of(at_batch)
+                spec._warnings.append(
+                    f"{loc.path}:{line}: {format_key(at_batch)}: batch_size {batch_size} does not divide the rollout "
+                    f"(n_steps {n_steps} * n_envs {spec.n_envs} = {rollout}): each epoch ends with a "
+                    f"batch of {rollout % batch_size}")
+
+
+def _resolve_paths(spec: SweepSpec, base: Path) -> SweepSpec:
+    def resolve(p: Path) -> Path:
+        if str(p).startswith(MENAGERIE_PREFIX):
+            return p  # a robot by name: variants.resolve() finds its file
+        return (base / p.expanduser()).resolve() if not p.expanduser().is_absolute() else p.expanduser()
+
+    variants = [v.model_copy(update={k: resolve(getattr(v, k)) for k in ("xml", "base") if getattr(v, k)})
+                for v in spec.variants]
+    glob = str(resolve(Path(spec.xml_glob))) if spec.xml_glob else None
+    resolved = spec.model_copy(update={"variants": variants, "xml_glob": glob,
+                                       "runs_dir": resolve(spec.runs_dir)})
+    resolved._locator = spec._locator
+    resolved._warnings = list(spec._warnings)
+    resolved._zoo_entry = spec._zoo_entry
+    return resolved

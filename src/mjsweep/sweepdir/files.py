@@ -1,0 +1,297 @@
+"""The one place that knows the file names of a sweep and run directory.
+
+Every JSON file is written atomically (temp file in the same folder, fsync, os.replace), so a reader
+sees the old content or the new, never half of one, whatever is killed when.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import UTC, datetime
+from enum import Enum
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+
+from .models import CheckpointRecord, FileModel, RunResult, SweepVariants
+
+M = TypeVar("M", bound=FileModel)
+
+
+class CorruptFileError(Exception):
+    """A run file exists but cannot be read as what it should be."""
+
+
+class RunState(str, Enum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    PRUNED = "pruned"  # a search stopped its trial as behind the others: an end, never a failure
+
+
+class FailureClass(str, Enum):
+    ERROR = "error"              # the worker raised: deterministic, not retried
+    KILLED = "killed"            # died from a signal it did not ask for (OOM killer, kill -9)
+    TIMEOUT = "timeout"          # stopped by --timeout
+    INTERRUPTED = "interrupted"  # stopped by Ctrl-C / SIGTERM on the launcher
+    LOST = "lost"                # its launcher or node went away while it ran
+
+
+class RunStatus(FileModel):
+    """status.json: what the launcher knows about one run."""
+
+    state: RunState = RunState.PENDING
+    attempts: int = 0
+    returncode: int | None = None
+    failure: FailureClass | None = None
+    pid: int | None = None
+    host: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    error_tail: str | None = None
+    """Last lines of log.txt when the run failed."""
+    peak_rss_mb: float | None = None
+
+
+def succeeded(status: RunStatus | None, result: RunResult | None) -> bool:
+    """The one rule for a run that is done: its launcher saw it succeed and its result is complete."""
+    return status is not None and status.state is RunState.SUCCEEDED and result is not None and result.complete
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
+    write_text_atomic(path, text)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide results from other users of a shared runs dir
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The file's object, None if it does not exist; CorruptFileError if it is not a JSON object."""
+    raw = _read_if_exists(path)
+    return None if raw is None else _json_object(path, raw)
+
+
+def read_model(path: Path, model: type[M]) -> M | None:
+    """The file as `model`, None if it does not exist; CorruptFileError if it is not one."""
+    raw = _read_if_exists(path)
+    if raw is None:
+        return None
+    try:
+        return model.from_json(raw)  # parsed and checked in one pass: `sweep status` reads 10,000 of these
+    except ValidationError:
+        pass
+    data = _json_object(path, raw)  # raises with what is wrong with the JSON itself, if anything
+    try:
+        return model.from_file(data)
+    except ValidationError as exc:
+        raise CorruptFileError(f"{path}: not a valid {path.name} ({exc.error_count()} errors)") from None
+
+
+def _read_if_exists(path: Path) -> bytes | None:
+    try:
+        return read_bytes(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise CorruptFileError(f"{path}: unreadable: {exc}") from None
+
+
+def _json_object(path: Path, raw: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CorruptFileError(f"{path}: unreadable: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise CorruptFileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise CorruptFileError(f"{path}: expected a JSON object")
+    return data
+
+
+def write_model(path: Path, record: FileModel) -> None:
+    write_json_atomic(path, record.to_file())
+
+
+def read_bytes(path: Path) -> bytes:
+    """The whole file."""
+    # os-level calls: `sweep status` reads three of these per run, for 10,000 runs, and pathlib's
+    # read_text costs several times as much per small file.
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+SPEC_JSON = "spec.json"
+"""The file that makes a folder a run folder."""
+
+
+class RunDir:
+    """<sweep>/<run_id>/: one run's files."""
+
+    def __init__(self, path: Path):
+        self.path = path if isinstance(path, Path) else Path(path)  # Path(a Path) costs: 10,000 runs
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    spec_json = property(lambda self: self.path / SPEC_JSON)
+    status_json = property(lambda self: self.path / "status.json")
+    result_json = property(lambda self: self.path / "result.json")
+    log = property(lambda self: self.path / "log.txt")
+    monitor_csv = property(lambda self: self.path / "monitor.csv")
+    progress_csv = property(lambda self: self.path / "progress.csv")
+    evaluations_csv = property(lambda self: self.path / "evaluations.csv")
+    model_zip = property(lambda self: self.path / "model.zip")
+    model_zip_tmp = property(lambda self: self.path / ".model.zip.tmp")
+    vecnormalize = property(lambda self: self.path / "vecnormalize.pkl")
+    best_model_zip = property(lambda self: self.path / "best_model.zip")
+    best_vecnormalize = property(lambda self: self.path / "best_vecnormalize.pkl")
+    best = property(lambda self: self.path / "best")
+    best_json = property(lambda self: self.path / "best" / "best.json")
+    checkpoints = property(lambda self: self.path / "checkpoints")
+    checkpoint_json = property(lambda self: self.path / "checkpoints" / "checkpoint.json")
+    variant_xml = property(lambda self: self.path / "variant.xml")
+    tensorboard = property(lambda self: self.path / "tensorboard")
+
+    def checkpoint_model(self, timesteps: int) -> Path:
+        """Where the checkpoint taken at `timesteps` keeps its model."""
+        return self.checkpoints / f"model_{timesteps}.zip"
+
+    def checkpoint_models(self) -> list[Path]:
+        return list(self.checkpoints.glob("model_*.zip"))
+
+    def checkpoint_vecnormalize(self, timesteps: int) -> Path:
+        """Where the checkpoint taken at `timesteps` keeps its normalization statistics."""
+        return self.checkpoints / f"vecnormalize_{timesteps}.pkl"
+
+    def checkpoint_vecnormalizes(self) -> list[Path]:
+        return list(self.checkpoints.glob("vecnormalize_*.pkl"))
+
+    def best_model(self, timesteps: int) -> Path:
+        """Where the evaluation at `timesteps` keeps its model while it is (or a checkpoint's) best."""
+        return self.best / f"model_{timesteps}.zip"
+
+    def best_vecnormalize_at(self, timesteps: int) -> Path:
+        return self.best / f"vecnormalize_{timesteps}.pkl"
+
+    def best_files(self) -> list[Path]:
+        return [*self.best.glob("model_*.zip"), *self.best.glob("vecnormalize_*.pkl")]
+
+    def checkpoint_replay_buffer(self, timesteps: int) -> Path:
+        """Where the checkpoint taken at `timesteps` keeps an off-policy run's replay buffer."""
+        return self.checkpoints / f"replay_buffer_{timesteps}.pkl"
+
+    def checkpoint_replay_buffers(self) -> list[Path]:
+        return list(self.checkpoints.glob("replay_buffer_*.pkl"))
+
+    def read_status(self) -> RunStatus | None:
+        return read_model(self.status_json, RunStatus)
+
+    def write_status(self, status: RunStatus) -> None:
+        write_model(self.status_json, status)
+
+    def read_result(self) -> RunResult | None:
+        return read_model(self.result_json, RunResult)
+
+    def has_complete_result(self) -> bool:
+        """result.json holds the final evaluation (a corrupt one does not)."""
+        try:
+            result = self.read_result()
+        except CorruptFileError:
+            return False
+        return result is not None and result.complete
+
+    def read_checkpoint(self) -> CheckpointRecord | None:
+        return read_model(self.checkpoint_json, CheckpointRecord)
+
+    def error_tail(self, lines: int = 20) -> str:
+        """The end of log.txt, where a traceback's last line is."""
+        try:
+            with open(self.log, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - 16_384))
+                text = fh.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+IN_RUN = RunDir(Path())
+"""A run folder's file names as relative paths, for code that ships a run's files between machines."""
+
+
+class SweepDir:
+    """<runs_dir>/<sweep>/: the sweep's resolved spec, its lock and one folder per run."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    sweep_yaml = property(lambda self: self.path / "sweep.yaml")
+    lock_file = property(lambda self: self.path / "sweep.lock")
+    index_jsonl = property(lambda self: self.path / "index.jsonl")
+    trials_jsonl = property(lambda self: self.path / "trials.jsonl")
+    variants_json = property(lambda self: self.path / "variants.json")
+    report_csv = property(lambda self: self.path / "report.csv")
+    report_html = property(lambda self: self.path / "report.html")
+    pictures = property(lambda self: self.path / "pictures")
+    contact_sheet = property(lambda self: self.path / "pictures" / "contact_sheet.png")
+    videos = property(lambda self: self.path / "videos")
+    report_md = property(lambda self: self.path / "report.md")
+
+    def read_variants(self) -> SweepVariants | None:
+        return read_model(self.variants_json, SweepVariants)
+
+    def run(self, run_id: str) -> RunDir:
+        return RunDir(self.path / run_id)
+
+    def has_runs(self) -> bool:
+        """Whether any subfolder is a run folder (stops at the first)."""
+        try:
+            with os.scandir(self.path) as entries:
+                return any(e.is_dir() and os.path.exists(os.path.join(e.path, SPEC_JSON)) for e in entries)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+
+    def run_dirs(self) -> list[RunDir]:
+        """Every run folder, in name order: those with a spec.json."""
+        base = str(self.path)
+        return [self.run(n) for n in self.folder_names() if os.path.exists(os.path.join(base, n, SPEC_JSON))]
+
+    def folder_names(self) -> list[str]:
+        """The names of the sweep folder's subfolders, sorted; [] if there is no sweep folder."""
+        # Names as strings and os.scandir: a sweep may hold 10,000 runs, and pathlib costs a lot per call.
+        try:
+            return sorted(e.name for e in os.scandir(self.path) if e.is_dir())
+        except (FileNotFoundError, NotADirectoryError):
+            return []

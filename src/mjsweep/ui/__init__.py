@@ -1,0 +1,1 @@
+"""The command line: typer commands, terminal tables, the live view, figures and the HTML report."""

@@ -1,0 +1,515 @@
+"""The `sweep` command line. Each command parses, calls one library function and renders its result.
+
+Exit codes: 0 success, 1 some run failed, 2 invalid input (errors.InputError: nothing started, nothing
+written), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from . import tables
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Launch sweeps of single-threaded SB3 trainings (PPO, SAC, TD3, A2C) over MuJoCo robots.")
+
+EXIT_INVALID = 2
+PICTURES_HELP = "Render every variant in its start pose into DIR: a PNG each and contact_sheet.png."
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        print(f"mjsweep {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                          help="Print mjsweep's version and exit.")) -> None:
+    """Launch sweeps of single-threaded PPO trainings over MuJoCo robot variants."""
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def parse_duration(text: str) -> float:
+    """'90m', '2h', '1h30m', '45s' or plain seconds -> seconds."""
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        return float(text)
+    parts = re.findall(r"(\d+(?:\.\d+)?)([dhms])", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise typer.BadParameter(f"{text!r} is not a duration like 90m, 2h, 1h30m or 45s")
+    scale = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
+def _invalid(message: str) -> typer.Exit:
+    tables.error(message)
+    return typer.Exit(EXIT_INVALID)
+
+
+@app.command()
+def run(
+    spec_file: Path = typer.Argument(..., help="The sweep spec (YAML)."),
+    workers: int | None = typer.Option(None, "--workers", "-w", min=1,
+                                          help="Runs at once [default: usable CPU cores]."),
+    runs_dir: Path | None = typer.Option(None, "--runs-dir", help="Overrides the spec's runs_dir."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and start nothing."),
+    retries: int = typer.Option(1, "--retries", min=0,
+                                help="Extra attempts for a run killed by a signal or a timeout."),
+    timeout: str | None = typer.Option(None, "--timeout", help="Per-run time limit, e.g. 90m, 2h."),
+    grace: float = typer.Option(10.0, "--grace", min=0.0,
+                                help="Seconds between SIGINT and SIGKILL when stopping runs."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the end summary."),
+    backend: str = typer.Option("local", "--backend", help="Where runs execute: local, ray or slurm "
+                                "(docs/cluster.md)."),
+    address: str | None = typer.Option(None, "--address", help="Ray cluster address, e.g. 10.0.0.1:6379 "
+                                          "[default: RAY_ADDRESS, else a local Ray]."),
+    gpus: str | None = typer.Option(None, "--gpus",
+                                       help="GPU ids for device: cuda, e.g. 0,1 [default: all found]."),
+    pictures: Path | None = typer.Option(None, "--pictures", help=PICTURES_HELP),
+    order: str = typer.Option("breadth", "--order", help="Start order: breadth (every variant and grid point "
+                              "gets its first seed before any gets its second; the longest runs first within "
+                              "that) or variant (the spec's order: variant, grid point, seed)."),
+    start_with: str = typer.Option("auto", "--start", help="How local runs begin: template (forked from a process "
+                              "that has imported torch once; CPU runs), exec (a fresh interpreter each) or auto "
+                              "(template on Linux)."),
+) -> None:
+    """Train every variant x grid point x seed, each as its own single-threaded process."""
+    from ..errors import InputError
+    from ..launchers import early_template
+
+    try:
+        # Before anything else, so that its imports overlap all that follows. Should `sweep run` end
+        # before the launcher adopts it, it ends too: it dies with this process.
+        template = None if dry_run else early_template(backend, start_with)
+    except InputError as exc:
+        raise _invalid(str(exc)) from None
+    from ..engine.sweep import decide, execute, in_start_order, prepare
+    from ..plan.order import Order
+
+    try:
+        start = Order(order)
+    except ValueError:
+        raise _invalid(f"--order {order!r}: expected breadth or variant") from None
+    timeout_s = parse_duration(timeout) if timeout else None
+    out = tables.make_console()
+    try:
+        plan = prepare(spec_file, runs_dir)
+    except InputError as exc:
+        raise _invalid(str(exc)) from None
+    tables.warn_spec(plan.spec)
+    tables.warn_missing_tensorboard(plan.spec)
+    if pictures:
+        _render_pictures(plan, pictures)
+    if plan.spec.search is not None:
+        _run_search(plan, dry_run, backend, workers, out, retries=retries, timeout_s=timeout_s, grace=grace,
+                    quiet=quiet, gpus=gpus, address=address, start_with=start_with, template=template)
+    if dry_run:
+        tables.variant_table(out, plan)  # what deep validation found, model by model
+        planned = in_start_order(plan, decide(plan), start)  # reads every run dir: once
+        tables.plan_table(out, plan, planned)
+        if backend == "slurm":
+            tables.sbatch_preview(out, plan, planned, workers)
+        return
+    with _launched(plan, out, backend=backend, workers=workers, quiet=quiet, gpus=gpus, address=address,
+                   start_with=start_with, template=template, retries=retries, timeout_s=timeout_s,
+                   grace=grace) as (launcher, options, progress, default):
+        note = None if workers or quiet or not default.source else f"workers: {default.workers} ({default.source})"
+        try:
+            outcome = execute(plan, launcher, options, on_event=progress.event,
+                              on_planned=_announce_then(note, progress.planned), order=start)
+        finally:
+            if pictures:
+                _keep_contact_sheet(pictures, plan.sweep_dir)
+    tables.outcome_summary(out, plan, outcome)
+    raise typer.Exit(outcome.exit_code)
+
+
+@contextmanager
+def _launched(plan, out, *, backend: str, workers: int | None, quiet: bool, gpus: str | None,
+              address: str | None, start_with: str, template, retries: int, timeout_s: float | None,
+              grace: float) -> Iterator[tuple[Any, Any, Any, Any]]:
+    """The launcher (adopting the early template), the scheduler's options and the progress display that a
+    grid and a search both run under; an InputError raised inside is the one-line exit 2."""
+    from ..engine.scheduler import SchedulerOptions
+    from ..errors import InputError
+    from ..launchers import build_launcher
+    from . import live
+
+    try:
+        launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers, start=start_with,
+                                  template=template)
+    except InputError as exc:
+        raise _invalid(str(exc)) from None
+    with launcher:
+        default = _default_workers(backend)
+        # Memory is only this machine's to guard when the runs execute here.
+        options = SchedulerOptions(max_workers=launcher.slots(workers, default.workers), retries=retries,
+                                   timeout_s=timeout_s, grace_s=grace, memory_guard=backend == "local")
+        progress = live.make_progress(out, plan.sweep_dir, quiet=quiet)
+        try:
+            yield launcher, options, progress, default
+        except InputError as exc:
+            raise _invalid(str(exc)) from None
+        finally:
+            progress.close()
+
+
+def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, retries: int,
+                timeout_s: float | None, grace: float, quiet: bool, gpus: str | None, address: str | None,
+                start_with: str, template) -> None:
+    """`sweep run` on a spec with a search section (docs/search.md); exits when done."""
+    from ..search import execute as searchlib
+    from ..search import show
+
+    if dry_run:
+        tables.variant_table(out, plan)
+        try:
+            show.preview(out, plan.spec, searchlib.preview(plan))
+        except ImportError as exc:
+            raise _invalid(str(exc)) from None
+        raise typer.Exit(0)
+    if backend == "slurm":
+        raise _invalid("a search makes its runs as slots free up: use --backend local or ray, not slurm")
+    try:
+        searchlib.check_method(plan)
+    except ImportError as exc:
+        raise _invalid(str(exc)) from None
+    with _launched(plan, out, backend=backend, workers=workers, quiet=quiet, gpus=gpus, address=address,
+                   start_with=start_with, template=template, retries=retries, timeout_s=timeout_s,
+                   grace=grace) as (launcher, options, progress, _):
+        outcome = searchlib.run_search(plan, launcher, options, on_event=progress.event,
+                                       on_planned=progress.planned)
+    tables.outcome_summary(out, plan, outcome)
+    raise typer.Exit(outcome.exit_code)
+
+
+def _default_workers(backend: str):
+    """Runs at once without --workers: here, what `sweep bench` measured best on this machine, else the
+    usable cores, with where that came from."""
+    from ..bench.recommend import DefaultWorkers, default_workers
+
+    if backend != "local":
+        return DefaultWorkers(usable_cores(), "")  # a cluster launcher sizes itself
+    return default_workers(usable_cores())
+
+
+def _announce_then(note: str | None, planned):
+    """on_planned that first says on stderr where the worker count came from: only once the sweep's lock
+    is held, so a refused second launcher prints its one error line and nothing else."""
+    def on_planned(items) -> None:
+        if note:
+            print(note, file=sys.stderr, flush=True)
+        planned(items)
+    return on_planned
+
+
+def _render_pictures(plan, folder: Path) -> None:
+    """Pictures of every variant, or exit 2 with one line saying why not (nothing has started yet)."""
+    from ..media.gl import RenderFailed, RenderUnavailable
+    from ..media.variants import render_variant_pictures
+
+    try:
+        drawn = render_variant_pictures(plan, folder)
+    except (RenderUnavailable, RenderFailed) as exc:
+        raise _invalid(f"--pictures {folder}: {exc}") from None
+    print(f"pictures: {len(plan.checks)} variants and {drawn.contact_sheet.name} in {folder} "
+          f"(drawn with {drawn.backend})", file=sys.stderr, flush=True)
+
+
+def _keep_contact_sheet(folder: Path, sweep_dir) -> None:
+    """A copy of the contact sheet in the sweep folder, where `sweep report --format html` finds it."""
+    from ..sweepdir.files import write_bytes_atomic
+
+    source = folder / "contact_sheet.png"
+    if source.is_file() and sweep_dir.path.is_dir():
+        sweep_dir.pictures.mkdir(exist_ok=True)
+        write_bytes_atomic(sweep_dir.contact_sheet, source.read_bytes())
+
+
+@app.command()
+def validate(
+    spec_file: Path = typer.Argument(..., help="The sweep spec (YAML)."),
+    runs_dir: Path | None = typer.Option(None, "--runs-dir", help="Overrides the spec's runs_dir."),
+    pictures: Path | None = typer.Option(None, "--pictures", help=PICTURES_HELP),
+) -> None:
+    """Check the spec; compile every variant, build its env and take random steps; one row per variant."""
+    from ..engine.sweep import BrokenVariantsError, prepare
+    from ..spec.sweepspec import SpecError
+
+    try:
+        plan = prepare(spec_file, runs_dir)
+    except BrokenVariantsError as exc:
+        tables.variant_table(tables.make_console(), exc.plan)
+        raise _invalid(str(exc)) from None
+    except SpecError as exc:
+        raise _invalid(str(exc)) from None
+    tables.warn_spec(plan.spec)
+    tables.warn_missing_tensorboard(plan.spec)
+    tables.zoo_hyperparameters(plan.spec)
+    tables.variant_table(tables.make_console(), plan)
+    if pictures:
+        _render_pictures(plan, pictures)
+
+
+REPORT_FORMATS = ("table", "csv", "md", "json", "html")
+
+
+@app.command()
+def report(
+    sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table | csv | md | json, on stdout; html: "
+                            "a self-contained SWEEP_DIR/report.html (figures, pictures, videos inside)."),
+    rank: str = typer.Option("final", "--rank", help="final: by the final evaluation's return; best: by each "
+                             "run's best periodic evaluation (eval.every)."),
+) -> None:
+    """Mean, std, IQM and 95% CI of the final eval return over seeds; writes report.csv and report.md too."""
+    from ..results import report as reportlib
+    from ..results.rows import collect
+    from ..sweepdir.files import SweepDir, write_text_atomic
+    from .status import read_sweep
+
+    if fmt not in REPORT_FORMATS:
+        raise _invalid(f"--format {fmt!r}: choose one of {', '.join(REPORT_FORMATS)}")
+    folder = SweepDir(sweep_dir)
+    rows = collect(folder)
+    if not rows:
+        raise _invalid(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
+    if rank not in reportlib.RANKINGS:
+        raise _invalid(f"--rank {rank!r}: choose one of {', '.join(reportlib.RANKINGS)}")
+    groups = reportlib.aggregate(rows, reportlib.model_stats(folder, rows), reportlib.eval_aucs(folder, rows), rank)
+    warnings = [str(w) for w in read_sweep(folder.path).warnings]
+    csv_text = reportlib.to_csv(groups)
+    md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings)
+    trials = _search_trials(folder)
+    if trials is not None:
+        from ..search.results import to_markdown as trials_markdown
+
+        md_text += "\n" + trials_markdown(*trials)
+    write_text_atomic(folder.report_csv, csv_text)
+    write_text_atomic(folder.report_md, md_text)
+    if fmt == "table":
+        tables.report_table(tables.make_console(), groups, rows, warnings)
+        if trials is not None:
+            from ..search.show import trials_table
+
+            trials_table(tables.make_console(), *trials)
+    elif fmt == "html":
+        from .html_report import build
+
+        write_text_atomic(folder.report_html, build(folder, groups, rows, warnings))
+        print(folder.report_html)
+    else:
+        problems = [p for r in rows for p in r.problems]
+        text = {"csv": csv_text, "md": md_text}.get(fmt) or reportlib.to_json(groups, warnings, problems)
+        if fmt == "json" and trials is not None:
+            import json
+
+            from ..search.results import to_dicts
+
+            text = json.dumps({**json.loads(text), "trials": to_dicts(trials[0])}, indent=2) + "\n"
+        sys.stdout.write(text)
+
+
+def _search_trials(folder):
+    """A search's trials ranked by its objective and the objective's name; None for a grid sweep."""
+    from ..search import results as searchresults
+
+    search = searchresults.searched(folder)
+    return (searchresults.ranked(folder, search), search.objective.metric) if search is not None else None
+
+
+@app.command()
+def video(
+    sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
+    variant: str | None = typer.Option(None, "--variant", help="Only this variant [default: every one]."),
+    seed: int | None = typer.Option(None, "--seed", help="This seed [default: the seed with the median "
+                                       "final return of each variant x grid point]."),
+    best: bool = typer.Option(False, "--best", help="The best evaluation's model (best_model.zip) where a run "
+                              "kept one."),
+    seconds: float = typer.Option(10.0, "--seconds", min=0.1, help="Simulated seconds per video."),
+    gif: bool = typer.Option(False, "--gif", help="A GIF beside each MP4."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Folder [default: SWEEP_DIR/videos]."),
+) -> None:
+    """A video of each variant's trained policy (MP4, drawn on the CPU where there is no GPU)."""
+    from ..media.gl import RenderFailed, RenderUnavailable
+    from ..media.videos import NoVideo, choose, render_videos
+    from ..results.rows import collect
+    from ..sweepdir.files import SweepDir
+
+    folder = SweepDir(sweep_dir)
+    try:
+        choices = choose(collect(folder), folder.path, variant, seed, best)
+    except NoVideo as exc:
+        raise _invalid(f"{sweep_dir}: {exc}") from None
+    try:
+        written = render_videos(choices, folder.path, output or folder.videos, seconds, gif)
+    except (RenderUnavailable, RenderFailed) as exc:
+        raise _invalid(f"sweep video: {exc}") from None
+    for path in written:
+        print(path)
+
+
+@app.command()
+def evaluate(
+    sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
+    cross: bool = typer.Option(False, "--cross", help="Every trained policy on every variant whose observation "
+                               "and action spaces match: a matrix of mean returns over seeds."),
+    episodes: int = typer.Option(5, "--episodes", min=1, help="Episodes per policy and variant."),
+    workers: int | None = typer.Option(None, "--workers", "-w", min=1,
+                                          help="Evaluations at once [default: usable CPU cores]."),
+) -> None:
+    """Evaluate trained policies again; with --cross, on the other variants too (results kept, resumable)."""
+    from ..crosseval.run import NothingToEvaluate, evaluate_cross
+    from ..sweepdir.files import SweepDir
+
+    if not cross:
+        raise _invalid("sweep evaluate: say which evaluation: --cross (every policy on every variant)")
+    try:
+        outcome = evaluate_cross(SweepDir(sweep_dir), episodes, workers or usable_cores(),
+                                 say=lambda line: print(line, file=sys.stderr, flush=True))
+    except NothingToEvaluate as exc:
+        raise _invalid(str(exc)) from None
+    tables.cross_table(tables.make_console(), outcome.cells)
+    for failure in outcome.failed:
+        print(f"warning: evaluation failed: {failure}", file=sys.stderr)
+    print(f"wrote {outcome.csv}" + (f" and {outcome.heatmap}" if outcome.heatmap else ""), file=sys.stderr)
+    raise typer.Exit(1 if outcome.failed else 0)
+
+
+@app.command()
+def status(
+    sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout, for scripts."),
+    watch: bool = typer.Option(False, "--watch", help="Refresh until Ctrl-C."),
+    interval: float = typer.Option(2.0, "--interval", min=0.5, help="Seconds between refreshes with --watch."),
+) -> None:
+    """Counts by state and one row per run, while the sweep runs or after; flags stale runs and contention."""
+    from ..sweepdir.files import SweepDir
+    from . import runs_table
+    from .status import read_sweep, to_json
+
+    if not SweepDir(sweep_dir).has_runs():
+        raise _invalid(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
+    if as_json:
+        sys.stdout.write(to_json(read_sweep(sweep_dir)))
+        return
+    out = tables.make_console()
+    if not watch:
+        out.print(runs_table.status_renderable(read_sweep(sweep_dir)))
+        return
+    try:
+        runs_table.watch(out, lambda: runs_table.status_renderable(read_sweep(sweep_dir)), interval)
+    except KeyboardInterrupt:
+        pass
+
+
+@app.command()
+def plot(
+    sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
+    output: Path = typer.Option(..., "--output", "-o", help="The learning-curve PNG; final returns go "
+                                "next to it as <name>_final.png."),
+) -> None:
+    """Learning curves (mean over seeds, 95% CI band) and final returns per variant x grid point."""
+    from ..results.rows import collect
+    from .plot import NothingToPlotError, plot_sweep
+
+    rows = collect(sweep_dir)
+    if not rows:
+        raise _invalid(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
+    if output.suffix.lower() != ".png":
+        raise _invalid(f"-o {output}: the output must be a .png file")
+    try:
+        written = plot_sweep(sweep_dir, rows, output)
+    except NothingToPlotError as exc:
+        raise _invalid(str(exc)) from None
+    from ..search import results as searchresults
+    from ..sweepdir.files import SweepDir
+
+    folder = SweepDir(sweep_dir)
+    if (search := searchresults.searched(folder)) is not None:
+        from ..search.plots import plot_search
+
+        written += plot_search(folder, search, output)
+    for path in written:
+        print(f"wrote {path}")
+
+
+@app.command()
+def bench(
+    env: str = typer.Option("Ant-v5", "--env", help="The Gymnasium env id (or module:Class) to train."),
+    xml: Path | None = typer.Option(None, "--xml", help="The model to train on (default: the env's own)."),
+    steps: int = typer.Option(32_768, "--steps", min=1, help="Environment steps per run."),
+    max_workers: int | None = typer.Option(None, "--max-workers", min=1,
+                                              help="Largest concurrent batch (default: 2 x usable cores)."),
+    n_steps: int | None = typer.Option(None, "--n-steps", min=2, help="PPO n_steps (default: SB3's 2048)."),
+    scale_runs: int = typer.Option(10_000, "--scale-runs", min=0,
+                                   help="Runs in the generated plan and folder for the dry-run and status "
+                                   "figures (0: skip them)."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout, for scripts."),
+    markdown: Path | None = typer.Option(None, "--markdown", help="Also write the Markdown table to this "
+                                            "file (as pasted into BENCHMARKS.md)."),
+    save: bool = typer.Option(True, "--save/--no-save", help="Keep the recommended --workers for this machine "
+                              "as `sweep run`'s default."),
+) -> None:
+    """Measure throughput through mjsweep (N = 1, 2, 4, ...) against a naive Pool; recommend --workers."""
+    import json
+
+    from ..bench import BenchConfig, run_bench
+    from ..bench.table import render as render_bench
+
+    if xml is not None and not xml.is_file():
+        raise _invalid(f"--xml {xml}: no such file")
+    if markdown is not None and not markdown.parent.is_dir():
+        raise _invalid(f"--markdown {markdown}: no such folder {markdown.parent}")
+    cores = usable_cores()
+    config = BenchConfig(env=env, xml=xml.resolve() if xml else None, steps=steps,
+                         max_workers=max_workers or 2 * cores, ppo={"n_steps": n_steps} if n_steps else {},
+                         cores=cores, scale_runs=scale_runs)
+    try:
+        report = run_bench(config, on_step=lambda line: print(f"bench: {line}", file=sys.stderr, flush=True))
+    except ValueError as exc:
+        raise _invalid(str(exc)) from None
+    table = render_bench(report)
+    sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n" if as_json else table)
+    if markdown:
+        markdown.write_text(table, encoding="utf-8")
+    if save and not report.failed:
+        _keep_recommendation(report, cores, env)
+
+
+def _keep_recommendation(report, cores: int, env: str) -> None:
+    """The bench's best N becomes `sweep run`'s default here; said on stderr, like the bench's progress."""
+    from ..bench import recommend
+
+    best = report.recommended()
+    try:
+        path = recommend.save(best.n, cores, env, best.aggregate)
+    except OSError as exc:  # the figures are printed already; only the default is not kept
+        print(f"bench: warning: could not keep the recommendation for `sweep run`: {exc}", file=sys.stderr)
+        return
+    print(f"bench: `sweep run` on this machine now defaults to --workers {best.n} ({path})", file=sys.stderr)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""`sweep report --format html`: one self-contained report.html to share.
+
+Everything is inside the file (figures and the contact sheet as PNG data, videos as MP4 data, the
+style inline), so it opens from a plain file on a laptop with no network and no Python.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .tables import fixed
+
+if TYPE_CHECKING:
+    from ..results.report import GroupRow
+    from ..results.rows import ResultRow
+    from ..sweepdir.files import SweepDir
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
+th:first-child, td:first-child, th:nth-child(2), td:nth-child(2) { text-align: left; }
+th { background: #f0f0f0; }
+figure { margin: 1.5em 0; }
+img, video { max-width: 100%; }
+.videos { display: flex; flex-wrap: wrap; gap: 1em; }
+.warning { color: #a40; }
+"""
+COLUMNS = ("variant", "grid", "runs ok", "failed", "mean", "std", "IQM", "95% CI", "mean fps", "mass",
+           "bodies/joints/act")
+
+
+def build(folder: SweepDir, groups: list[GroupRow], rows: list[ResultRow], warnings: list[str]) -> str:
+    """The whole report as one HTML document."""
+    name = html.escape(folder.path.name)
+    parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sweep {name}</title>",
+             f"<style>{STYLE}</style></head><body>", f"<h1>sweep {name}</h1>",
+             f"<p>{sum(g.succeeded for g in groups)} of {len(rows)} runs succeeded; final evaluation return over "
+             "seeds, best first (IQM: interquartile mean; CI: 95% percentile bootstrap of the mean).</p>",
+             _table(groups)]
+    parts += [f'<p class="warning">warning: {html.escape(w)}</p>' for w in warnings]
+    parts += [f'<p class="warning">warning: {html.escape(p)}</p>' for r in rows for p in r.problems]
+    parts += _figures(folder, rows)
+    if folder.contact_sheet.is_file():
+        parts.append(_image_figure(folder.contact_sheet.read_bytes(), "the variants in their start pose"))
+    videos = sorted(folder.videos.glob("*.mp4")) if folder.videos.is_dir() else []
+    if videos:
+        parts.append("<h2>trained policies</h2><div class=\"videos\">")
+        parts += [_video(path) for path in videos]
+        parts.append("</div>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def _table(groups: list[GroupRow]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
+    body = []
+    for g in groups:
+        m = g.model
+        ci = f"[{fixed(g.ci_low)}, {fixed(g.ci_high)}]" if g.ci_low is not None else "-"
+        cells = (g.variant, " ".join(f"{k}={v}" for k, v in g.grid.items()) or "-", f"{g.succeeded}/{g.runs}",
+                 str(g.failed), fixed(g.mean_return), fixed(g.std_return), fixed(g.iqm_return), ci,
+                 fixed(g.mean_fps, 0), fixed(m.total_mass if m else None),
+                 f"{m.bodies}/{m.joints}/{m.actuators}" if m else "-")
+        body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _figures(folder: SweepDir, rows: list[ResultRow]) -> list[str]:
+    """The learning curves and final returns, drawn by `sweep plot`'s own code; none before any episode."""
+    from .plot import NothingToPlotError, plot_sweep
+
+    with tempfile.TemporaryDirectory(prefix="mjsweep-report-") as tmp:
+        try:
+            written = plot_sweep(folder.path, rows, Path(tmp) / "curves.png")
+        except NothingToPlotError:
+            return []
+        captions = ["learning curves: mean over seeds, 95% bootstrap CI", "final evaluation return per run"]
+        return [_image_figure(path.read_bytes(), caption) for path, caption in zip(written, captions, strict=False)]
+
+
+def _image_figure(png: bytes, caption: str) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return (f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+
+
+def _video(path: Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    name = html.escape(path.stem)
+    return (f'<figure><video controls muted loop src="data:video/mp4;base64,{data}"></video>'
+            f"<figcaption>{name}</figcaption></figure>")

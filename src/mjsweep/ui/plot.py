@@ -1,0 +1,185 @@
+"""`sweep plot`: learning curves (mean over seeds with a 95% band) and final returns per variant x grid point.
+
+Imports matplotlib (Agg backend, no display needed) only when called.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..results import stats
+from ..results.report import aggregate
+from ..results.rows import ResultRow
+from ..sweepdir.files import RunDir, SweepDir
+
+CURVE_POINTS = 100  # seeds' curves are interpolated onto this many common timesteps
+MONITOR_WINDOW = 10  # episodes in the rolling mean when a curve comes from monitor.csv
+
+
+class NothingToPlotError(Exception):
+    """No run of the sweep has logged a single episode yet."""
+
+
+@dataclass(frozen=True)
+class Curve:
+    timesteps: np.ndarray
+    returns: np.ndarray
+    """Mean episode return of recent episodes at each timestep."""
+
+
+@dataclass(frozen=True)
+class Band:
+    timesteps: np.ndarray
+    mean: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    seeds: int
+
+
+def read_curve(run_dir: RunDir) -> Curve | None:
+    """From progress.csv (SB3's rolling mean at each iteration), else from monitor.csv's episodes."""
+    return _progress_curve(run_dir.progress_csv) or _monitor_curve(run_dir.monitor_csv)
+
+
+def read_eval_curve(run_dir: RunDir) -> Curve | None:
+    """The periodic evaluations' mean returns (evaluations.csv, eval.every), or None without any."""
+    try:
+        with open(run_dir.evaluations_csv, newline="", encoding="utf-8") as fh:
+            rows = [r for r in csv.DictReader(fh) if r.get("timesteps") and r.get("mean_return")]
+    except OSError:
+        return None
+    if not rows:
+        return None
+    return Curve(np.array([float(r["timesteps"]) for r in rows]), np.array([float(r["mean_return"]) for r in rows]))
+
+
+def curve_auc(curve: Curve) -> float:
+    """The area under a curve over its timesteps divided by their span: the mean return over training
+    (trapezoids), a summary that an unlucky last evaluation does not decide. A lone point: its value."""
+    if len(curve.timesteps) < 2 or curve.timesteps[-1] == curve.timesteps[0]:
+        return float(curve.returns[-1])
+    area = np.sum((curve.returns[1:] + curve.returns[:-1]) / 2 * np.diff(curve.timesteps))
+    return float(area / (curve.timesteps[-1] - curve.timesteps[0]))
+
+
+def _progress_curve(path: Path) -> Curve | None:
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = [r for r in csv.DictReader(fh) if r.get("ep_rew_mean") and r.get("timesteps")]
+    except OSError:
+        return None
+    if not rows:
+        return None
+    return Curve(np.array([float(r["timesteps"]) for r in rows]), np.array([float(r["ep_rew_mean"]) for r in rows]))
+
+
+def _monitor_curve(path: Path) -> Curve | None:
+    """monitor.csv: a '#{json}' line, then r,l,t per episode; x is the steps of all episodes so far."""
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            fh.readline()
+            rows = [r for r in csv.DictReader(fh) if r.get("r") and r.get("l")]
+    except OSError:
+        return None
+    if not rows:
+        return None
+    rewards = np.array([float(r["r"]) for r in rows])
+    steps = np.cumsum([float(r["l"]) for r in rows])
+    window = min(MONITOR_WINDOW, len(rewards))
+    cumulative = np.cumsum(np.insert(rewards, 0, 0.0))
+    counts = np.minimum(np.arange(1, len(rewards) + 1), window)
+    rolling = (cumulative[1:] - cumulative[np.arange(1, len(rewards) + 1) - counts]) / counts
+    return Curve(steps, rolling)
+
+
+def band(curves: list[Curve], points: int = CURVE_POINTS) -> Band:
+    """Mean over seeds and its bootstrap 95% interval, on the timesteps every seed's curve covers."""
+    start = max(float(c.timesteps[0]) for c in curves)
+    end = min(float(c.timesteps[-1]) for c in curves)
+    x = np.linspace(start, end, points) if end > start else np.array([end])
+    ys = np.stack([np.interp(x, c.timesteps, c.returns) for c in curves])
+    low, high = stats.bootstrap_ci(ys, resamples=2000)
+    return Band(x, ys.mean(axis=0), np.atleast_1d(low), np.atleast_1d(high), len(curves))
+
+
+def plot_sweep(sweep_dir: Path, rows: list[ResultRow], output: Path) -> list[Path]:
+    """Write the learning curves to `output` and the final returns to <stem>_final.png; both paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    folder = SweepDir(sweep_dir)
+    # Evaluation curves where the sweep evaluates periodically; training returns otherwise.
+    evaluated = any(read_eval_curve(folder.run(row.run_id)) is not None for row in rows)
+    read = read_eval_curve if evaluated else read_curve
+    by_group: dict[str, list[Curve]] = {}
+    for row in rows:
+        curve = read(folder.run(row.run_id))
+        if curve is not None:
+            by_group.setdefault(row.group, []).append(curve)
+    if not by_group:
+        raise NothingToPlotError(f"{sweep_dir}: no run has logged an episode yet (progress.csv / monitor.csv)")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    groups = sorted(by_group)
+    colors = {g: _color(i, len(groups)) for i, g in enumerate(groups)}
+    _curves_figure({g: band(by_group[g]) for g in groups}, colors, folder.path.name, output,
+                   "mean evaluation return" if evaluated else "mean episode return (training)")
+    written = [output]
+    final = output.with_name(f"{output.stem}_final.png")
+    if _final_figure(rows, colors, folder.path.name, final):
+        written.append(final)
+    return written
+
+
+def _color(i: int, n: int):
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10" if n <= 10 else "tab20"]
+    return cmap(i % cmap.N)
+
+
+def _curves_figure(bands: dict[str, Band], colors: dict, title: str, output: Path,
+                   ylabel: str = "mean episode return (training)") -> None:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    for group, b in bands.items():
+        label = f"{group} (n={b.seeds})"
+        ax.plot(b.timesteps, b.mean, color=colors[group], label=label, linewidth=2,
+                marker="o" if len(b.mean) == 1 else None)  # a lone point would be invisible as a line
+        ax.fill_between(b.timesteps, b.low, b.high, color=colors[group], alpha=0.2, linewidth=0)
+    ax.set(xlabel="timesteps", ylabel=ylabel,
+           title=f"{title}: learning curves, mean over seeds, 95% bootstrap CI")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+    fig.savefig(output, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
+def _final_figure(rows: list[ResultRow], colors: dict, title: str, output: Path) -> bool:
+    """Each seed's final eval return as a dot, the mean with its 95% CI as a bar; best group on top."""
+    import matplotlib.pyplot as plt
+
+    groups = [g for g in aggregate(rows) if g.mean_return is not None]
+    if not groups:
+        return False
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.6 * len(groups)))
+    for y, g in enumerate(reversed(groups)):
+        color = colors.get(g.group, "black")
+        seeds = [r.final_return for r in rows if r.group == g.group and r.final_return is not None]
+        ax.scatter(seeds, [y - 0.2] * len(seeds), color=color, alpha=0.6, s=25, zorder=2)
+        if g.mean_return is None or g.ci_low is None or g.ci_high is None:
+            continue  # no succeeded run: its seeds' dots are all it has
+        ax.errorbar([g.mean_return], [y], xerr=[[g.mean_return - g.ci_low], [g.ci_high - g.mean_return]],
+                    fmt="D", color=color, capsize=5, markersize=7, zorder=3)
+    ax.set_ylim(-0.6, len(groups) - 0.4)
+    ax.set_yticks(range(len(groups)), [f"{g.group} (n={g.succeeded})" for g in reversed(groups)])
+    ax.set(xlabel="final eval return (dots: seeds; diamond and bar: mean, 95% bootstrap CI)",
+           title=f"{title}: final returns")
+    ax.grid(axis="x", alpha=0.3)
+    fig.savefig(output, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return True

@@ -1,0 +1,193 @@
+"""Everything the CLI prints: tables, progress lines and summaries (rich; NO_COLOR is respected)."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from rich.console import Console, ConsoleOptions
+from rich.segment import Segment
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from ..crosseval.plan import Cell
+    from ..engine.scheduler import SweepOutcome
+    from ..engine.sweep import SweepPlan
+    from ..plan.planned import PlannedRun
+    from ..results.report import GroupRow
+    from ..results.rows import ResultRow
+    from ..spec.sweepspec import SweepSpec
+
+
+def make_console(stderr: bool = False) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    # Off a terminal (CI logs, files), do not wrap tables at 80 columns.
+    return Console(stderr=stderr, width=None if stream.isatty() else 200, highlight=False)
+
+
+def error(message: str) -> None:
+    """One line on stderr, never wrapped, so scripts and people can grep it."""
+    print(f"error: {message}", file=sys.stderr, flush=True)
+
+
+def zoo_hyperparameters(spec: SweepSpec) -> None:
+    """For `ppo: {zoo: true}`: the hyperparameters the runs take, RL Zoo's with the spec's keys over them."""
+    if spec.zoo_entry is None:
+        return
+    print(f"hyperparameters: RL Zoo's PPO for {spec.zoo_entry}, with the spec's keys over them:")
+    resolved = {"n_envs": spec.n_envs, "total_timesteps": spec.total_timesteps,
+                "normalize": spec.normalize if isinstance(spec.normalize, bool) else spec.normalize.model_dump(),
+                **spec.ppo}
+    for key, value in resolved.items():
+        print(f"  {key}: {value}")
+
+
+def warn_spec(spec: SweepSpec) -> None:
+    """The spec's warnings (values that work but are likely unintended), one line each on stderr."""
+    for warning in spec.warnings:
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
+
+
+def warn_missing_tensorboard(spec: SweepSpec) -> None:
+    """tensorboard: true is a wish, not a need: without the package the runs train and log as usual."""
+    import importlib.util
+
+    if spec.tensorboard and importlib.util.find_spec("tensorboard") is None:
+        print("warning: the spec sets tensorboard: true, but the tensorboard package is not installed here "
+              "(pip install tensorboard); runs train without TensorBoard logs", file=sys.stderr, flush=True)
+
+
+def _grid_text(grid: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in grid.items()) or "-"
+
+
+PLAIN_ROWS = 500
+"""Above this many rows a table is printed as plain aligned text: rich lays out about 1,000 rows a second."""
+
+
+def plain_table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    """Columns padded to their widest cell, two spaces apart: fast for any number of rows."""
+    widths = [max([len(col), *(len(row[i]) for row in rows)]) for i, col in enumerate(columns)]
+    lines = ("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [columns, *rows])
+    return "\n".join(lines)
+
+
+class PlainLines:
+    """Text printed as it is, one segment per line: no markup, wrapping or styles to lay out, so 10,000
+    rows print in milliseconds (as a rich Text they take about half a second). Lines wider than the
+    console are cropped, as a no_wrap Text's are."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions):
+        for line in self.text.splitlines():
+            yield Segment(line)
+            yield Segment.line()
+
+
+def plan_table(out: Console, plan: SweepPlan, planned: list[PlannedRun]) -> None:
+    title = f"sweep {plan.spec.name}: {len(planned)} runs -> {plan.sweep_dir.path}"
+    columns = ("run id", "variant", "grid", "seed", "action")
+    rows: list[tuple[str, ...]] = [
+        (item.run.run_id, item.run.variant, _grid_text(item.run.grid), str(item.run.seed),
+         item.action.value + (f" ({item.note})" if item.note else "")) for item in planned]
+    if len(rows) > PLAIN_ROWS:
+        out.print(PlainLines(f"{title}\n{plain_table(columns, rows)}"))
+    else:
+        table = Table(title=title)
+        for col in columns:
+            table.add_column(col, overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        out.print(table)
+    counts = {a: sum(1 for p in planned if p.action.value == a) for a in ("start", "resume", "skip")}
+    out.print(f"dry run: {counts['start']} to start, {counts['resume']} to resume, "
+              f"{counts['skip']} to skip; nothing started")
+
+
+def sbatch_preview(out: Console, plan: SweepPlan, planned: list[PlannedRun], workers: int | None) -> None:
+    """The job array `sweep run --backend slurm` would submit: the sbatch call and the script."""
+    import shlex
+
+    from ..launchers.slurm import build_submission
+    from ..plan.planned import Action
+
+    runs = [p.run for p in planned if p.action is not Action.SKIP]
+    if not runs:
+        out.print("slurm: nothing to submit")
+        return
+    sub = build_submission(runs, plan.sweep_dir, plan.spec.slurm, workers)
+    out.print(f"slurm: would submit {len(runs)} array tasks with: {shlex.join(sub.command)}",
+              markup=False, highlight=False, soft_wrap=True)
+    out.print(sub.script, markup=False, highlight=False, soft_wrap=True, end="")
+
+
+def variant_table(out: Console, plan: SweepPlan) -> None:
+    search = plan.spec.search
+    size = f"a search of {search.trials} trials per study" if search else f"{len(plan.runs)} runs"
+    table = Table(title=f"sweep {plan.spec.name}: env {plan.spec.env}, {size}")
+    for col in ("variant", "xml", "bodies", "joints", "actuators", "mass", "obs", "act", "verdict"):
+        table.add_column(col, overflow="fold")
+    for check in plan.checks:
+        v, s = check.variant, check.stats
+        xml = f"{v.xml} (edited)" if v.xml_text is not None else str(v.xml)
+        counts = [str(s.bodies), str(s.joints), str(s.actuators), f"{s.total_mass:.2f}"] if s else ["-"] * 4
+        verdict = f"BROKEN: {check.problem}" if check.problem else _ok_verdict(check.probe)
+        table.add_row(v.name, xml, *counts, _shape(check.probe.obs_shape), _shape(check.probe.act_shape), verdict)
+    out.print(table)
+
+
+def _ok_verdict(probe) -> str:
+    """'ok', saying where episodes start when that is a keyframe, the env's notes and any warnings."""
+    notes = [f"start: {probe.start}"] if probe.keyframe else []
+    notes += list(probe.notes)
+    notes += [f"warning: {w}" for w in probe.warnings]
+    return f"ok ({'; '.join(notes)})" if notes else "ok"
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape)) or "-"
+
+
+def report_table(out: Console, groups: list[GroupRow], rows: list[ResultRow], warnings: list[str]) -> None:
+    table = Table(title="final eval return over seeds, best first")
+    for col in ("variant", "grid", "runs ok", "failed", "mean", "std", "IQM", "95% CI", "mean fps", "eval s",
+                "mass", "bodies/joints/act"):
+        table.add_column(col, overflow="fold")
+    for g in groups:
+        ci = f"[{fixed(g.ci_low)}, {fixed(g.ci_high)}]" if g.ci_low is not None else "-"
+        m = g.model
+        table.add_row(g.variant, _grid_text(g.grid), f"{g.succeeded}/{g.runs}", str(g.failed),
+                      fixed(g.mean_return), fixed(g.std_return), fixed(g.iqm_return), ci, fixed(g.mean_fps, 0),
+                      fixed(g.mean_eval_s, 1),
+                      fixed(m.total_mass if m else None), f"{m.bodies}/{m.joints}/{m.actuators}" if m else "-")
+    out.print(table)
+    for row in rows:
+        for problem in row.problems:
+            out.print(f"warning: {problem}", soft_wrap=True)
+    for warning in warnings:
+        out.print(f"warning: {warning}", soft_wrap=True)
+
+
+def cross_table(out: Console, cells: list[Cell]) -> None:
+    table = Table(title="cross evaluation: mean return over seeds")
+    for col in ("trained on", "evaluated on", "seeds", "mean", "95% CI", "note"):
+        table.add_column(col, overflow="fold")
+    for c in cells:
+        ci = f"[{fixed(c.ci_low)}, {fixed(c.ci_high)}]" if c.ci_low is not None else "-"
+        table.add_row(c.train, c.test, str(c.seeds), fixed(c.mean), ci, c.skipped or "")
+    out.print(table)
+
+
+def fixed(value: float | None, digits: int = 2) -> str:
+    """A table cell: the number with `digits` decimals, or "-" when there is none."""
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def outcome_summary(out: Console, plan: SweepPlan, outcome: SweepOutcome) -> None:
+    out.print(f"sweep {plan.spec.name}: {len(outcome.succeeded)} succeeded, {len(outcome.failed)} failed, "
+              f"{len(outcome.interrupted)} interrupted"
+              + (f", {len(outcome.pruned)} pruned" if outcome.pruned else "") + f" -> {plan.sweep_dir.path}")
+    for run_id in outcome.failed:
+        out.print(f"  failed: {run_id} (see {plan.sweep_dir.run(run_id).log})")
