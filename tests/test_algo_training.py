@@ -19,6 +19,7 @@ from mjsweep.robots.variants import Variant
 from mjsweep.spec import sweepspec as speclib
 from mjsweep.sweepdir.files import RunDir
 from mjsweep.sweepdir.models import Timing
+from mjsweep.sweepdir.tables import PROGRESS_COLUMNS
 from mjsweep.worker import training
 
 ENV = "HalfCheetah-v5"
@@ -215,5 +216,5 @@ def test_a_run_that_starts_over_drops_the_rows_of_the_attempt_it_repeats(tmp_pat
                                           lambda: None, row_steps=10)
     tiny_sac().learn(20, callback=recorder)
     lines = run.progress_csv.read_text().splitlines()
-    assert lines[0] == ",".join(training.PROGRESS_FIELDS)
+    assert lines[0] == ",".join(PROGRESS_COLUMNS)
     assert [line.split(",")[:2] for line in lines[1:]] == [["1", "10"], ["2", "20"]]

@@ -63,8 +63,9 @@ def test_cli_plot_without_episodes(tmp_path):
 
 def test_evaluation_curves_replace_training_returns_when_the_sweep_evaluates(tmp_path, monkeypatch):
     from mjsweep.results.rows import collect
+    from mjsweep.results.stats import mean_over_span
     from mjsweep.ui import plot
-    from mjsweep.ui.plot import curve_auc, read_eval_curve
+    from mjsweep.ui.plot import read_eval_curve
 
     fake_sweep(tmp_path)
     run = make_run(tmp_path, run_spec("a", 0))
@@ -72,7 +73,7 @@ def test_evaluation_curves_replace_training_returns_when_the_sweep_evaluates(tmp
                                    "100,2.0,0.0,2.0,50,1.0\n300,6.0,1.0,5.0 7.0,50 50,3.0\n")
     curve = read_eval_curve(run)
     assert curve.timesteps.tolist() == [100, 300] and curve.returns.tolist() == [2.0, 6.0]
-    assert curve_auc(curve) == pytest.approx(4.0)  # the mean return over 100..300
+    assert mean_over_span(curve.timesteps, curve.returns) == pytest.approx(4.0)  # the mean return over 100..300
     assert read_eval_curve(make_run(tmp_path, run_spec("a", 1))) is None
     drawn = {}
     monkeypatch.setattr(plot, "_curves_figure", lambda bands, *rest: drawn.update(bands=bands, ylabel=rest[-1]))

@@ -9,9 +9,9 @@ import os
 from helpers.fake_sweep import make_run, result, run_spec
 from mjsweep.engine.sweep import _reindex
 from mjsweep.plan.planned import Action, PlannedRun
+from mjsweep.results.runview import index_entry
 from mjsweep.sweepdir import index as runindex
 from mjsweep.sweepdir.files import RunState, SweepDir, write_json_atomic
-from mjsweep.sweepdir.index import IndexEntry
 from mjsweep.ui.status import read_sweep
 from test_scheduler import FakeClock, FakeLauncher, Script, scheduler
 from test_scheduler import make_run as scheduled_run
@@ -20,7 +20,7 @@ from test_status import every_state
 
 def index_as_launcher_would(sweep: SweepDir) -> None:
     """One line per ended run, read from its files."""
-    runindex.rewrite(sweep.index_jsonl, [IndexEntry.of_run(run_dir) for run_dir in sweep.run_dirs()])
+    runindex.rewrite(sweep.index_jsonl, [index_entry(run_dir) for run_dir in sweep.run_dirs()])
 
 
 def test_status_from_the_index_equals_status_from_the_files(tmp_path):
@@ -53,8 +53,8 @@ def test_torn_blank_and_foreign_lines_are_skipped(tmp_path):
     for seed in (0, 1):
         make_run(tmp_path, run_spec("v", seed), RunState.SUCCEEDED, result=result(5.0))
     sweep = SweepDir(tmp_path)
-    good = IndexEntry.of_run(sweep.run("v_s0")).to_file()
-    foreign = {**IndexEntry.of_run(sweep.run("v_s1")).to_file(), "final_return": 99.0,
+    good = index_entry(sweep.run("v_s0")).to_file()
+    foreign = {**index_entry(sweep.run("v_s1")).to_file(), "final_return": 99.0,
                "from_a_later_version": 1}
     sweep.index_jsonl.write_text("\n".join([json.dumps({**good, "final_return": 42.0}), "", "[1, 2]",
                                             json.dumps(foreign), '{"run_id": "v_s1", "sta']) + "\n")
@@ -77,7 +77,7 @@ def test_a_failed_append_removes_the_index(tmp_path, monkeypatch):
         patch.setattr(runindex.os, "write", disk_full)
         writer.restarting("v_s0")
     assert writer.broken and not sweep.index_jsonl.exists()
-    writer.ended(IndexEntry.of_run(sweep.run("v_s0")))
+    writer.ended(index_entry(sweep.run("v_s0")))
     assert not sweep.index_jsonl.exists()  # never written again by this launcher: absent, not wrong
 
 
@@ -96,7 +96,7 @@ def test_the_scheduler_indexes_each_end_and_each_restart(tmp_path):
     assert r1 == [("running", None), ("failed", 1), ("running", None), ("succeeded", 2)]
     entries = runindex.ended_entries(sweep.index_jsonl)
     assert {k: e.state for k, e in entries.items()} == {"r0": "succeeded", "r1": "succeeded", "r2": "failed"}
-    assert [entries[k] for k in sorted(entries)] == [IndexEntry.of_run(sweep.run(k))
+    assert [entries[k] for k in sorted(entries)] == [index_entry(sweep.run(k))
                                                       for k in sorted(entries)]
 
 
@@ -113,7 +113,7 @@ def test_a_launcher_keeps_the_lines_of_runs_it_leaves_alone(tmp_path):
                      PlannedRun(unindexed, Action.SKIP)])
     after = runindex.ended_entries(sweep.index_jsonl)
     assert sorted(after) == ["v_s0", "v_s2", "v_s3"]  # the run to start again is read from its files
-    assert after["v_s3"] == IndexEntry.of_run(sweep.run("v_s3"))
+    assert after["v_s3"] == index_entry(sweep.run("v_s3"))
 
 
 def test_a_line_from_before_training_fps_is_read_again_from_the_files(tmp_path):
@@ -121,13 +121,13 @@ def test_a_line_from_before_training_fps_is_read_again_from_the_files(tmp_path):
     make_run(tmp_path, spec, RunState.SUCCEEDED,
              result=result(5.0, fps=212.9, timesteps=4096, rollout_s=5.0, train_s=3.0))  # an older result.json
     sweep = SweepDir(tmp_path)
-    older = IndexEntry.of_run(sweep.run("v_s0")).model_dump(
+    older = index_entry(sweep.run("v_s0")).model_dump(
         mode="json", exclude={"schema_version", "training_s", "eval_s", "save_s", "startup_s"})
     sweep.index_jsonl.write_text(json.dumps({**older, "fps": 212.9}) + "\n")  # as the previous version wrote it
     (view,) = read_sweep(tmp_path, load1=0.0, cores=2).runs
     assert view.fps == 512.0  # from result.json's rollout + update, not the line's wall-time fps
     _reindex(sweep, [PlannedRun(spec, Action.SKIP)])
-    assert runindex.ended_entries(sweep.index_jsonl)["v_s0"] == IndexEntry.of_run(sweep.run("v_s0"))  # rebuilt
+    assert runindex.ended_entries(sweep.index_jsonl)["v_s0"] == index_entry(sweep.run("v_s0"))  # rebuilt
 
 
 def test_the_live_view_takes_skipped_runs_from_the_index(tmp_path):

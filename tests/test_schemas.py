@@ -12,6 +12,7 @@ from helpers.fake_sweep import make_run, result, run_spec
 from mjsweep.engine.sweep import Action, _decide_one, prepare, variants_record
 from mjsweep.plan.runs import RunSpec
 from mjsweep.results.rows import read_row
+from mjsweep.results.runview import view_of
 from mjsweep.sweepdir import index as runindex
 from mjsweep.sweepdir.files import CorruptFileError, RunDir, RunState, RunStatus, SweepDir, succeeded, write_model
 from mjsweep.sweepdir.index import IndexEntry
@@ -74,7 +75,7 @@ def test_the_index_trusts_only_lines_it_fully_understands(tmp_path):
     assert read_back({**line, "new_column": 1}) is None  # the run's files are read instead
     assert read_back({**line, "schema": SCHEMA + 1}) is None
     assert read_back({"run_id": "v_s0", "state": "succeeded"}) is None
-    assert ENTRY.to_view().problems == ("a problem",)
+    assert view_of(ENTRY).problems == ("a problem",)
 
 
 @pytest.mark.parametrize("state, result_data, expected", [

@@ -9,10 +9,11 @@ import time
 from pathlib import Path
 
 from ..engine.sweep import prepare
+from ..results.runview import index_entry
 from ..sweepdir import index as runindex
 from ..sweepdir.files import RunState, RunStatus, SweepDir
-from ..sweepdir.index import IndexEntry
 from ..sweepdir.models import RunResult
+from ..sweepdir.tables import PROGRESS_COLUMNS, csv_line
 from .batches import bench_spec, children_cpu_s, write_spec
 from .figures import BenchConfig, ScaleFigures
 
@@ -46,12 +47,11 @@ def _fill_sweep_dir(path: Path, specs: list[dict]) -> None:
                            ep_rew_mean=2.5)
         run.result_json.write_text(json.dumps(result.to_file()), encoding="utf-8")
         run.progress_csv.write_text(_progress_csv(spec["total_timesteps"]), encoding="utf-8")
-    runindex.rewrite(sweep_dir.index_jsonl, [IndexEntry.of_run(run_dir) for run_dir in sweep_dir.run_dirs()])
+    runindex.rewrite(sweep_dir.index_jsonl, [index_entry(run_dir) for run_dir in sweep_dir.run_dirs()])
 
 
 def _progress_csv(timesteps: int, iterations: int = 4) -> str:
-    # training.PROGRESS_FIELDS, written out: that module imports torch, which the bench never does.
-    rows = ["iteration,timesteps,wall_s,fps,ep_rew_mean,ep_len_mean,rollout_s,train_s"]
+    rows = [csv_line(PROGRESS_COLUMNS).rstrip("\n")]
     for i in range(1, iterations + 1):
         rows.append(f"{i},{timesteps * i // iterations},{3.0 * i},700.0,{-1.5 + i},1000.0,2.2,0.8")
     return "\n".join(rows) + "\n"

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..media.policy import frozen_statistics
 from ..sweepdir.files import write_json_atomic
+from ..worker.normalization import load_frozen
 from .plan import RESULT_SCHEMA
 
 
@@ -34,7 +34,7 @@ def evaluate_on(policy, target: dict[str, Any], job: dict[str, Any]) -> dict[str
             if trained.shape != here.shape:
                 return {**base, "skipped": f"{what} space {here.shape} differs from the policy's {trained.shape}"}
         if job.get("vecnormalize"):
-            env = frozen_statistics(job["vecnormalize"], env)
+            env = load_frozen(job["vecnormalize"], env)
         env.seed(job["seed"] + 2_000_003)  # apart from training's and the final evaluation's seeds
         returns, lengths = evaluate_policy(policy, env, n_eval_episodes=job["episodes"],
                                            deterministic=job["deterministic"], return_episode_rewards=True)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..results.runview import index_entry
 from ..sweepdir.files import CorruptFileError, RunDir, RunStatus, SweepDir, read_json
-from ..sweepdir.index import ENDED_STATES, IndexEntry, IndexWriter
+from ..sweepdir.index import ENDED_STATES, IndexWriter
 
 
 class StatusRecorder:
@@ -43,7 +44,7 @@ class StatusRecorder:
             self._warn(run_dir.run_id, f"cannot write status.json: {exc}")
             return
         if status.state.value in ENDED_STATES:
-            self._index.ended(IndexEntry.of_run(run_dir))
+            self._index.ended(index_entry(run_dir))
 
 
 def _algo_of(run_dir: RunDir) -> str:

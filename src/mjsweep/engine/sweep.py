@@ -24,6 +24,7 @@ from ..plan import runs as planlib
 from ..plan.order import Order, measured_fps, start_order
 from ..plan.planned import Action, PlannedRun, Reason
 from ..plan.runs import RunSpec
+from ..results.runview import index_entry
 from ..robots import variants as variantlib
 from ..robots.envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
 from ..robots.modelfiles import error_location
@@ -39,7 +40,6 @@ from ..sweepdir.files import (
     write_model,
     write_text_atomic,
 )
-from ..sweepdir.index import IndexEntry
 from ..sweepdir.models import SweepVariants, VariantRecord
 from ..worker.tracking import check_tracking
 from .modelcheck import ModelCheck
@@ -249,7 +249,7 @@ def _reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
         if item.action is not Action.SKIP:
             old.pop(run_id, None)
         elif (entry := old.get(run_id)) is None or entry.state != RunState.SUCCEEDED.value:
-            old[run_id] = IndexEntry.of_run(sweep_dir.run(run_id))  # absent, not ended, or of an older version
+            old[run_id] = index_entry(sweep_dir.run(run_id))  # absent, not ended, or of an older version
     runindex.rewrite(sweep_dir.index_jsonl, [e for e in old.values() if e is not None])
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..worker.normalization import load_frozen
 from .camera import framing
 from .gl import open_gl_or_exit, run_job
 from .pictures import robot_box
@@ -38,7 +39,7 @@ def rollout_frames(mujoco, item: dict, width: int, height: int, seconds: float):
     torch.set_num_threads(1)
     spec = RunSpec.model_validate_json(RunDir(Path(item["run_dir"])).spec_json.read_text(encoding="utf-8"))
     plain = DummyVecEnv([lambda: make_env(spec.env, Path(spec.xml), spec.env_kwargs, spec.max_episode_steps)])
-    venv: VecEnv = frozen_statistics(item["vecnormalize"], plain) if item.get("vecnormalize") else plain
+    venv: VecEnv = load_frozen(item["vecnormalize"], plain) if item.get("vecnormalize") else plain
     policy = algorithm_class(spec.algo).load(item["model"], device="cpu")
     env: Any = plain.envs[0].unwrapped  # a MuJoCo env: model, data and dt
     model, data = env.model, env.data
@@ -70,16 +71,6 @@ def rollout_frames(mujoco, item: dict, width: int, height: int, seconds: float):
     finally:
         renderer.close()
         venv.close()
-
-
-def frozen_statistics(path: str, venv):
-    """The run's saved normalization statistics around `venv`, frozen, with the env's own rewards: the
-    return shown or measured is the one evaluation reports."""
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    normalized = VecNormalize.load(path, venv)
-    normalized.training, normalized.norm_reward = False, False
-    return normalized
 
 
 def write_video(mujoco, item: dict, width: int, height: int, seconds: float, gif: bool) -> None:

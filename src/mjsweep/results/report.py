@@ -12,6 +12,7 @@ from typing import Any
 
 from ..robots.variants import ModelStats
 from ..sweepdir.files import CorruptFileError, SweepDir
+from ..sweepdir.tables import read_evaluations
 from . import stats
 from .rows import ResultRow
 
@@ -74,19 +75,8 @@ def aggregate(rows: list[ResultRow], models: dict[str, ModelStats | None] | None
 def eval_auc(path: Path) -> float | None:
     """The area under a run's evaluation curve (evaluations.csv: mean return against timesteps, trapezoids)
     divided by its timestep span: the mean evaluation return over training. None without evaluations."""
-    try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            points = [(float(r["timesteps"]), float(r["mean_return"])) for r in csv.DictReader(fh)
-                      if r.get("timesteps") and r.get("mean_return")]
-    except (OSError, ValueError, KeyError):
-        return None
-    if not points:
-        return None
-    span = points[-1][0] - points[0][0]
-    if span <= 0:
-        return points[-1][1]
-    area = sum((x1 - x0) * (y0 + y1) / 2 for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False))
-    return area / span
+    evaluations = read_evaluations(path)
+    return stats.mean_over_span([e.timesteps for e in evaluations], [e.mean_return for e in evaluations])
 
 
 def eval_aucs(sweep_dir: SweepDir, rows: list[ResultRow]) -> dict[str, float]:

@@ -7,34 +7,19 @@ Reads only small files and the head and tail of progress.csv, and imports nothin
 
 from __future__ import annotations
 
-import csv
-import io
 import os
-import statistics
-from dataclasses import dataclass
-from pathlib import Path
+import socket
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..sweepdir.files import RunDir, RunState, RunStatus
+from ..sweepdir.index import IndexEntry
 from ..sweepdir.models import RunResult
+from ..sweepdir.tables import Progress, read_progress
 from .rows import read_row
 
 STALE = "stale"
 """Display state of a run whose status.json says running but whose launcher or process is gone."""
-EARLY_ROWS = 3  # progress rows that define a run's early fps
-_HEAD_BYTES = 8192
-_TAIL_BYTES = 8192
-
-
-@dataclass(frozen=True)
-class Progress:
-    """What progress.csv says: its last row, and the median fps of its first rows."""
-
-    timesteps: int
-    fps: float | None
-    ep_rew_mean: float | None
-    early_fps: float | None
-    """None until the file has more rows than EARLY_ROWS (too early to judge a drop)."""
 
 
 @dataclass(frozen=True)
@@ -135,52 +120,12 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def read_progress(path: Path) -> Progress | None:
-    """progress.csv's last complete row and early fps, reading at most its first and last 8 KiB."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(_HEAD_BYTES).decode("utf-8", errors="replace")
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, size - _TAIL_BYTES))
-            tail = fh.read().decode("utf-8", errors="replace")
-    except OSError:
-        return None
-    head_lines = head.splitlines()
-    if len(head_lines) < 2 or "\n" not in tail:
-        return None
-    header = next(csv.reader([head_lines[0]]))
-    # A row still being written has no newline yet: only complete lines count.
-    last_line = next((ln for ln in reversed(tail[:tail.rfind("\n")].splitlines()) if ln.strip()), "")
-    last = _row(header, last_line)
-    if last is None or "timesteps" not in last:
-        return None
-    # The early rows are the first that trained: the rows of an off-policy run's warm-up (learning_starts,
-    # no updates: train_s 0) run at a pace training never has.
-    warmup = 0
-    for line in head_lines[1:]:
-        if (row := _row(header, line)) is None or _float(row.get("train_s")) != 0.0:
-            break
-        warmup += 1
-    # Judge a drop only once the last row is past the early ones.
-    past_early = len(head_lines) - warmup > EARLY_ROWS + 2 or size > _HEAD_BYTES
-    rows = (_row(header, line) for line in head_lines[1 + warmup:EARLY_ROWS + 1 + warmup])
-    early = [fps for r in rows if r and (fps := _float(r.get("fps")))]
-    return Progress(
-        timesteps=int(float(last["timesteps"] or 0)), fps=_float(last.get("fps")),
-        ep_rew_mean=_float(last.get("ep_rew_mean")),
-        early_fps=statistics.median(early) if past_early and len(early) == EARLY_ROWS else None)
+def index_entry(run_dir: RunDir) -> IndexEntry:
+    """An ended run's index line, from its files. Written once the run has ended, when whether its launcher
+    lives (which tells running from stale) no longer matters."""
+    return IndexEntry(**asdict(read_run(run_dir, True, socket.gethostname())))
 
 
-def _row(header: list[str], line: str) -> dict[str, str] | None:
-    values = next(csv.reader(io.StringIO(line)), None)
-    if not values or len(values) != len(header) or values == header:
-        return None
-    return dict(zip(header, values, strict=True))
-
-
-def _float(value: Any) -> float | None:
-    try:
-        return float(value) if value not in (None, "") else None
-    except (TypeError, ValueError):
-        return None
-
+def view_of(entry: IndexEntry) -> RunView:
+    """The view an index line vouches for, without reading the run's files."""
+    return RunView(**entry.model_dump(exclude={"schema_version"}))

@@ -61,3 +61,16 @@ def summarize(values: Sequence[float], seed: int = 0) -> Summary:
     low, high = bootstrap_ci(x, seed=seed)
     return Summary(n=int(x.size), mean=float(x.mean()), std=float(x.std(ddof=1)) if x.size > 1 else 0.0,
                    iqm=iqm(x.tolist()), ci_low=float(low), ci_high=float(high))
+
+
+def mean_over_span(timesteps: Sequence[float], returns: Sequence[float]) -> float | None:
+    """The area under a curve of returns over timesteps (trapezoids) divided by the timesteps' span: the mean
+    return over training, a summary that an unlucky last evaluation does not decide. A lone point, or a span
+    of zero: the last value. None without points."""
+    if len(timesteps) == 0:
+        return None
+    span = timesteps[-1] - timesteps[0]
+    if len(timesteps) < 2 or span <= 0:
+        return float(returns[-1])
+    area = sum((timesteps[i + 1] - timesteps[i]) * (returns[i] + returns[i + 1]) / 2 for i in range(len(timesteps) - 1))
+    return float(area / span)

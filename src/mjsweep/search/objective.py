@@ -6,12 +6,11 @@ succeeded, if at least one did; with none it fails. `seeds_ok` records how many 
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
-from ..results.report import eval_auc
-from ..results.stats import bootstrap_ci, iqm
+from ..results.stats import bootstrap_ci, iqm, mean_over_span
 from ..sweepdir.files import CorruptFileError, RunDir, succeeded
+from ..sweepdir.tables import read_evaluations
 
 
 def run_value(run_dir: RunDir, metric: str) -> float | None:
@@ -26,7 +25,8 @@ def run_value(run_dir: RunDir, metric: str) -> float | None:
     if metric == "best_iqm":
         return result.best_eval_mean_return if result.best_eval_mean_return is not None else result.eval_mean_return
     if metric == "auc_iqm":
-        return eval_auc(run_dir.evaluations_csv)
+        points = read_evaluations(run_dir.evaluations_csv)
+        return mean_over_span([e.timesteps for e in points], [e.mean_return for e in points])
     return result.eval_mean_return
 
 
@@ -44,15 +44,4 @@ def confidence(values: list[float]) -> tuple[float, float] | None:
 
 def evaluations(path: Path) -> list[tuple[int, float]]:
     """(timesteps, mean return) of each periodic evaluation written so far; a row being written is skipped."""
-    try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
-    except OSError:
-        return []
-    out = []
-    for row in rows:
-        try:
-            out.append((int(row["timesteps"]), float(row["mean_return"])))
-        except (KeyError, TypeError, ValueError):
-            continue
-    return out
+    return [(e.timesteps, e.mean_return) for e in read_evaluations(path)]

@@ -18,15 +18,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from pydantic import ConfigDict, ValidationError
 
-from ..results.runview import RunView, read_run
-from .files import RunDir, RunState, read_bytes, write_text_atomic
+from .files import RunState, read_bytes, write_text_atomic
 from .models import SCHEMA, FileModel
 
 ENDED_STATES = frozenset({RunState.SUCCEEDED.value, RunState.FAILED.value, RunState.INTERRUPTED.value,
@@ -35,8 +32,8 @@ RESTARTED = RunState.RUNNING.value
 
 
 class IndexEntry(FileModel):
-    """An ended run's line: everything `sweep status` shows of it. Its own model, so that a change to
-    what the screen shows does not change the file."""
+    """An ended run's line: everything `sweep status` shows of it (results.runview.index_entry builds it
+    from the run's files). Its own model, so that a change to what the screen shows does not change the file."""
 
     # The index is only a cache: a line this version does not fully understand is not trusted, and the
     # run's files are read instead.
@@ -62,15 +59,6 @@ class IndexEntry(FileModel):
     pid: int | None = None
     host: str | None = None
     problems: tuple[str, ...] = ()
-
-    @classmethod
-    def of_run(cls, run_dir: RunDir) -> IndexEntry:
-        """Read from the run's files. Written once the run has ended, when whether its launcher lives
-        (which tells running from stale) no longer matters."""
-        return cls(**asdict(read_run(run_dir, True, socket.gethostname())))
-
-    def to_view(self) -> RunView:
-        return RunView(**self.model_dump(exclude={"schema_version"}))
 
 
 def ended_entries(path: Path) -> dict[str, IndexEntry | None]:

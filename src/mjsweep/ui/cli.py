@@ -172,7 +172,7 @@ def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, 
                 start_with: str, template) -> None:
     """`sweep run` on a spec with a search section (docs/search.md); exits when done."""
     from ..search import execute as searchlib
-    from ..search import show
+    from . import trials as show
 
     if dry_run:
         tables.variant_table(out, plan)
@@ -303,7 +303,7 @@ def report(
     if fmt == "table":
         tables.report_table(tables.make_console(), groups, rows, warnings)
         if trials is not None:
-            from ..search.show import trials_table
+            from .trials import trials_table
 
             trials_table(tables.make_console(), *trials)
     elif fmt == "html":

@@ -19,7 +19,7 @@ from rich.live import Live
 
 from ..engine.machine import MachineLoad, PresentLoad
 from ..engine.scheduler import EventKind
-from ..results.runview import RunView, read_run
+from ..results.runview import RunView, read_run, view_of
 from ..sweepdir import index as runindex
 from ..sweepdir.files import SweepDir
 from .runs_table import summary_text, sweep_renderable
@@ -62,7 +62,7 @@ class Tracker:
                 run = item.run
                 state = "succeeded" if item.action.value == "skip" else "pending"
                 entry = indexed.get(run.run_id) if state == "succeeded" else None
-                view = entry.to_view() if entry else None
+                view = view_of(entry) if entry else None
                 if view is None:
                     view = RunView(run.run_id, run.variant, run.grid, run.seed, state,
                                    total_timesteps=run.total_timesteps)

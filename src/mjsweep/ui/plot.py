@@ -5,7 +5,6 @@ Imports matplotlib (Agg backend, no display needed) only when called.
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from ..results import stats
 from ..results.report import aggregate
 from ..results.rows import ResultRow
 from ..sweepdir.files import RunDir, SweepDir
+from ..sweepdir.tables import read_evaluations, read_monitor_episodes, read_progress_points
 
 CURVE_POINTS = 100  # seeds' curves are interpolated onto this many common timesteps
 MONITOR_WINDOW = 10  # episodes in the rolling mean when a curve comes from monitor.csv
@@ -47,48 +47,24 @@ def read_curve(run_dir: RunDir) -> Curve | None:
 
 def read_eval_curve(run_dir: RunDir) -> Curve | None:
     """The periodic evaluations' mean returns (evaluations.csv, eval.every), or None without any."""
-    try:
-        with open(run_dir.evaluations_csv, newline="", encoding="utf-8") as fh:
-            rows = [r for r in csv.DictReader(fh) if r.get("timesteps") and r.get("mean_return")]
-    except OSError:
+    evaluations = read_evaluations(run_dir.evaluations_csv)
+    if not evaluations:
         return None
-    if not rows:
-        return None
-    return Curve(np.array([float(r["timesteps"]) for r in rows]), np.array([float(r["mean_return"]) for r in rows]))
-
-
-def curve_auc(curve: Curve) -> float:
-    """The area under a curve over its timesteps divided by their span: the mean return over training
-    (trapezoids), a summary that an unlucky last evaluation does not decide. A lone point: its value."""
-    if len(curve.timesteps) < 2 or curve.timesteps[-1] == curve.timesteps[0]:
-        return float(curve.returns[-1])
-    area = np.sum((curve.returns[1:] + curve.returns[:-1]) / 2 * np.diff(curve.timesteps))
-    return float(area / (curve.timesteps[-1] - curve.timesteps[0]))
+    return Curve(np.array([float(e.timesteps) for e in evaluations]), np.array([e.mean_return for e in evaluations]))
 
 
 def _progress_curve(path: Path) -> Curve | None:
-    try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            rows = [r for r in csv.DictReader(fh) if r.get("ep_rew_mean") and r.get("timesteps")]
-    except OSError:
-        return None
-    if not rows:
-        return None
-    return Curve(np.array([float(r["timesteps"]) for r in rows]), np.array([float(r["ep_rew_mean"]) for r in rows]))
+    points = read_progress_points(path)
+    return Curve(np.array([t for t, _ in points]), np.array([r for _, r in points])) if points else None
 
 
 def _monitor_curve(path: Path) -> Curve | None:
-    """monitor.csv: a '#{json}' line, then r,l,t per episode; x is the steps of all episodes so far."""
-    try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            fh.readline()
-            rows = [r for r in csv.DictReader(fh) if r.get("r") and r.get("l")]
-    except OSError:
+    """Each episode's return, a rolling mean, against the steps of all episodes so far."""
+    episodes = read_monitor_episodes(path)
+    if not episodes:
         return None
-    if not rows:
-        return None
-    rewards = np.array([float(r["r"]) for r in rows])
-    steps = np.cumsum([float(r["l"]) for r in rows])
+    rewards = np.array([r for r, _ in episodes])
+    steps = np.cumsum([length for _, length in episodes])
     window = min(MONITOR_WINDOW, len(rewards))
     cumulative = np.cumsum(np.insert(rewards, 0, 0.0))
     counts = np.minimum(np.arange(1, len(rewards) + 1), window)

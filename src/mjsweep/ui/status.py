@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..engine.machine import Competition, MachineLoad, measure_once
-from ..results.runview import STALE, RunView, read_run
+from ..results.runview import STALE, RunView, read_run, view_of
 from ..sweepdir import index as runindex
 from ..sweepdir.files import RunState, SweepDir
 
@@ -74,7 +74,7 @@ def read_sweep(path: Path, load1: float | None = None, cores: int | None = None,
     runs = []
     for name in sweep_dir.folder_names():
         entry = indexed.get(name)
-        view = entry.to_view() if entry else None
+        view = view_of(entry) if entry else None
         if view is None:
             run_dir = sweep_dir.run(name)
             if not os.path.exists(run_dir.spec_json):

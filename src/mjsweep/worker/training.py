@@ -34,11 +34,9 @@ from ..spec.algos import ALGOS, NOISE_KEYS, algorithm_class, schedule_start
 from ..spec.sweepspec import activation_name
 from ..sweepdir.files import RunDir, read_model, write_model
 from ..sweepdir.models import BestRecord, CheckpointRecord, Timing
+from ..sweepdir.tables import EVALUATION_COLUMNS, PROGRESS_COLUMNS, csv_line, read_evaluations
+from .normalization import frozen_normalization
 
-PROGRESS_FIELDS = ("iteration", "timesteps", "wall_s", "fps", "ep_rew_mean", "ep_len_mean",
-                   "rollout_s", "train_s")
-EVALUATION_FIELDS = ("timesteps", "mean_return", "std_return", "returns", "lengths", "wall_s")
-"""evaluations.csv's header; returns and lengths are each episode's, space-separated."""
 ACTIVATION_CLASSES = {"tanh": "Tanh", "relu": "ReLU", "elu": "ELU", "leaky_relu": "LeakyReLU",
                       "gelu": "GELU", "silu": "SiLU"}
 
@@ -143,11 +141,7 @@ class BestModel:
 
 def _evaluation_mean(run: RunDir, timesteps: int) -> float | None:
     """The mean return of the evaluation at `timesteps` in evaluations.csv, if it has one."""
-    if not run.evaluations_csv.exists():
-        return None
-    with open(run.evaluations_csv, encoding="utf-8", newline="") as fh:
-        return next((float(row["mean_return"]) for row in csv.DictReader(fh) if int(row["timesteps"]) == timesteps),
-                    None)
+    return next((e.mean_return for e in read_evaluations(run.evaluations_csv) if e.timesteps == timesteps), None)
 
 
 class Checkpointer:
@@ -326,7 +320,7 @@ class IterationRecorder(PhaseTimer):
         # buffer) drops the rows of the attempt it repeats, as make_vec_env does with monitor.csv.
         fresh = self.resume is None or not path.exists() or path.stat().st_size == 0
         self._file = open(path, "w" if fresh else "a", newline="", encoding="utf-8")
-        self._writer = csv.DictWriter(self._file, fieldnames=PROGRESS_FIELDS)
+        self._writer = csv.DictWriter(self._file, fieldnames=PROGRESS_COLUMNS)
         if fresh:
             self._writer.writeheader()
             self._file.flush()
@@ -464,17 +458,6 @@ def make_vec_env(spec: RunSpec, run: RunDir, resume: CheckpointRecord | None) ->
     return VecNormalize(monitored, training=True, **spec.normalize)
 
 
-def frozen_normalization(venv: VecEnv, training: VecNormalize) -> VecNormalize:
-    """venv normalized with a copy of `training`'s observation statistics, which it never updates, and
-    its own rewards: how an evaluation sees the env the policy was trained on."""
-    frozen = VecNormalize(venv, training=False, norm_obs=training.norm_obs, norm_reward=False,
-                          clip_obs=training.clip_obs, clip_reward=training.clip_reward, gamma=training.gamma,
-                          epsilon=training.epsilon)
-    frozen.obs_rms = copy.deepcopy(training.obs_rms)
-    frozen.ret_rms = copy.deepcopy(training.ret_rms)
-    return frozen
-
-
 def tensorboard_dir(spec: RunSpec, run: RunDir) -> str | None:
     """<run dir>/tensorboard when the run's spec.json sets tensorboard (from the sweep's spec) and the
     package is installed."""
@@ -601,11 +584,10 @@ class PeriodicEvaluator:
         path = run.evaluations_csv
         if resume is None or not path.exists():
             with open(path, "w", encoding="utf-8") as fh:
-                fh.write(",".join(EVALUATION_FIELDS) + "\n")
+                fh.write(csv_line(EVALUATION_COLUMNS))
             return
-        with open(path, encoding="utf-8", newline="") as fh:  # already truncated to the checkpoint's rows
-            for row in csv.DictReader(fh):
-                self._count(float(row["mean_return"]), int(row["timesteps"]))
+        for evaluation in read_evaluations(path):  # already truncated to the checkpoint's rows
+            self._count(evaluation.mean_return, evaluation.timesteps)
 
     def due(self, previous_timesteps: int, timesteps: int) -> bool:
         """Whether the iteration from previous_timesteps to timesteps passed a multiple of `every`."""
@@ -624,8 +606,8 @@ class PeriodicEvaluator:
             returns, lengths = evaluate_episodes(self.spec, model, lambda: None, normalizer)
         mean, std = float(np.mean(returns)), float(np.std(returns))
         timesteps = int(model.num_timesteps)
-        line = ",".join([str(timesteps), repr(mean), repr(std), " ".join(repr(r) for r in returns),
-                         " ".join(str(n) for n in lengths), f"{wall_s:.3f}"]) + "\n"
+        line = csv_line([str(timesteps), repr(mean), repr(std), " ".join(repr(r) for r in returns),
+                         " ".join(str(n) for n in lengths), f"{wall_s:.3f}"])
         with open(self.run.evaluations_csv, "a", encoding="utf-8") as fh:
             fh.write(line)  # one write of a whole line; a torn one lies past the checkpoint's size
         if self.on_evaluation:

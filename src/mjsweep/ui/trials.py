@@ -6,10 +6,10 @@ from rich.console import Console
 from rich.table import Table
 
 from ..naming import format_value
+from ..search.execute import Preview
+from ..search.results import TrialRow, best_block, space_lines
 from ..spec.sweepspec import SweepSpec
-from ..ui.tables import fixed
-from .execute import Preview
-from .results import TrialRow, best_block, space_lines
+from .tables import fixed
 
 
 def _params(params: dict) -> str:

@@ -1,0 +1,54 @@
+"""The package is laid out as its pipeline, and imports only run down it: no module imports (at the top, in
+a function or for type checking) a module of a higher layer. docs/architecture.md has the same table."""
+
+from __future__ import annotations
+
+from test_imports import imported_modules, module_names
+
+LAYERS = [
+    ["mjsweep", "mjsweep.errors", "mjsweep.naming"],  # the version, the two errors, how values read in names
+    ["mjsweep.sweepdir"],     # the sweep folder's on-disk contract
+    ["mjsweep.spec"],         # the YAML spec, validated
+    ["mjsweep.robots"],       # variants, edits, model files, envs
+    ["mjsweep.plan"],         # runs, their order, what each invocation does
+    ["mjsweep.worker"],       # one training, in its own process
+    ["mjsweep.results"],      # reading results back, aggregation, statistics
+    ["mjsweep.launchers"],    # starting workers: local, Ray, SLURM
+    ["mjsweep.engine"],       # checks before launch, the lock, the scheduler
+    ["mjsweep.search"],       # searches as a source of runs for the engine
+    ["mjsweep.crosseval"],    # trained policies on other variants
+    ["mjsweep.media"],        # pictures and videos drawn with MuJoCo
+    ["mjsweep.ui", "mjsweep.bench"],  # the commands, the terminal, figures, reports; sweep bench
+]
+
+
+def layer_of(module: str) -> int:
+    """The layer of the longest prefix of `module` that LAYERS names."""
+    best = None
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > best[1]):
+                best = (index, len(prefix))
+    assert best is not None, f"{module} is in no layer: add it to LAYERS and to docs/architecture.md"
+    return best[0]
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{m} -> {dep}" for m, deps in graph.items() for dep in deps if layer_of(dep) > layer_of(m))
+
+
+def test_every_import_runs_down_the_layers():
+    known = module_names()
+    graph = {name: imported_modules(name, path, known) for name, path in known.items()}
+    assert "mjsweep.sweepdir.files" in graph["mjsweep.engine.recorder"], "the import graph is read"
+    assert upward_imports(graph) == []
+
+
+def test_the_layer_check_sees_an_import_that_runs_up():
+    graph = {"mjsweep.sweepdir.files": {"mjsweep.ui.cli"}, "mjsweep.ui.cli": {"mjsweep.sweepdir.files"}}
+    assert upward_imports(graph) == ["mjsweep.sweepdir.files -> mjsweep.ui.cli"]
+
+
+def test_every_module_has_a_layer():
+    for name in module_names():
+        layer_of(name)
