@@ -290,3 +290,29 @@ def test_a_gpu_run_is_execd_with_its_gpu_and_the_template_never_sees_one(tmp_pat
         template_env = psutil.Process(launcher._template.proc.pid).environ()
     assert json.loads((run_dir.path / "gpu.json").read_text()) == "0"
     assert template_env["CUDA_VISIBLE_DEVICES"] == "" and template_env["OMP_NUM_THREADS"] == "1"
+
+
+PRELOAD_PROBE = textwrap.dedent("""
+    import json, sys
+    from mjsweep.launchers.template import preload
+    preload()
+    before = set(sys.modules)
+    from mjsweep.worker import main as worker
+    code = worker.main([sys.argv[1]])
+    print(json.dumps({"code": code, "new": sorted(set(sys.modules) - before)}))
+""")
+HEAVY = ("torch", "stable_baselines3", "gymnasium", "mujoco", "numpy", "scipy", "matplotlib", "mjsweep")
+
+
+def test_a_run_imports_no_heavy_module_the_template_did_not(tmp_path, tiny_spec):
+    # A module the template did not import is imported again by every forked run: its cost is paid per run.
+    plan = prepare(write_spec(tmp_path, {**tiny_spec, "normalize": True, "eval": {"episodes": 1, "every": 256}}))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "spec.json").write_text(json.dumps(plan.runs[0].model_dump(mode="json")))
+    done = subprocess.run([sys.executable, "-c", PRELOAD_PROBE, str(run_dir)], capture_output=True, text=True,
+                          timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    probe = json.loads(done.stdout.splitlines()[-1])
+    assert probe["code"] == 0 and (run_dir / "result.json").exists()
+    assert [m for m in probe["new"] if m.split(".")[0] in HEAVY] == []

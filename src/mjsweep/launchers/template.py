@@ -24,10 +24,12 @@ from .template_wire import Reader, send
 
 PRELOADED = ("numpy", "torch", "torch._dynamo", "gymnasium", "gymnasium.envs.mujoco.mujoco_env", "mujoco",
              "stable_baselines3", "mjsweep.robots.envs", "mjsweep.plan.runs", "mjsweep.sweepdir.files",
-             "mjsweep.results.runview", "mjsweep.sweepdir.models", "mjsweep.worker.tracking",
-             "mjsweep.worker.training", "mjsweep.worker.main")
-"""What the worker imports before its first env step. torch._dynamo is the largest: torch imports it
-lazily when the first optimizer is built."""
+             "mjsweep.sweepdir.tables", "mjsweep.sweepdir.models", "mjsweep.worker.tracking",
+             "mjsweep.worker.training", "mjsweep.worker.main", "torch.utils.serialization",
+             "torch.profiler._cupti_monitor")
+"""What the worker imports in a run. torch._dynamo is the largest: torch imports it lazily when the first
+optimizer is built; torch.save and torch.load import the last two. tests/test_template.py checks that a
+run imports nothing of torch, SB3, gymnasium, MuJoCo, numpy or mjsweep beyond these."""
 
 
 def main(argv: list[str]) -> int:
