@@ -80,6 +80,17 @@ def write_spec(folder: Path, data: dict, name: str = "spec.yaml") -> Path:
     return path
 
 
+CLUSTER_MARKERS = {"cluster": "ray", "slurm_cluster": "slurm"}
+"""The fixture that starts a real cluster -> the marker of every test that uses it (`-m "not ray"`)."""
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        for fixture, marker in CLUSTER_MARKERS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(marker)
+
+
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
     """A `sweep bench` recommendation in the user's cache must not change the workers tests run with."""

@@ -65,8 +65,8 @@ def _slurm(request) -> Backend:
     return Backend("slurm", launcher, lambda handle: subprocess.run(["scancel", handle.task], check=True), None)
 
 
-@pytest.fixture(params=["local", "local-template", pytest.param("ray", marks=pytest.mark.slow),
-                        pytest.param("slurm", marks=pytest.mark.slow)])
+@pytest.fixture(params=["local", "local-template", pytest.param("ray", marks=[pytest.mark.slow, pytest.mark.ray]),
+                        pytest.param("slurm", marks=[pytest.mark.slow, pytest.mark.slurm])])
 def backend(request):
     made = {"local": _local, "local-template": lambda: _local("template"), "ray": lambda: _ray(request),
             "slurm": lambda: _slurm(request)}[request.param]()

@@ -32,7 +32,15 @@ def browser_works() -> bool:
     return os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)
 
 
-needs_gl = pytest.mark.skipif(not REQUIRED and not gl_works(),
+def needs_gl(test):
+    """Marks a test `render` (select or leave out with -m) and skips it without a GL backend, unless required."""
+    skip = pytest.mark.skipif(not REQUIRED and not gl_works(),
                               reason="no GL backend here (apt-get install libosmesa6); CI requires one")
-needs_browser = pytest.mark.skipif(not REQUIRED and not browser_works(),
-                                   reason="no Chromium here (apt-get install chromium chromium-driver); CI has it")
+    return pytest.mark.render(skip(test))
+
+
+def needs_browser(test):
+    """Marks a test `browser` and skips it without Chromium and its driver, unless required."""
+    skip = pytest.mark.skipif(not REQUIRED and not browser_works(),
+                              reason="no Chromium here (apt-get install chromium chromium-driver); CI has it")
+    return pytest.mark.browser(skip(test))
