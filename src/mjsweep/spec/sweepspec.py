@@ -27,24 +27,12 @@ from pydantic import (
 )
 
 from ..errors import SpecError
+from .activations import ACTIVATIONS, activation_name
 from .algos import ALGO_NAMES, ALGOS, INTEGER_KWARGS, Algo, key_problem, section_problem, value_problem
 from .editspec import PLACEHOLDER, EditSpec
 from .searchspace import Dimension, SearchSpec
 
 MENAGERIE_PREFIX = "menagerie:"
-
-# policy_kwargs.activation_fn is a class in SB3; YAML names it, in these words or as RL Zoo writes it
-# (nn.ReLU, ReLU).
-ACTIVATIONS = ("tanh", "relu", "elu", "leaky_relu", "gelu", "silu")
-_TORCH_ACTIVATIONS = {"tanh": "tanh", "relu": "relu", "elu": "elu", "leakyrelu": "leaky_relu", "gelu": "gelu",
-                      "silu": "silu"}
-
-
-def activation_name(written: str) -> str | None:
-    """The activation a spec names ('relu', 'nn.ReLU', 'torch.nn.ReLU' -> 'relu'); None if unknown."""
-    if written in ACTIVATIONS:
-        return written
-    return _TORCH_ACTIVATIONS.get(written.rsplit(".", 1)[-1].lower())
 GRID_PREFIXES = (*(f"{name}." for name in ALGO_NAMES), "env_kwargs.")
 SEARCH_TOP_KEYS = ("total_timesteps", "normalize")
 # Keys of RL Zoo's hyperparameter files that are spec keys here.

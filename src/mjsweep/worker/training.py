@@ -30,15 +30,12 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 
 from ..plan.runs import RunSpec
 from ..robots.envs import make_env
+from ..spec.activations import ACTIVATION_CLASSES, activation_name
 from ..spec.algos import ALGOS, NOISE_KEYS, algorithm_class, schedule_start
-from ..spec.sweepspec import activation_name
 from ..sweepdir.files import RunDir, read_model, write_model
 from ..sweepdir.models import BestRecord, CheckpointRecord, Timing
 from ..sweepdir.tables import EVALUATION_COLUMNS, PROGRESS_COLUMNS, csv_line, read_evaluations
 from .normalization import frozen_normalization
-
-ACTIVATION_CLASSES = {"tanh": "Tanh", "relu": "ReLU", "elu": "ELU", "leaky_relu": "LeakyReLU",
-                      "gelu": "GELU", "silu": "SiLU"}
 
 
 def truncate_logs(run: RunDir, checkpoint: CheckpointRecord) -> None:
