@@ -7,7 +7,8 @@ import pytest
 
 from conftest import write_spec
 from mjsweep.engine.sweep import prepare
-from mjsweep.spec.sweepspec import SpecError, zoo_expression
+from mjsweep.spec.literals import zoo_expression
+from mjsweep.spec.sweepspec import SpecError
 
 # RL Zoo's Hopper block (ppo.yml), as pasted.
 ZOO_HOPPER = {

@@ -7,7 +7,6 @@ the line and the key. Later stages (variants, envs) report their own errors thro
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from ..errors import SpecError
 from .activations import ACTIVATIONS, activation_name
 from .algos import ALGO_NAMES, ALGOS, INTEGER_KWARGS, Algo, key_problem, section_problem, value_problem
 from .editspec import PLACEHOLDER, EditSpec
+from .literals import zoo_expression, zoo_text
 from .searchspace import Dimension, SearchSpec
 
 MENAGERIE_PREFIX = "menagerie:"
@@ -81,34 +81,6 @@ def whole_hyperparameter(key: str, value: Any) -> Any:
     return value
 
 
-def zoo_expression(text: str) -> Any:
-    """RL Zoo writes some values as Python text: policy_kwargs "dict(ortho_init=False, activation_fn=nn.ReLU,
-    net_arch=dict(pi=[64], vf=[64]))", normalize "{'norm_obs': True, 'norm_reward': False}". Read such text
-    as data (no code runs): dict(...) calls, literals, lists, and names such as nn.ReLU as strings."""
-    try:
-        tree = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError as exc:
-        raise ValueError(f"cannot read {text!r}: {exc.msg}") from None
-    return _literal(tree, text)
-
-
-def _literal(node: ast.expr, text: str) -> Any:
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        return -node.operand.value  # type: ignore[operator]  # a bad constant is the parser's to refuse
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_literal(item, text) for item in node.elts]
-    if isinstance(node, ast.Dict) and all(key is not None for key in node.keys):
-        return {_literal(k, text): _literal(v, text)  # type: ignore[arg-type]
-                for k, v in zip(node.keys, node.values, strict=True)}
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
-        return {kw.arg: _literal(kw.value, text) for kw in node.keywords if kw.arg}
-    if isinstance(node, (ast.Name, ast.Attribute)):
-        return ast.unparse(node)
-    raise ValueError(f"cannot read {ast.unparse(node)!r} in {text!r}: only dict(...), literals and names")
-
-
 def zoo_hyperparameters(env_id: str) -> tuple[str, dict[str, Any]]:
     """RL Zoo's tuned PPO hyperparameters for env_id from the installed rl_zoo3 package (its ppo.yml), and
     the entry they come from: env_id itself, else the same env's highest other version (RL Zoo tunes
@@ -127,10 +99,6 @@ def zoo_hyperparameters(env_id: str) -> tuple[str, dict[str, Any]]:
     if entry is None:
         raise ValueError(f"RL Zoo has no PPO hyperparameters for {env_id!r} (nor another version of it)")
     return entry, dict(entries[entry])
-
-
-def _zoo_text(value: Any) -> Any:
-    return zoo_expression(value) if isinstance(value, str) and value.lstrip()[:1] in ("{", "d") else value
 
 
 class _Strict(BaseModel):
@@ -174,7 +142,7 @@ class NormalizeSpec(_Strict):
     epsilon: float = Field(1e-8, gt=0)
 
 
-NormalizeValue = Annotated[bool | NormalizeSpec, BeforeValidator(_zoo_text)]
+NormalizeValue = Annotated[bool | NormalizeSpec, BeforeValidator(zoo_text)]
 """`normalize: true` (VecNormalize's defaults), `false`, or a mapping of VecNormalize arguments."""
 
 
