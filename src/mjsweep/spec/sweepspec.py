@@ -31,12 +31,11 @@ from .algos import ALGO_NAMES, ALGOS, INTEGER_KWARGS, Algo, key_problem, section
 from .editspec import PLACEHOLDER, EditSpec
 from .literals import zoo_expression, zoo_text
 from .searchspace import Dimension, SearchSpec
+from .zoo import zoo_hyperparameters, zoo_keys_in_ppo
 
 MENAGERIE_PREFIX = "menagerie:"
 GRID_PREFIXES = (*(f"{name}." for name in ALGO_NAMES), "env_kwargs.")
 SEARCH_TOP_KEYS = ("total_timesteps", "normalize")
-# Keys of RL Zoo's hyperparameter files that are spec keys here.
-ZOO_TOP_KEYS = {"n_envs": "n_envs", "normalize": "normalize", "n_timesteps": "total_timesteps"}
 # SB3's defaults, for the checks that combine keys.
 PPO_DEFAULTS = {"n_steps": 2048, "batch_size": 64}
 
@@ -79,26 +78,6 @@ def whole_hyperparameter(key: str, value: Any) -> Any:
     if key == "train_freq":
         return [whole_number(value[0]), *value[1:]] if isinstance(value, list) and value else whole_number(value)
     return value
-
-
-def zoo_hyperparameters(env_id: str) -> tuple[str, dict[str, Any]]:
-    """RL Zoo's tuned PPO hyperparameters for env_id from the installed rl_zoo3 package (its ppo.yml), and
-    the entry they come from: env_id itself, else the same env's highest other version (RL Zoo tunes
-    Hopper-v4; Hopper-v5 takes those). ValueError naming what is missing."""
-    import importlib.util
-
-    package = importlib.util.find_spec("rl_zoo3")  # found, not imported: it imports much of the ML world
-    if package is None or package.origin is None:
-        raise ValueError("zoo: true needs the rl_zoo3 package (pip install 'mjsweep[zoo]' or rl_zoo3)")
-    text = (Path(package.origin).parent / "hyperparams" / "ppo.yml").read_text(encoding="utf-8")
-    entries = yaml.safe_load(text) or {}
-    name = env_id.rsplit("-v", 1)[0]
-    versions = sorted((int(key.rsplit("-v", 1)[1]), key) for key in entries
-                      if isinstance(key, str) and key.rsplit("-v", 1)[0] == name and key.rsplit("-v", 1)[-1].isdigit())
-    entry = env_id if env_id in entries else (versions[-1][1] if versions else None)
-    if entry is None:
-        raise ValueError(f"RL Zoo has no PPO hyperparameters for {env_id!r} (nor another version of it)")
-    return entry, dict(entries[entry])
 
 
 class _Strict(BaseModel):
@@ -296,27 +275,7 @@ class SweepSpec(_Strict):
     def _zoo_keys_in_ppo(cls, data: Any) -> Any:
         """RL Zoo's hyperparameter blocks also hold n_envs, normalize and n_timesteps: pasted under `ppo`,
         they mean the spec's own keys."""
-        ppo = data.get("ppo") if isinstance(data, dict) else None
-        if not isinstance(ppo, dict) or not {*ZOO_TOP_KEYS, "zoo"} & ppo.keys():
-            return data
-        data, ppo = dict(data), dict(ppo)
-        from_zoo: set[str] = set()
-        if ppo.pop("zoo", False) is True:
-            # RL Zoo's values first; keys the spec writes (in ppo, or n_envs / normalize / total_timesteps)
-            # override them.
-            _, tuned = zoo_hyperparameters(str(data.get("env", "")))
-            from_zoo = {k for k in tuned if k not in ppo}
-            ppo = {**tuned, **ppo}
-        for zoo_key, key in ZOO_TOP_KEYS.items():
-            if zoo_key in ppo:
-                if key in data and zoo_key in from_zoo:
-                    ppo.pop(zoo_key)
-                    continue
-                if key in data:
-                    raise ValueError(f"ppo.{zoo_key} and {key} both given: keep one")
-                data[key] = ppo.pop(zoo_key)
-        data["ppo"] = ppo
-        return data
+        return zoo_keys_in_ppo(data)
 
     @field_validator(*ALGO_NAMES)
     @classmethod
