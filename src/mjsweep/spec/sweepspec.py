@@ -458,7 +458,8 @@ def _check_semantics(spec: SweepSpec, loc: SpecLocator) -> None:
         _check_edit_grid(variant, ("variants", i), loc)
     _check_algos(spec, loc)
     for key, values in spec.grid.items():
-        _check_grid_key(key, values, spec.algos, loc)
+        if key != "algo":  # _check_algos checked it, before anything reads spec.algos
+            _check_grid_key(key, values, spec.algos, loc)
     if "ppo" in spec.algos:
         _check_rollout(spec, loc)
     if spec.search is not None:
@@ -501,9 +502,7 @@ def _check_search(spec: SweepSpec, search: SearchSpec, loc: SpecLocator) -> None
 
 def _check_searched_hyperparameter(algo: Algo, name: str, dim: Dimension, algos: list[str], at: tuple[str, ...],
                                    loc: SpecLocator) -> None:
-    if algo.name not in algos:
-        raise loc.error(at, f"searches a {algo.label} hyperparameter, but no run trains {algo.label} "
-                            f"(algo: {', '.join(algos)})")
+    _check_trained(algo, algos, f"searches a {algo.label} hyperparameter", at, loc)
     if problem := key_problem(algo, name):
         raise loc.error(at, problem)
     if name in INTEGER_KWARGS and dim.kind not in ("int", "choice"):
@@ -565,14 +564,19 @@ def _check_algos(spec: SweepSpec, loc: SpecLocator) -> None:
     runs = spec.algos
     for name in ALGO_NAMES:
         section = spec.hyperparameters(name)
-        if section and name not in runs:
-            raise loc.error((name,), f"{name.upper()} hyperparameters, but no run trains {name.upper()} "
-                                     f"(algo: {', '.join(runs)})")
+        if section:
+            _check_trained(ALGOS[name], runs, f"{name.upper()} hyperparameters", (name,), loc)
         _check_section(ALGOS[name], section, (name,), loc)
         gridded = {key[len(name) + 1:]: values for key, values in spec.grid.items() if key.startswith(f"{name}.")}
         if together := section_problem({**section, **gridded}):
             key = together[0]
             raise loc.error((name, key) if key in section else ("grid", f"{name}.{key}"), together[1])
+
+
+def _check_trained(algo: Algo, algos: list[str], what: str, at: tuple[str, ...], loc: SpecLocator) -> None:
+    """Hyperparameters of an algorithm no run trains are a mistake, not something to ignore."""
+    if algo.name not in algos:
+        raise loc.error(at, f"{what}, but no run trains {algo.label} (algo: {', '.join(algos)})")
 
 
 def _check_grid_key(key: str, values: list[Any], algos: list[str], loc: SpecLocator) -> None:
@@ -606,9 +610,7 @@ def _check_grid_key(key: str, values: list[Any], algos: list[str], loc: SpecLoca
                             "algo, normalize or total_timesteps")
     if prefix != "env_kwargs.":
         algo = ALGOS[prefix[:-1]]
-        if algo.name not in algos:
-            raise loc.error(at, f"a grid of {algo.label} hyperparameters, but no run trains {algo.label} "
-                                f"(algo: {', '.join(algos)})")
+        _check_trained(algo, algos, f"a grid of {algo.label} hyperparameters", at, loc)
         name = key[len(prefix):].split(".")[0]
         if wrong := key_problem(algo, name):
             raise loc.error(at, wrong)
