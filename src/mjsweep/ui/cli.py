@@ -1,7 +1,7 @@
 """The `sweep` command line. Each command parses, calls one library function and renders its result.
 
 Exit codes: 0 success, 1 some run failed, 2 invalid input (errors.InputError: nothing started, nothing
-written), 130 interrupted.
+written), 130 interrupted. A command raises InputError and _Commands prints it as the one `error:` line.
 """
 
 from __future__ import annotations
@@ -15,14 +15,28 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
+from ..errors import InputError
 from . import tables
-
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Launch sweeps of single-threaded SB3 trainings (PPO, SAC, TD3, A2C) over MuJoCo robots.")
 
 EXIT_INVALID = 2
 PICTURES_HELP = "Render every variant in its start pose into DIR: a PNG each and contact_sheet.png."
+
+
+class _Commands(TyperGroup):
+    """Every command's InputError becomes one `error: ...` line on stderr and exit 2."""
+
+    def invoke(self, ctx: Any) -> Any:  # typer's vendored click.Context
+        try:
+            return super().invoke(ctx)
+        except InputError as exc:
+            tables.error(str(exc))
+            raise typer.Exit(EXIT_INVALID) from None
+
+
+app = typer.Typer(cls=_Commands, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Launch sweeps of single-threaded SB3 trainings (PPO, SAC, TD3, A2C) over MuJoCo robots.")
 
 
 def _print_version(value: bool) -> None:
@@ -54,11 +68,6 @@ def parse_duration(text: str) -> float:
     return sum(float(n) * scale[u] for n, u in parts)
 
 
-def _invalid(message: str) -> typer.Exit:
-    tables.error(message)
-    return typer.Exit(EXIT_INVALID)
-
-
 @app.command()
 def run(
     spec_file: Path = typer.Argument(..., help="The sweep spec (YAML)."),
@@ -87,28 +96,21 @@ def run(
                               "(template on Linux)."),
 ) -> None:
     """Train every variant x grid point x seed, each as its own single-threaded process."""
-    from ..errors import InputError
     from ..launchers import early_template
 
-    try:
-        # Before anything else, so that its imports overlap all that follows. Should `sweep run` end
-        # before the launcher adopts it, it ends too: it dies with this process.
-        template = None if dry_run else early_template(backend, start_with)
-    except InputError as exc:
-        raise _invalid(str(exc)) from None
+    # Before anything else, so that its imports overlap all that follows. Should `sweep run` end
+    # before the launcher adopts it, it ends too: it dies with this process.
+    template = None if dry_run else early_template(backend, start_with)
     from ..engine.sweep import decide, execute, in_start_order, prepare
     from ..plan.order import Order
 
     try:
         start = Order(order)
     except ValueError:
-        raise _invalid(f"--order {order!r}: expected breadth or variant") from None
+        raise InputError(f"--order {order!r}: expected breadth or variant") from None
     timeout_s = parse_duration(timeout) if timeout else None
     out = tables.make_console()
-    try:
-        plan = prepare(spec_file, runs_dir)
-    except InputError as exc:
-        raise _invalid(str(exc)) from None
+    plan = prepare(spec_file, runs_dir)
     tables.warn_spec(plan.spec)
     tables.warn_missing_tensorboard(plan.spec)
     if pictures:
@@ -142,17 +144,13 @@ def _launched(plan, out, *, backend: str, workers: int | None, quiet: bool, gpus
               address: str | None, start_with: str, template, retries: int, timeout_s: float | None,
               grace: float) -> Iterator[tuple[Any, Any, Any, Any]]:
     """The launcher (adopting the early template), the scheduler's options and the progress display that a
-    grid and a search both run under; an InputError raised inside is the one-line exit 2."""
+    grid and a search both run under."""
     from ..engine.scheduler import SchedulerOptions
-    from ..errors import InputError
     from ..launchers import build_launcher
     from . import live
 
-    try:
-        launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers, start=start_with,
-                                  template=template)
-    except InputError as exc:
-        raise _invalid(str(exc)) from None
+    launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers, start=start_with,
+                              template=template)
     with launcher:
         default = _default_workers(backend)
         # Memory is only this machine's to guard when the runs execute here.
@@ -161,8 +159,6 @@ def _launched(plan, out, *, backend: str, workers: int | None, quiet: bool, gpus
         progress = live.make_progress(out, plan.sweep_dir, quiet=quiet)
         try:
             yield launcher, options, progress, default
-        except InputError as exc:
-            raise _invalid(str(exc)) from None
         finally:
             progress.close()
 
@@ -179,14 +175,14 @@ def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, 
         try:
             show.preview(out, plan.spec, searchlib.preview(plan))
         except ImportError as exc:
-            raise _invalid(str(exc)) from None
+            raise InputError(str(exc)) from None
         raise typer.Exit(0)
     if backend == "slurm":
-        raise _invalid("a search makes its runs as slots free up: use --backend local or ray, not slurm")
+        raise InputError("a search makes its runs as slots free up: use --backend local or ray, not slurm")
     try:
         searchlib.check_method(plan)
     except ImportError as exc:
-        raise _invalid(str(exc)) from None
+        raise InputError(str(exc)) from None
     with _launched(plan, out, backend=backend, workers=workers, quiet=quiet, gpus=gpus, address=address,
                    start_with=start_with, template=template, retries=retries, timeout_s=timeout_s,
                    grace=grace) as (launcher, options, progress, _):
@@ -224,7 +220,7 @@ def _render_pictures(plan, folder: Path) -> None:
     try:
         drawn = render_variant_pictures(plan, folder)
     except (RenderUnavailable, RenderFailed) as exc:
-        raise _invalid(f"--pictures {folder}: {exc}") from None
+        raise InputError(f"--pictures {folder}: {exc}") from None
     print(f"pictures: {len(plan.checks)} variants and {drawn.contact_sheet.name} in {folder} "
           f"(drawn with {drawn.backend})", file=sys.stderr, flush=True)
 
@@ -247,15 +243,12 @@ def validate(
 ) -> None:
     """Check the spec; compile every variant, build its env and take random steps; one row per variant."""
     from ..engine.sweep import BrokenVariantsError, prepare
-    from ..spec.sweepspec import SpecError
 
     try:
         plan = prepare(spec_file, runs_dir)
     except BrokenVariantsError as exc:
         tables.variant_table(tables.make_console(), exc.plan)
-        raise _invalid(str(exc)) from None
-    except SpecError as exc:
-        raise _invalid(str(exc)) from None
+        raise
     tables.warn_spec(plan.spec)
     tables.warn_missing_tensorboard(plan.spec)
     tables.zoo_hyperparameters(plan.spec)
@@ -282,13 +275,13 @@ def report(
     from .status import read_sweep
 
     if fmt not in REPORT_FORMATS:
-        raise _invalid(f"--format {fmt!r}: choose one of {', '.join(REPORT_FORMATS)}")
+        raise InputError(f"--format {fmt!r}: choose one of {', '.join(REPORT_FORMATS)}")
     folder = SweepDir(sweep_dir)
     rows = collect(folder)
     if not rows:
-        raise _invalid(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
+        raise InputError(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
     if rank not in reportlib.RANKINGS:
-        raise _invalid(f"--rank {rank!r}: choose one of {', '.join(reportlib.RANKINGS)}")
+        raise InputError(f"--rank {rank!r}: choose one of {', '.join(reportlib.RANKINGS)}")
     groups = reportlib.aggregate(rows, reportlib.model_stats(folder, rows), reportlib.eval_aucs(folder, rows), rank)
     warnings = [str(w) for w in read_sweep(folder.path).warnings]
     csv_text = reportlib.to_csv(groups)
@@ -353,11 +346,11 @@ def video(
     try:
         choices = choose(collect(folder), folder.path, variant, seed, best)
     except NoVideo as exc:
-        raise _invalid(f"{sweep_dir}: {exc}") from None
+        raise InputError(f"{sweep_dir}: {exc}") from None
     try:
         written = render_videos(choices, folder.path, output or folder.videos, seconds, gif)
     except (RenderUnavailable, RenderFailed) as exc:
-        raise _invalid(f"sweep video: {exc}") from None
+        raise InputError(f"sweep video: {exc}") from None
     for path in written:
         print(path)
 
@@ -372,16 +365,13 @@ def evaluate(
                                           help="Evaluations at once [default: usable CPU cores]."),
 ) -> None:
     """Evaluate trained policies again; with --cross, on the other variants too (results kept, resumable)."""
-    from ..crosseval.run import NothingToEvaluate, evaluate_cross
+    from ..crosseval.run import evaluate_cross
     from ..sweepdir.files import SweepDir
 
     if not cross:
-        raise _invalid("sweep evaluate: say which evaluation: --cross (every policy on every variant)")
-    try:
-        outcome = evaluate_cross(SweepDir(sweep_dir), episodes, workers or usable_cores(),
-                                 say=lambda line: print(line, file=sys.stderr, flush=True))
-    except NothingToEvaluate as exc:
-        raise _invalid(str(exc)) from None
+        raise InputError("sweep evaluate: say which evaluation: --cross (every policy on every variant)")
+    outcome = evaluate_cross(SweepDir(sweep_dir), episodes, workers or usable_cores(),
+                             say=lambda line: print(line, file=sys.stderr, flush=True))
     tables.cross_table(tables.make_console(), outcome.cells)
     for failure in outcome.failed:
         print(f"warning: evaluation failed: {failure}", file=sys.stderr)
@@ -402,7 +392,7 @@ def status(
     from .status import read_sweep, to_json
 
     if not SweepDir(sweep_dir).has_runs():
-        raise _invalid(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
+        raise InputError(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
     if as_json:
         sys.stdout.write(to_json(read_sweep(sweep_dir)))
         return
@@ -424,17 +414,14 @@ def plot(
 ) -> None:
     """Learning curves (mean over seeds, 95% CI band) and final returns per variant x grid point."""
     from ..results.rows import collect
-    from .plot import NothingToPlotError, plot_sweep
+    from .plot import plot_sweep
 
     rows = collect(sweep_dir)
     if not rows:
-        raise _invalid(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
+        raise InputError(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
     if output.suffix.lower() != ".png":
-        raise _invalid(f"-o {output}: the output must be a .png file")
-    try:
-        written = plot_sweep(sweep_dir, rows, output)
-    except NothingToPlotError as exc:
-        raise _invalid(str(exc)) from None
+        raise InputError(f"-o {output}: the output must be a .png file")
+    written = plot_sweep(sweep_dir, rows, output)
     from ..search import results as searchresults
     from ..sweepdir.files import SweepDir
 
@@ -471,9 +458,9 @@ def bench(
     from ..bench.table import render as render_bench
 
     if xml is not None and not xml.is_file():
-        raise _invalid(f"--xml {xml}: no such file")
+        raise InputError(f"--xml {xml}: no such file")
     if markdown is not None and not markdown.parent.is_dir():
-        raise _invalid(f"--markdown {markdown}: no such folder {markdown.parent}")
+        raise InputError(f"--markdown {markdown}: no such folder {markdown.parent}")
     cores = usable_cores()
     config = BenchConfig(env=env, xml=xml.resolve() if xml else None, steps=steps,
                          max_workers=max_workers or 2 * cores, ppo={"n_steps": n_steps} if n_steps else {},
@@ -481,7 +468,7 @@ def bench(
     try:
         report = run_bench(config, on_step=lambda line: print(f"bench: {line}", file=sys.stderr, flush=True))
     except ValueError as exc:
-        raise _invalid(str(exc)) from None
+        raise InputError(str(exc)) from None
     table = render_bench(report)
     sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n" if as_json else table)
     if markdown:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import InputError
 from ..results import stats
 from ..results.report import aggregate
 from ..results.rows import ResultRow
@@ -20,7 +21,7 @@ CURVE_POINTS = 100  # seeds' curves are interpolated onto this many common times
 MONITOR_WINDOW = 10  # episodes in the rolling mean when a curve comes from monitor.csv
 
 
-class NothingToPlotError(Exception):
+class NothingToPlotError(InputError):
     """No run of the sweep has logged a single episode yet."""
 
 
