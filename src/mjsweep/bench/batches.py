@@ -16,7 +16,7 @@ import yaml
 from rich.console import Console
 
 from ..engine.scheduler import SchedulerOptions, SweepOutcome
-from ..engine.sweep import SweepPlan, execute, prepare
+from ..engine.sweep import SweepPlan, execute, planned_runs, prepare
 from ..launchers.local import LocalLauncher
 from ..launchers.spawn import THREAD_VARS
 from ..sweepdir.files import CorruptFileError, RunDir
@@ -71,7 +71,7 @@ def _timed_execute(plan: SweepPlan, n: int) -> tuple[SweepOutcome, float, float,
     with LocalLauncher() as launcher, open(os.devnull, "w", encoding="utf-8") as screen:
         progress = live.make_progress(Console(file=screen, force_terminal=True, width=160), plan.sweep_dir)
         try:
-            outcome = execute(plan, launcher, SchedulerOptions(max_workers=n, retries=0),
+            outcome = execute(plan, planned_runs(plan), launcher, SchedulerOptions(max_workers=n, retries=0),
                               on_event=progress.event, on_planned=progress.planned)
         finally:
             progress.close()

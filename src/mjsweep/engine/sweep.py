@@ -12,7 +12,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
@@ -43,7 +43,8 @@ from ..sweepdir.files import (
 from ..sweepdir.models import SweepVariants, VariantRecord
 from ..worker.tracking import check_tracking
 from .modelcheck import ModelCheck
-from .scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
+from .recorder import StatusRecorder
+from .scheduler import Event, EventKind, RunSource, Scheduler, SchedulerOptions, SweepOutcome
 
 
 class BrokenVariantsError(speclib.SpecError):
@@ -213,30 +214,63 @@ def in_start_order(plan: SweepPlan, planned: list[PlannedRun], order: Order = Or
     return [by_id[run.run_id] for run in start_order([p.run for p in todo], order, fps)] + done
 
 
-def execute(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
-            on_event: Callable[[Event], None] = lambda e: None,
-            on_planned: Callable[[list[PlannedRun]], None] = lambda p: None,
-            order: Order = Order.BREADTH) -> SweepOutcome:
-    """Run what is left of the sweep under its lock, starting runs in the given order (order.py). Raises an
-    InputError before any run starts: SweepLockedError if another launcher runs it, LauncherConfigError if
-    the launcher cannot queue the runs."""
-    plan.sweep_dir.path.mkdir(parents=True, exist_ok=True)
-    with sweep_lock(plan.sweep_dir):
+@dataclass
+class Runs:
+    """What a sweep runs, said under its lock once what an earlier launcher left is settled: a grid's fixed
+    list, or a search's source that makes runs as slots free up."""
+
+    planned: list[PlannedRun]
+    """What on_planned shows."""
+    runs: list[RunSpec] = field(default_factory=list)
+    """Started first, in this order: their folders are written and the launcher queues them before any starts."""
+    source: RunSource | None = None
+    skipped: list[str] = field(default_factory=list)
+    """Runs that succeeded before this invocation: the outcome counts them succeeded."""
+    orphans: list[str] = field(default_factory=list)
+    """Runs marked running by a launcher that is gone: a worker of theirs still alive is ended first."""
+    notes: list[Event] = field(default_factory=list)
+    """Said once the plan is shown."""
+
+
+RunsOpener = Callable[[StatusRecorder, Callable[[Event], None]], Runs]
+"""Called with the sweep's lock held, the sweep's one writer of status.json and on_event: what to run."""
+
+
+def planned_runs(plan: SweepPlan, order: Order = Order.BREADTH) -> RunsOpener:
+    """A grid: every run of the plan that has not succeeded yet, started in the given order (order.py)."""
+    def open_runs(_recorder: StatusRecorder, _on_event: Callable[[Event], None]) -> Runs:
         planned = decide(plan)
         _reindex(plan.sweep_dir, planned)
-        on_planned(planned)
-        for item in planned:
-            if item.reason is Reason.CORRUPT:
-                on_event(Event(EventKind.WARNING, item.run.run_id, f"{item.note}; running it again"))
-        _write_sweep_files(plan, planned)
-        for item in planned:
-            if item.reason is Reason.LEFT_RUNNING:
-                kill_orphan(plan.sweep_dir.run(item.run.run_id))
-        todo = [p.run for p in in_start_order(plan, planned, order) if p.action is not Action.SKIP]
-        if todo:
-            launcher.submit(todo, plan.sweep_dir)
-        outcome = Scheduler(launcher, plan.sweep_dir, options, on_event=on_event).run(todo)
-        outcome.succeeded[:0] = [p.run.run_id for p in planned if p.action is Action.SKIP]
+        return Runs(
+            planned,
+            runs=[p.run for p in in_start_order(plan, planned, order) if p.action is not Action.SKIP],
+            skipped=[p.run.run_id for p in planned if p.action is Action.SKIP],
+            orphans=[p.run.run_id for p in planned if p.reason is Reason.LEFT_RUNNING],
+            notes=[Event(EventKind.WARNING, p.run.run_id, f"{p.note}; running it again")
+                   for p in planned if p.reason is Reason.CORRUPT])
+    return open_runs
+
+
+def execute(plan: SweepPlan, runs: RunsOpener, launcher: Launcher, options: SchedulerOptions,
+            on_event: Callable[[Event], None] = lambda e: None,
+            on_planned: Callable[[list[PlannedRun]], None] = lambda p: None) -> SweepOutcome:
+    """Run what `runs` says under the sweep's lock, a grid's runs and a search's alike. Raises an InputError
+    before any run starts: SweepLockedError if another launcher runs it, LauncherConfigError if the launcher
+    cannot queue the runs."""
+    plan.sweep_dir.path.mkdir(parents=True, exist_ok=True)
+    with sweep_lock(plan.sweep_dir):
+        scheduler = Scheduler(launcher, plan.sweep_dir, options, on_event=on_event)
+        work = runs(scheduler.recorder, on_event)
+        on_planned(work.planned)
+        for note in work.notes:
+            on_event(note)
+        _write_sweep_files(plan, work.runs)
+        for run_id in work.orphans:
+            kill_orphan(plan.sweep_dir.run(run_id))
+        if work.runs:
+            launcher.submit(work.runs, plan.sweep_dir)
+        outcome = scheduler.run(work.runs, source=work.source)
+        outcome.succeeded[:0] = work.skipped
         return outcome
 
 
@@ -253,19 +287,19 @@ def _reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
     runindex.rewrite(sweep_dir.index_jsonl, [e for e in old.values() if e is not None])
 
 
-def _write_sweep_files(plan: SweepPlan, planned: list[PlannedRun]) -> None:
+def _write_sweep_files(plan: SweepPlan, runs: list[RunSpec]) -> None:
+    """sweep.yaml, variants.json and the folder of each run about to run (a finished run's files are never
+    touched again)."""
     resolved = plan.spec.model_dump(mode="json")
     write_text_atomic(plan.sweep_dir.sweep_yaml, yaml.safe_dump(resolved, sort_keys=False))
     write_model(plan.sweep_dir.variants_json, variants_record(plan))
     generated = {c.variant.name: c.variant.xml_text for c in plan.checks if c.variant.xml_text is not None}
-    for item in planned:
-        if item.action is Action.SKIP:
-            continue  # a finished run's files are never touched again
-        run_dir = plan.sweep_dir.run(item.run.run_id)
+    for run in runs:
+        run_dir = plan.sweep_dir.run(run.run_id)
         run_dir.path.mkdir(exist_ok=True)
-        if item.run.variant in generated:
-            write_text_atomic(run_dir.variant_xml, generated[item.run.variant])
-        write_json_atomic(run_dir.spec_json, item.run.model_dump(mode="json"))
+        if run.variant in generated:
+            write_text_atomic(run_dir.variant_xml, generated[run.variant])
+        write_json_atomic(run_dir.spec_json, run.model_dump(mode="json"))
 
 
 def variants_record(plan: SweepPlan) -> SweepVariants:

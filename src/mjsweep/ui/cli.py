@@ -101,7 +101,7 @@ def run(
     # Before anything else, so that its imports overlap all that follows. Should `sweep run` end
     # before the launcher adopts it, it ends too: it dies with this process.
     template = None if dry_run else early_template(backend, start_with)
-    from ..engine.sweep import decide, execute, in_start_order, prepare
+    from ..engine.sweep import decide, execute, in_start_order, planned_runs, prepare
     from ..plan.order import Order
 
     try:
@@ -130,8 +130,8 @@ def run(
                    grace=grace) as (launcher, options, progress, default):
         note = None if workers or quiet or not default.source else f"workers: {default.workers} ({default.source})"
         try:
-            outcome = execute(plan, launcher, options, on_event=progress.event,
-                              on_planned=_announce_then(note, progress.planned), order=start)
+            outcome = execute(plan, planned_runs(plan, start), launcher, options, on_event=progress.event,
+                              on_planned=_announce_then(note, progress.planned))
         finally:
             if pictures:
                 _keep_contact_sheet(pictures, plan.sweep_dir)
