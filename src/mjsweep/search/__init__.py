@@ -4,6 +4,6 @@
 `tpe.py` with it); `record.py` is the study's append-only record (trials.jsonl), its source of truth;
 `trials.py` turns a trial into ordinary runs; `source.py` hands the scheduler the next run whenever a slot
 is free and tells each trial its objective (`objective.py`), stopping trials that `prune.py` judges behind;
-`execute.py` runs a search under the sweep's lock; `results.py` ranks the trials for `sweep report`
-and `sweep plot`.
+`execute.py` hands sweep.execute a search's runs and previews its first trials; `results.py` ranks the
+trials for `sweep report` and `sweep plot`.
 """

@@ -1,5 +1,5 @@
-"""A search from checked plan to ended trials: under the sweep's lock, the scheduler fed by the search; and
-what a dry run shows (the space, the first trials each study's sampler proposes)."""
+"""A search as sweep.execute runs it: its trials as a source of runs, once what a dead launcher left is
+settled; and what a dry run shows (the space, the first trials each study's sampler proposes)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
-from ..engine.scheduler import Event, EventKind, Scheduler, SchedulerOptions, SweepOutcome
-from ..engine.sweep import SweepPlan, kill_orphan, sweep_lock, variants_record
-from ..launchers.base import Launcher
+from ..engine.recorder import StatusRecorder
+from ..engine.scheduler import Event, EventKind
+from ..engine.sweep import Runs, RunsOpener, SweepPlan, kill_orphan
 from ..plan.planned import Action, PlannedRun, Reason
-from ..sweepdir.files import CorruptFileError, RunState, SweepDir, now_iso, write_model, write_text_atomic
+from ..sweepdir.files import CorruptFileError, RunState, SweepDir, now_iso
 from .record import TrialRecord, TrialState
 from .samplers import make_sampler
 from .source import SearchSource
@@ -22,27 +20,19 @@ from .trials import Study, studies
 PREVIEW_TRIALS = 5
 
 
-def run_search(plan: SweepPlan, launcher: Launcher, options: SchedulerOptions,
-               on_event: Callable[[Event], None] = lambda e: None,
-               on_planned: Callable[[list[PlannedRun]], None] = lambda p: None) -> SweepOutcome:
-    """Run the search's trials until each study has asked its budget and every trial has ended. Raises
-    SweepLockedError (an InputError) before anything starts if another launcher holds the sweep."""
-    spec = plan.spec
-    plan.sweep_dir.path.mkdir(parents=True, exist_ok=True)
-    with sweep_lock(plan.sweep_dir):
-        write_text_atomic(plan.sweep_dir.sweep_yaml, yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False))
-        write_model(plan.sweep_dir.variants_json, variants_record(plan))
-        source = SearchSource(spec, studies(spec, [c.variant for c in plan.checks]), plan.sweep_dir,
+def search_runs(plan: SweepPlan) -> RunsOpener:
+    """The search's trials, run until each study has asked its budget and every trial has ended: the runs of
+    trials on record as running resume first."""
+    def open_runs(_recorder: StatusRecorder, on_event: Callable[[Event], None]) -> Runs:
+        source = SearchSource(plan.spec, studies(plan.spec, [c.variant for c in plan.checks]), plan.sweep_dir,
                               on_event=on_event)
         settle_pruned(plan.sweep_dir, source.records())
         resumed = source.queued_runs()
-        for run in resumed:
-            kill_orphan(plan.sweep_dir.run(run.run_id))  # left running by a launcher that is gone
-        on_planned([PlannedRun(run, Action.RESUME, "a trial's run", Reason.ENDED) for run in resumed])
-        on_event(Event(EventKind.TRIAL, None, source.summary()))
-        outcome = Scheduler(launcher, plan.sweep_dir, options, on_event=on_event).run([], source=source)
-        outcome.succeeded[:0] = source.skipped
-        return outcome
+        return Runs([PlannedRun(run, Action.RESUME, "a trial's run", Reason.ENDED) for run in resumed],
+                    source=source, skipped=source.skipped,
+                    orphans=[run.run_id for run in resumed],  # left running by a launcher that is gone
+                    notes=[Event(EventKind.TRIAL, None, source.summary())])
+    return open_runs
 
 
 def settle_pruned(sweep_dir: SweepDir, records: list[TrialRecord]) -> None:

@@ -167,6 +167,7 @@ def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, 
                 timeout_s: float | None, grace: float, quiet: bool, gpus: str | None, address: str | None,
                 start_with: str, template) -> None:
     """`sweep run` on a spec with a search section (docs/search.md); exits when done."""
+    from ..engine.sweep import execute
     from ..search import execute as searchlib
     from . import trials as show
 
@@ -186,8 +187,8 @@ def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, 
     with _launched(plan, out, backend=backend, workers=workers, quiet=quiet, gpus=gpus, address=address,
                    start_with=start_with, template=template, retries=retries, timeout_s=timeout_s,
                    grace=grace) as (launcher, options, progress, _):
-        outcome = searchlib.run_search(plan, launcher, options, on_event=progress.event,
-                                       on_planned=progress.planned)
+        outcome = execute(plan, searchlib.search_runs(plan), launcher, options, on_event=progress.event,
+                          on_planned=progress.planned)
     tables.outcome_summary(out, plan, outcome)
     raise typer.Exit(outcome.exit_code)
 
