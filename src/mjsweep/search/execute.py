@@ -11,7 +11,7 @@ from ..engine.recorder import StatusRecorder
 from ..engine.scheduler import Event, EventKind
 from ..engine.sweep import Runs, RunsOpener, SweepPlan, kill_orphan
 from ..plan.planned import Action, PlannedRun, Reason
-from ..sweepdir.files import CorruptFileError, RunState, SweepDir, now_iso
+from ..sweepdir.files import RunState, SweepDir, now_iso
 from .record import TrialRecord, TrialState
 from .samplers import make_sampler
 from .source import SearchSource
@@ -23,10 +23,10 @@ PREVIEW_TRIALS = 5
 def search_runs(plan: SweepPlan) -> RunsOpener:
     """The search's trials, run until each study has asked its budget and every trial has ended: the runs of
     trials on record as running resume first."""
-    def open_runs(_recorder: StatusRecorder, on_event: Callable[[Event], None]) -> Runs:
+    def open_runs(recorder: StatusRecorder, on_event: Callable[[Event], None]) -> Runs:
         source = SearchSource(plan.spec, studies(plan.spec, [c.variant for c in plan.checks]), plan.sweep_dir,
                               on_event=on_event)
-        settle_pruned(plan.sweep_dir, source.records())
+        settle_pruned(plan.sweep_dir, source.records(), recorder)
         resumed = source.queued_runs()
         return Runs([PlannedRun(run, Action.RESUME, "a trial's run", Reason.ENDED) for run in resumed],
                     source=source, skipped=source.skipped,
@@ -35,21 +35,20 @@ def search_runs(plan: SweepPlan) -> RunsOpener:
     return open_runs
 
 
-def settle_pruned(sweep_dir: SweepDir, records: list[TrialRecord]) -> None:
+def settle_pruned(sweep_dir: SweepDir, records: list[TrialRecord], recorder: StatusRecorder | None = None) -> None:
     """A pruned trial's run that a launcher which died while stopping it left marked running: its worker is
-    ended and the run recorded pruned, as the launcher would have."""
+    ended and the run recorded pruned through the sweep's one writer of status.json (the scheduler's
+    recorder; without one, a recorder whose warnings go nowhere), as the launcher would have."""
+    recorder = recorder or StatusRecorder(sweep_dir, warn=lambda run_id, message: None)
     for record in records:
         if record.state is not TrialState.PRUNED:
             continue
         for run_id in record.runs:
             run_dir = sweep_dir.run(run_id)
-            try:
-                status = run_dir.read_status()
-            except CorruptFileError:
-                continue
+            status = recorder.previous(run_dir)
             if status is not None and status.state is RunState.RUNNING:
                 kill_orphan(run_dir)
-                run_dir.write_status(status.model_copy(update={"state": RunState.PRUNED, "ended_at": now_iso()}))
+                recorder.record(run_dir, status.model_copy(update={"state": RunState.PRUNED, "ended_at": now_iso()}))
 
 
 @dataclass(frozen=True)
