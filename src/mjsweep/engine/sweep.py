@@ -295,11 +295,15 @@ def _write_sweep_files(plan: SweepPlan, runs: list[RunSpec]) -> None:
     write_model(plan.sweep_dir.variants_json, variants_record(plan))
     generated = {c.variant.name: c.variant.xml_text for c in plan.checks if c.variant.xml_text is not None}
     for run in runs:
-        run_dir = plan.sweep_dir.run(run.run_id)
-        run_dir.path.mkdir(exist_ok=True)
-        if run.variant in generated:
-            write_text_atomic(run_dir.variant_xml, generated[run.variant])
-        write_json_atomic(run_dir.spec_json, run.model_dump(mode="json"))
+        write_run_dir(plan.sweep_dir.run(run.run_id), run, generated.get(run.variant))
+
+
+def write_run_dir(run_dir: RunDir, run: RunSpec, xml_text: str | None) -> None:
+    """What the worker reads: spec.json, and variant.xml for a generated robot (`xml_text`)."""
+    run_dir.path.mkdir(parents=True, exist_ok=True)
+    if xml_text is not None:
+        write_text_atomic(run_dir.variant_xml, xml_text)
+    write_json_atomic(run_dir.spec_json, run.model_dump(mode="json"))
 
 
 def variants_record(plan: SweepPlan) -> SweepVariants:

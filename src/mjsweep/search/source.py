@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine.scheduler import Event, EventKind
+from ..engine.sweep import write_run_dir
 from ..plan.runs import RunSpec
 from ..spec.sweepspec import SweepSpec
-from ..sweepdir.files import CorruptFileError, RunState, SweepDir, succeeded, write_json_atomic, write_text_atomic
+from ..sweepdir.files import CorruptFileError, RunState, SweepDir, succeeded
 from . import prune as prunelib
 from . import record as recordlib
 from .objective import evaluations, run_value, trial_value
@@ -187,11 +188,7 @@ class SearchSource:
     def _hand_out(self, trial: _Trial, run_id: str) -> RunSpec:
         """Writes the run's folder (spec.json, and variant.xml for a generated robot) just before it starts."""
         run = trial.runs[run_id]
-        run_dir = self.sweep_dir.run(run_id)
-        run_dir.path.mkdir(parents=True, exist_ok=True)
-        if trial.xml_text is not None:
-            write_text_atomic(run_dir.variant_xml, trial.xml_text)
-        write_json_atomic(run_dir.spec_json, run.model_dump(mode="json"))
+        write_run_dir(self.sweep_dir.run(run_id), run, trial.xml_text)
         return run
 
     def _variant_xml(self, run_id: str) -> Any:
