@@ -22,7 +22,7 @@ def test_a_checkpoint_is_due_at_whichever_comes_first():
 
 def test_a_spec_json_written_before_the_key_checkpoints_every_five_minutes():
     from helpers.fake_sweep import run_spec
-    from mjsweep.plan.runs import RunSpec
+    from mjsweep.sweepdir.models import RunSpec
 
     old = run_spec("v", 0).model_dump(mode="json")
     del old["checkpoint_every_s"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from helpers.fake_sweep import make_run, result, run_spec
 from mjsweep.engine.sweep import _decide_one
 from mjsweep.plan.planned import Action, Reason
-from mjsweep.sweepdir.files import RunState, SweepDir
+from mjsweep.sweepdir.files import SweepDir
+from mjsweep.sweepdir.models import RunState
 
 
 def test_each_kind_of_folder_gets_its_action_reason_and_note(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 
 from mjsweep.engine.failures import RETRYABLE, classify, should_retry
 from mjsweep.launchers.base import RETURNCODE_LOST, ExitKind, RunExit
-from mjsweep.sweepdir.files import FailureClass
+from mjsweep.sweepdir.models import FailureClass
 
 EXITS = {
     "exit 0": RunExit.exited(0),

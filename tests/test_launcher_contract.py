@@ -22,9 +22,9 @@ from mjsweep.engine.failures import RETRYABLE, classify
 from mjsweep.engine.sweep import prepare
 from mjsweep.launchers.base import ExitKind, Launcher, RunExit, RunHandle
 from mjsweep.launchers.local import LocalLauncher
-from mjsweep.plan.runs import RunSpec
 from mjsweep.spec.sweepspec import SlurmSpec
-from mjsweep.sweepdir.files import FailureClass, RunDir, SweepDir, write_json_atomic
+from mjsweep.sweepdir.files import RunDir, SweepDir, write_json_atomic
+from mjsweep.sweepdir.models import FailureClass, RunSpec
 from test_ray import cluster  # noqa: F401  (the two-node Ray cluster fixture)
 from test_slurm import slurm_cluster  # noqa: F401  (skips unless a SLURM cluster is up)
 

@@ -25,7 +25,8 @@ from helpers.fake_sweep import make_run, result, run_spec, write_progress
 from helpers.images import not_blank
 from mjsweep.engine.scheduler import Event, EventKind
 from mjsweep.plan.planned import Action, PlannedRun
-from mjsweep.sweepdir.files import RunState, SweepDir
+from mjsweep.sweepdir.files import SweepDir
+from mjsweep.sweepdir.models import RunState
 from mjsweep.ui import live, runs_table
 
 SUMMARY = re.compile(r"^\[ *[\d.]+s\] summary +.*\| [\d.k]+/1\.0k steps \(\d+%\), \d+ fps, ETA \S+$")

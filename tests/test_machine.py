@@ -17,7 +17,8 @@ from mjsweep.engine.machine import (
     cpu_reading,
 )
 from mjsweep.engine.sweep import sweep_lock
-from mjsweep.sweepdir.files import RunState, SweepDir
+from mjsweep.sweepdir.files import SweepDir
+from mjsweep.sweepdir.models import RunState
 from mjsweep.ui import live
 from mjsweep.ui.status import load_warnings, read_sweep
 

@@ -15,9 +15,8 @@ import pytest
 
 from conftest import wait_for, write_spec
 from mjsweep.engine.sweep import prepare
-from mjsweep.plan.runs import RunSpec
 from mjsweep.sweepdir.files import RunDir, read_model
-from mjsweep.sweepdir.models import BestRecord
+from mjsweep.sweepdir.models import BestRecord, RunSpec
 
 
 def runs_of(tmp_path: Path, spec: dict) -> list[RunSpec]:

@@ -7,8 +7,8 @@ import re
 
 from conftest import TINY_XML, run_sweep, write_spec
 from mjsweep.plan.order import Order, expected_costs, measured_fps, start_order
-from mjsweep.plan.runs import RunSpec
 from mjsweep.sweepdir.files import SweepDir, write_json_atomic
+from mjsweep.sweepdir.models import RunSpec
 from test_scheduler import FakeClock, FakeLauncher, Script, scheduler
 
 

@@ -8,7 +8,7 @@ import pytest
 from conftest import run_sweep
 from helpers.fake_sweep import make_run, result, run_spec
 from helpers.images import not_blank
-from mjsweep.sweepdir.files import RunState
+from mjsweep.sweepdir.models import RunState
 from mjsweep.ui.plot import Curve, band, read_curve
 
 

@@ -6,7 +6,8 @@ import json
 
 from helpers.fake_sweep import run_spec
 from mjsweep.engine.recorder import StatusRecorder
-from mjsweep.sweepdir.files import RunState, RunStatus, SweepDir, write_json_atomic
+from mjsweep.sweepdir.files import SweepDir, write_json_atomic
+from mjsweep.sweepdir.models import RunState, RunStatus
 
 
 def test_status_for_every_change_and_an_index_line_for_each_end(tmp_path):

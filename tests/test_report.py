@@ -16,8 +16,7 @@ from helpers.fake_sweep import make_run, result, run_spec
 from mjsweep.results import stats
 from mjsweep.results.report import aggregate
 from mjsweep.results.rows import collect
-from mjsweep.sweepdir.files import RunState
-from mjsweep.sweepdir.models import RunResult
+from mjsweep.sweepdir.models import RunResult, RunState
 from mjsweep.ui.cli import app
 
 RETURNS_A = [10.0, 20.0, 30.0, 100.0]  # mean 40, IQM 25 (drops 10 and 100)

@@ -9,7 +9,8 @@ import signal
 import time
 
 from conftest import run_sweep, write_spec
-from mjsweep.sweepdir.files import CorruptFileError, RunDir, RunState, RunStatus, read_json, write_json_atomic
+from mjsweep.sweepdir.files import CorruptFileError, RunDir, read_json, write_json_atomic
+from mjsweep.sweepdir.models import RunState, RunStatus
 
 
 def _rewrite_forever(path: str) -> None:

@@ -11,7 +11,8 @@ from mjsweep.engine.sweep import _reindex
 from mjsweep.plan.planned import Action, PlannedRun
 from mjsweep.results.runview import index_entry
 from mjsweep.sweepdir import index as runindex
-from mjsweep.sweepdir.files import RunState, SweepDir, write_json_atomic
+from mjsweep.sweepdir.files import SweepDir, write_json_atomic
+from mjsweep.sweepdir.models import RunState
 from mjsweep.ui.status import read_sweep
 from test_scheduler import FakeClock, FakeLauncher, Script, scheduler
 from test_scheduler import make_run as scheduled_run

@@ -13,8 +13,8 @@ from mjsweep.engine.scheduler import EventKind, Scheduler, SchedulerOptions
 from mjsweep.errors import LaunchError
 from mjsweep.launchers.base import Launcher, RunExit
 from mjsweep.launchers.local import LocalLauncher
-from mjsweep.plan.runs import RunSpec
-from mjsweep.sweepdir.files import FailureClass, RunState, SweepDir, write_json_atomic
+from mjsweep.sweepdir.files import SweepDir, write_json_atomic
+from mjsweep.sweepdir.models import FailureClass, RunSpec, RunState
 
 
 def make_run(i: int, cpus: int = 1) -> RunSpec:

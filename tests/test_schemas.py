@@ -10,13 +10,23 @@ from typer.testing import CliRunner
 from conftest import TINY_XML, write_spec
 from helpers.fake_sweep import make_run, result, run_spec
 from mjsweep.engine.sweep import Action, _decide_one, prepare, variants_record
-from mjsweep.plan.runs import RunSpec
 from mjsweep.results.rows import read_row
 from mjsweep.results.runview import view_of
 from mjsweep.sweepdir import index as runindex
-from mjsweep.sweepdir.files import CorruptFileError, RunDir, RunState, RunStatus, SweepDir, succeeded, write_model
+from mjsweep.sweepdir.files import CorruptFileError, RunDir, SweepDir, write_model
 from mjsweep.sweepdir.index import IndexEntry
-from mjsweep.sweepdir.models import SCHEMA, CheckpointRecord, RunResult, SweepVariants, Timing, VariantRecord
+from mjsweep.sweepdir.models import (
+    SCHEMA,
+    CheckpointRecord,
+    RunResult,
+    RunSpec,
+    RunState,
+    RunStatus,
+    SweepVariants,
+    Timing,
+    VariantRecord,
+    succeeded,
+)
 from mjsweep.ui.cli import app
 
 RESULT = RunResult(run_id="v_s0", eval_mean_return=1.5, eval_std_return=0.5, timesteps=512, fps=900.0,

@@ -16,14 +16,15 @@ from helpers.fake_sweep import make_run, result
 from mjsweep.errors import SpecError
 from mjsweep.robots import variants as variantlib
 from mjsweep.search import prune
-from mjsweep.search.record import TrialRecord, TrialState, append, replay
+from mjsweep.search.record import append, replay
 from mjsweep.search.results import best_block, ranked, to_dicts, to_markdown
 from mjsweep.search.samplers import RandomSampler, SobolSampler, make_sampler
 from mjsweep.search.source import SearchSource
 from mjsweep.search.trials import studies
 from mjsweep.spec import sweepspec as speclib
 from mjsweep.spec.searchspace import Dimension, SearchSpec
-from mjsweep.sweepdir.files import RunState, SweepDir
+from mjsweep.sweepdir.files import SweepDir
+from mjsweep.sweepdir.models import RunState, TrialRecord, TrialState
 
 SEARCH = {
     "method": "random", "trials": 3, "seeds_per_trial": 2, "seed": 7,

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from conftest import TINY_XML, XML_DIR, launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
-from mjsweep.search.record import TrialState, replay
+from mjsweep.search.record import replay
 from mjsweep.search.samplers import RandomSampler
 from mjsweep.spec.searchspace import SearchSpec
 from mjsweep.sweepdir.files import RunDir
+from mjsweep.sweepdir.models import TrialState
 
 
 def search_spec(tmp_path: Path, **search) -> Path:

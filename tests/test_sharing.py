@@ -16,8 +16,7 @@ from helpers.fake_sweep import run_spec
 from helpers.rendering import CHROMEDRIVER, CHROMIUM, needs_browser, needs_gl
 from mjsweep.media.videos import NoVideo, choose
 from mjsweep.results.rows import ResultRow
-from mjsweep.sweepdir.files import RunState, RunStatus
-from mjsweep.sweepdir.models import RunResult
+from mjsweep.sweepdir.models import RunResult, RunState, RunStatus
 
 
 def row(seed: int, final: float, variant: str = "walker", ok: bool = True) -> ResultRow:

@@ -7,8 +7,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from mjsweep.plan.runs import RunSpec
-from mjsweep.sweepdir.files import RunDir, RunState, RunStatus, write_json_atomic
+from mjsweep.sweepdir.files import RunDir, write_json_atomic
+from mjsweep.sweepdir.models import RunSpec, RunState, RunStatus
 
 PROGRESS_HEADER = ("iteration", "timesteps", "wall_s", "fps", "ep_rew_mean", "ep_len_mean", "rollout_s", "train_s")
 

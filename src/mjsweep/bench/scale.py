@@ -11,8 +11,8 @@ from pathlib import Path
 from ..engine.sweep import prepare
 from ..results.runview import index_entry
 from ..sweepdir import index as runindex
-from ..sweepdir.files import RunState, RunStatus, SweepDir
-from ..sweepdir.models import RunResult
+from ..sweepdir.files import SweepDir
+from ..sweepdir.models import RunResult, RunState, RunStatus
 from ..sweepdir.tables import PROGRESS_COLUMNS, csv_line
 from .batches import bench_spec, children_cpu_s, write_spec
 from .figures import BenchConfig, ScaleFigures

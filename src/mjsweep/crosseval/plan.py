@@ -7,12 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..plan.runs import RunSpec
 from ..results.stats import bootstrap_ci
-from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_json, succeeded
-
-CROSS_FOLDER = "cross"
-RESULT_SCHEMA = 1
+from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_model
+from ..sweepdir.models import CrossResult, RunSpec, succeeded
+from ..sweepdir.tables import CROSS_MATRIX_COLUMNS, csv_line
 
 
 @dataclass(frozen=True)
@@ -36,17 +34,9 @@ class PolicyJob:
     targets: list[Target]
 
 
-def cross_folder(sweep: SweepDir) -> Path:
-    return sweep.path / CROSS_FOLDER
-
-
-def result_path(sweep: SweepDir, run_id: str, test_variant: str) -> Path:
-    return cross_folder(sweep) / run_id / f"{test_variant}.json"
-
-
-def read_result(path: Path) -> dict[str, Any] | None:
+def read_result(path: Path) -> CrossResult | None:
     try:
-        return read_json(path)
+        return read_model(path, CrossResult)
     except CorruptFileError:
         return None  # a torn or foreign file: evaluated again
 
@@ -65,9 +55,9 @@ def jobs(sweep: SweepDir, trained: list[RunSpec], all_runs: list[RunSpec], episo
             template = envs.get((variant, _grid_key(run)))
             if template is None:
                 continue
-            path = result_path(sweep, run.run_id, variant)
+            path = sweep.cross_result(run.run_id, variant)
             done = read_result(path)
-            if done and done.get("episodes") == episodes:
+            if done and done.episodes == episodes:
                 continue
             targets.append(Target(variant, template.env, template.xml, template.env_kwargs,
                                   template.max_episode_steps, path))
@@ -99,16 +89,16 @@ def matrix(sweep: SweepDir, trained: list[RunSpec]) -> list[Cell]:
     returns: dict[tuple[str, str], list[float]] = {}
     skipped: dict[tuple[str, str], str] = {}
     for run in trained:
-        folder = cross_folder(sweep) / run.run_id
+        folder = sweep.cross_results(run.run_id)
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             result = read_result(path)
             if result is None:
                 continue
             key = (run.group, path.stem)
-            if result.get("skipped"):
-                skipped[key] = result["skipped"]
-            else:
-                returns.setdefault(key, []).append(float(result["mean"]))
+            if result.skipped:
+                skipped[key] = result.skipped
+            elif result.mean is not None:
+                returns.setdefault(key, []).append(result.mean)
     cells = []
     for key in sorted(set(returns) | set(skipped)):
         values = returns.get(key, [])
@@ -121,7 +111,7 @@ def matrix(sweep: SweepDir, trained: list[RunSpec]) -> list[Cell]:
 
 
 def to_csv(cells: list[Cell]) -> str:
-    lines = ["train,test,seeds,mean,ci95_low,ci95_high,skipped"]
+    lines = [csv_line(CROSS_MATRIX_COLUMNS).rstrip("\n")]
     for c in cells:
         numbers = ["" if v is None else f"{v:.6g}" for v in (c.mean, c.ci_low, c.ci_high)]
         lines.append(",".join([_csv(c.train), _csv(c.test), str(c.seeds), *numbers, _csv(c.skipped)]))

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..launchers.spawn import spawn_worker, worker_env
 from ..sweepdir.files import RunDir, SweepDir, write_text_atomic
-from .plan import Cell, PolicyJob, cross_folder, jobs, matrix, to_csv, trained_runs
+from .plan import Cell, PolicyJob, jobs, matrix, to_csv, trained_runs
 
 GRACE_S = 5.0
 POLL_S = 0.2
@@ -48,11 +48,9 @@ def evaluate_cross(sweep: SweepDir, episodes: int, workers: int, deterministic: 
         f"{sum(len(j.targets) for j in todo)} pairs to evaluate, {workers} at once")
     failed = _run_all(todo, episodes, deterministic, workers, say) if todo else []
     cells = matrix(sweep, trained)
-    folder = cross_folder(sweep)
-    folder.mkdir(parents=True, exist_ok=True)
-    csv = folder / "matrix.csv"
+    sweep.cross.mkdir(parents=True, exist_ok=True)
+    csv, heatmap = sweep.cross_matrix_csv, sweep.cross_matrix_png
     write_text_atomic(csv, to_csv(cells))
-    heatmap = folder / "matrix.png"
     return CrossOutcome(cells, csv, heatmap if _heatmap(cells, sweep.path.name, heatmap) else None, len(todo),
                         failed)
 

@@ -1,9 +1,8 @@
 """`python -m mjsweep.crosseval.worker JOB.json`: one trained policy evaluated on several variants.
 
 JOB.json: {"model", "vecnormalize", "algo", "seed", "episodes", "deterministic", "targets": [{"variant", "env",
-"xml", "env_kwargs", "max_episode_steps", "result"}]}. Each target's result file is written atomically
-as soon as it is done: {"schema", "episodes", "mean", "std", "returns", "lengths"} or {"schema",
-"episodes", "skipped": why}.
+"xml", "env_kwargs", "max_episode_steps", "result"}]}. Each target's result file (sweepdir.models.CrossResult)
+is written atomically as soon as it is done.
 """
 
 from __future__ import annotations
@@ -13,26 +12,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..sweepdir.files import write_json_atomic
+from ..sweepdir.files import write_model
+from ..sweepdir.models import CrossResult
 from ..worker.normalization import load_frozen
-from .plan import RESULT_SCHEMA
 
 
-def evaluate_on(policy, target: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+def evaluate_on(policy, target: dict[str, Any], job: dict[str, Any]) -> CrossResult:
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
     from ..robots.envs import make_env
 
-    base = {"schema": RESULT_SCHEMA, "episodes": job["episodes"]}
     env: VecEnv = DummyVecEnv([lambda: Monitor(make_env(target["env"], Path(target["xml"]), target["env_kwargs"],
                                                         target["max_episode_steps"]))])
     try:
         for what, trained, here in (("observation", policy.observation_space, env.observation_space),
                                     ("action", policy.action_space, env.action_space)):
             if trained.shape != here.shape:
-                return {**base, "skipped": f"{what} space {here.shape} differs from the policy's {trained.shape}"}
+                return CrossResult(episodes=job["episodes"],
+                                   skipped=f"{what} space {here.shape} differs from the policy's {trained.shape}")
         if job.get("vecnormalize"):
             env = load_frozen(job["vecnormalize"], env)
         env.seed(job["seed"] + 2_000_003)  # apart from training's and the final evaluation's seeds
@@ -44,11 +43,11 @@ def evaluate_on(policy, target: dict[str, Any], job: dict[str, Any]) -> dict[str
     values = [float(r) for r in returns]
     mean = sum(values) / len(values)
     std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
-    return {**base, "mean": mean, "std": std, "returns": values, "lengths": [int(n) for n in lengths]}
+    return CrossResult(episodes=job["episodes"], mean=mean, std=std, returns=values, lengths=[int(n) for n in lengths])
 
 
-def _outcome(result: dict[str, Any]) -> str:
-    return f"skipped: {result['skipped']}" if "skipped" in result else f"mean return {result['mean']:.2f}"
+def _outcome(result: CrossResult) -> str:
+    return f"skipped: {result.skipped}" if result.skipped else f"mean return {result.mean:.2f}"
 
 
 def main(job_path: str) -> None:
@@ -63,7 +62,7 @@ def main(job_path: str) -> None:
         result = evaluate_on(policy, target, job)
         path = Path(target["result"])
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(path, result)
+        write_model(path, result)
         print(f"cross: {Path(job['model']).parent.name} on {target['variant']}: "
               f"{_outcome(result)}", flush=True)
 

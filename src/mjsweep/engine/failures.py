@@ -4,7 +4,7 @@ scheduler gathers the facts (how the run exited, whether it was asked to stop, r
 from __future__ import annotations
 
 from ..launchers.base import ExitKind, RunExit
-from ..sweepdir.files import FailureClass
+from ..sweepdir.models import FailureClass
 
 WORKER_INTERRUPTED = 130
 """The worker's exit code after a requested stop and a saved checkpoint."""

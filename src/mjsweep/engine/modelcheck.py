@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..launchers.spawn import worker_env
-from ..plan.runs import RunSpec
+from ..sweepdir.models import RunSpec
 
 CHECKED_BY_SPEC = frozenset({
     "learning_rate", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "clip_range_vf",

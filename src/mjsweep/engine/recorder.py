@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..results.runview import index_entry
-from ..sweepdir.files import CorruptFileError, RunDir, RunStatus, SweepDir, read_json
+from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_json
 from ..sweepdir.index import ENDED_STATES, IndexWriter
+from ..sweepdir.models import RunStatus
 
 
 class StatusRecorder:

@@ -20,8 +20,8 @@ import psutil
 
 from ..errors import LaunchError
 from ..launchers.base import Launcher, RunExit, RunHandle
-from ..plan.runs import RunSpec
-from ..sweepdir.files import FailureClass, RunState, RunStatus, SweepDir, now_iso
+from ..sweepdir.files import SweepDir, now_iso
+from ..sweepdir.models import FailureClass, RunSpec, RunState, RunStatus
 from .failures import classify, should_retry
 from .memory import memory_admits, run_memory_mb
 from .recorder import StatusRecorder

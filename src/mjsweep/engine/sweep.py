@@ -23,24 +23,14 @@ from ..launchers.base import Launcher
 from ..plan import runs as planlib
 from ..plan.order import Order, measured_fps, start_order
 from ..plan.planned import Action, PlannedRun, Reason
-from ..plan.runs import RunSpec
 from ..results.runview import index_entry
 from ..robots import variants as variantlib
 from ..robots.envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
 from ..robots.modelfiles import error_location
 from ..spec import sweepspec as speclib
 from ..sweepdir import index as runindex
-from ..sweepdir.files import (
-    CorruptFileError,
-    RunDir,
-    RunState,
-    SweepDir,
-    succeeded,
-    write_json_atomic,
-    write_model,
-    write_text_atomic,
-)
-from ..sweepdir.models import SweepVariants, VariantRecord
+from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, write_json_atomic, write_model, write_text_atomic
+from ..sweepdir.models import RunSpec, RunState, SweepVariants, VariantRecord, succeeded
 from ..worker.tracking import check_tracking
 from .modelcheck import ModelCheck
 from .recorder import StatusRecorder

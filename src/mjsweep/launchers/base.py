@@ -9,8 +9,8 @@ from enum import Enum
 from types import TracebackType
 from typing import Protocol, Self
 
-from ..plan.runs import RunSpec
 from ..sweepdir.files import RunDir, SweepDir
+from ..sweepdir.models import RunSpec
 
 RETURNCODE_LOST = -255
 """status.json's returncode for a run whose node, job or task vanished (no signal has this number)."""

@@ -14,8 +14,8 @@ from typing import Protocol
 
 import psutil
 
-from ..plan.runs import RunSpec
 from ..sweepdir.files import RunDir
+from ..sweepdir.models import RunSpec
 from .base import Launcher, RunExit
 from .gpus import GpuSlots
 from .spawn import spawn_worker, worker_command, worker_env

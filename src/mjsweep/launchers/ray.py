@@ -21,8 +21,8 @@ import ray
 from ray.exceptions import ActorUnavailableError, RayError
 
 from ..errors import LauncherConfigError, LaunchError
-from ..plan.runs import RunSpec
 from ..sweepdir.files import CorruptFileError, RunDir
+from ..sweepdir.models import RunSpec
 from .base import Launcher, RunExit
 from .filesync import Shipment, apply, pack_model, run_files
 from .ray_task import LAUNCHER_OWNED, RunAttempt

@@ -21,9 +21,9 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import LauncherConfigError, LaunchError
-from ..plan.runs import RunSpec
 from ..spec.sweepspec import SlurmSpec
 from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, write_text_atomic
+from ..sweepdir.models import RunSpec
 from .base import Launcher, RunExit
 from .spawn import THREAD_VARS
 

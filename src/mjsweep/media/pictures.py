@@ -13,11 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..sweepdir.files import CONTACT_SHEET_PNG
 from .camera import Box, CameraPose, framing
 from .gl import open_gl_or_exit, run_job
 from .sheet import contact_sheet, save_png
-
-CONTACT_SHEET = "contact_sheet.png"
 
 
 def start_state(item: dict):
@@ -71,7 +70,7 @@ def main(job_path: str) -> None:
         tiles.append(render(mujoco, model, data, pose, width, height))
         save_png(tiles[-1], folder / f"{item['name']}.png")
         print(f"pictures: {i}/{len(scenes)} {item['name']}", file=sys.stderr, flush=True)
-    save_png(contact_sheet(tiles, [item["caption"] for item in job["items"]]), folder / CONTACT_SHEET)
+    save_png(contact_sheet(tiles, [item["caption"] for item in job["items"]]), folder / CONTACT_SHEET_PNG)
     for env in envs:
         env.close()
 

@@ -31,10 +31,10 @@ def rollout_frames(mujoco, item: dict, width: int, height: int, seconds: float):
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
-    from ..plan.runs import RunSpec
     from ..robots.envs import make_env
     from ..spec.algos import algorithm_class
     from ..sweepdir.files import RunDir
+    from ..sweepdir.models import RunSpec
 
     torch.set_num_threads(1)
     spec = RunSpec.model_validate_json(RunDir(Path(item["run_dir"])).spec_json.read_text(encoding="utf-8"))

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..robots import variants as variantlib
+from ..sweepdir.files import CONTACT_SHEET_PNG
 from .gl import run_render_process
-from .pictures import CONTACT_SHEET
 
 if TYPE_CHECKING:
     from ..engine.sweep import SweepPlan
@@ -44,4 +44,4 @@ def render_variant_pictures(plan: SweepPlan, folder: Path, size: tuple[int, int]
         job.write_text(json.dumps({"width": size[0], "height": size[1], "folder": str(folder.resolve()),
                                    "items": items}), encoding="utf-8")
         backend = run_render_process("mjsweep.media.pictures", [str(job)])
-    return Pictures(folder / CONTACT_SHEET, backend)
+    return Pictures(folder / CONTACT_SHEET_PNG, backend)

@@ -19,7 +19,7 @@ from enum import Enum
 from statistics import median
 
 from ..sweepdir.files import CorruptFileError, SweepDir
-from .runs import RunSpec
+from ..sweepdir.models import RunSpec
 
 FpsKey = tuple[str, int, str]
 """(variant, n_envs, algo): runs that step the same model as many envs at once with the same algorithm run

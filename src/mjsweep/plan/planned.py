@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from .runs import RunSpec
+from ..sweepdir.models import RunSpec
 
 
 class Action(str, Enum):

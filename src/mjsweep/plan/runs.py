@@ -13,69 +13,15 @@ import itertools
 import json
 from typing import TYPE_CHECKING, Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
-
 from ..naming import format_value, sanitize
 from ..spec.algos import ALGO_NAMES, ALGOS, OFF_POLICY_CHECKPOINT_EVERY, OFF_POLICY_CHECKPOINT_EVERY_S
-from ..spec.sweepspec import SweepSpec, WandbSpec, normalize_kwargs
+from ..spec.sweepspec import SweepSpec, normalize_kwargs
+from ..sweepdir.models import RunSpec
 
 if TYPE_CHECKING:  # variants imports MuJoCo's edit machinery, which `sweep status` never needs
     from ..robots.variants import Variant
 
 MAX_ID_LENGTH = 180  # well under the 255-byte file name limit, with room for temp-file suffixes
-
-
-class RunSpec(BaseModel):
-    """Everything the worker needs for one run; written to the run dir as spec.json."""
-
-    model_config = ConfigDict(frozen=True)
-
-    run_id: str
-    sweep: str
-    variant: str
-    grid: dict[str, Any]
-    """This run's value for each grid key (empty without a grid)."""
-    seed: int
-    env: str
-    xml: str
-    xml_sha256: str
-    env_kwargs: dict[str, Any]
-    max_episode_steps: int | None
-    policy: str
-    algo: str = "ppo"
-    """The stable-baselines3 algorithm (algos.ALGOS); spec.json files written before the key train PPO."""
-    hyperparams: dict[str, Any] = Field(validation_alias=AliasChoices("hyperparams", "ppo"))
-    """The algorithm's keyword arguments as the spec gives them (RL Zoo spellings: schedules, noise);
-    spec.json files written before `algo` call them `ppo`."""
-    total_timesteps: int
-    n_envs: int
-    vec_env: str = "dummy"
-    checkpoint_every: int
-    checkpoint_every_s: float | None = 300.0
-    """Seconds between checkpoints (whichever comes first with checkpoint_every); not in content_hash,
-    as checkpoint_every is not: when a run saves does not change what it computes."""
-    eval_episodes: int
-    eval_deterministic: bool
-    eval_every: int | None = None
-    """Timesteps between periodic evaluations; None: the final one only. Not in content_hash: an
-    evaluation runs on its own env and random state, so training computes the same with or without."""
-    content_hash: str
-    cpus: int = 1
-    """CPU slots the run takes from the scheduler's cap (processes or threads it uses)."""
-    device: str = "cpu"
-    """torch device of the run; "cuda" runs take a GPU slot."""
-    tensorboard: bool = False
-    """Log to <run dir>/tensorboard. Kept out of content_hash: logging does not change what a run computes."""
-    normalize: dict[str, Any] | None = None
-    """VecNormalize's keyword arguments, every one written out; None: no normalization. In content_hash
-    when set (a run without it keeps the id it had before the key existed)."""
-    wandb: WandbSpec | None = None
-    """Log to Weights & Biases (tracking.py); out of content_hash as tensorboard is."""
-
-    @property
-    def group(self) -> str:
-        """Runs that differ only by seed share a group: the unit a report aggregates over."""
-        return _group_key(self.variant, self.grid)
 
 
 def expand(spec: SweepSpec, variants: list[Variant]) -> list[RunSpec]:
@@ -173,10 +119,6 @@ def cpus_per_run(spec: SweepSpec) -> int:
     """The spec's cpus_per_run, else what a run uses: one slot per process, each on one thread
     (a DummyVecEnv steps its n_envs environments in turn in the run's one process)."""
     return spec.cpus_per_run or (spec.n_envs if spec.vec_env == "subproc" else 1)
-
-
-def _group_key(variant: str, grid: dict[str, Any]) -> str:
-    return " ".join([variant, *(f"{k}={format_value(v)}" for k, v in grid.items())])
 
 
 def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:

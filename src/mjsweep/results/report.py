@@ -12,7 +12,7 @@ from typing import Any
 
 from ..robots.variants import ModelStats
 from ..sweepdir.files import CorruptFileError, SweepDir
-from ..sweepdir.tables import read_evaluations
+from ..sweepdir.tables import REPORT_COLUMNS, read_evaluations
 from . import stats
 from .rows import ResultRow
 
@@ -139,13 +139,8 @@ def _compiled_stats(xml: Path) -> ModelStats | None:
         return None
 
 
-CSV_FIELDS = ("variant", "grid", "runs", "succeeded", "failed", "mean_return", "std_return", "iqm_return",
-              "ci95_low", "ci95_high", "mean_fps", "mean_eval_s", "total_mass", "bodies", "joints", "actuators",
-              "mean_best_return", "mean_eval_auc", "mean_checkpoint_s", "mean_checkpoint_mb")
-
-
 def table_rows(groups: list[GroupRow]) -> list[list[str]]:
-    """One list of cells per group, in CSV_FIELDS order; '' where there is no value."""
+    """One list of cells per group, in REPORT_COLUMNS order; '' where there is no value."""
     out = []
     for g in groups:
         m = g.model
@@ -161,14 +156,14 @@ def table_rows(groups: list[GroupRow]) -> list[list[str]]:
 def to_csv(groups: list[GroupRow]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_FIELDS)
+    writer.writerow(REPORT_COLUMNS)
     writer.writerows(table_rows(groups))
     return buf.getvalue()
 
 
 def to_markdown(groups: list[GroupRow], title: str, warnings: list[str]) -> str:
     lines = [f"# {title}", "", "Final evaluation return over seeds, best first (95% CI: percentile bootstrap).",
-             "", "| " + " | ".join(CSV_FIELDS) + " |", "|" + "---|" * len(CSV_FIELDS)]
+             "", "| " + " | ".join(REPORT_COLUMNS) + " |", "|" + "---|" * len(REPORT_COLUMNS)]
     lines += ["| " + " | ".join(c.replace("|", "\\|") or "-" for c in cells) + " |" for cells in table_rows(groups)]
     if warnings:
         lines += ["", "## Warnings", "", *(f"- {w}" for w in warnings)]

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..plan.runs import RunSpec
-from ..sweepdir.files import CorruptFileError, RunDir, RunState, RunStatus, SweepDir, read_bytes, succeeded
-from ..sweepdir.models import RunResult
+from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_bytes
+from ..sweepdir.models import RunResult, RunSpec, RunState, RunStatus, succeeded
 
 T = TypeVar("T")
 

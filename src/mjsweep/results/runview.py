@@ -12,9 +12,9 @@ import socket
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..sweepdir.files import RunDir, RunState, RunStatus
+from ..sweepdir.files import RunDir
 from ..sweepdir.index import IndexEntry
-from ..sweepdir.models import RunResult
+from ..sweepdir.models import RunResult, RunState, RunStatus
 from ..sweepdir.tables import Progress, read_progress
 from .rows import read_row
 

@@ -11,8 +11,8 @@ from ..engine.recorder import StatusRecorder
 from ..engine.scheduler import Event, EventKind
 from ..engine.sweep import Runs, RunsOpener, SweepPlan, kill_orphan
 from ..plan.planned import Action, PlannedRun, Reason
-from ..sweepdir.files import RunState, SweepDir, now_iso
-from .record import TrialRecord, TrialState
+from ..sweepdir.files import SweepDir, now_iso
+from ..sweepdir.models import RunState, TrialRecord, TrialState
 from .samplers import make_sampler
 from .source import SearchSource
 from .trials import Study, studies

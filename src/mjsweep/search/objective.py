@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..results.stats import bootstrap_ci, iqm, mean_over_span
-from ..sweepdir.files import CorruptFileError, RunDir, succeeded
+from ..sweepdir.files import CorruptFileError, RunDir
+from ..sweepdir.models import succeeded
 from ..sweepdir.tables import read_evaluations
 
 

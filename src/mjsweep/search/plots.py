@@ -6,7 +6,8 @@ from pathlib import Path
 
 from ..spec.searchspace import SearchSpec
 from ..sweepdir.files import SweepDir
-from .record import TrialState, replay
+from ..sweepdir.models import TrialState
+from .record import replay
 
 
 def plot_search(sweep_dir: SweepDir, search: SearchSpec, output: Path) -> list[Path]:

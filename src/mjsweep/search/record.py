@@ -9,46 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-from enum import Enum
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-RECORD_SCHEMA = 1
-
-
-class TrialState(str, Enum):
-    RUNNING = "running"    # asked; some of its seeds have not ended
-    COMPLETE = "complete"  # every seed ended, at least one succeeded: it has its objective
-    PRUNED = "pruned"      # stopped as behind the other trials of its study
-    FAILED = "failed"      # no seed succeeded, or its robot could not be built
-
-
-class TrialRecord(BaseModel):
-    model_config = ConfigDict(frozen=True, populate_by_name=True)
-
-    schema_version: int = Field(default=RECORD_SCHEMA, alias="schema")
-    study: str
-    """The study's key: the variant family and grid point it searches (one study per pair)."""
-    number: int
-    """The trial's number within its study, from 0."""
-    params: dict[str, Any]
-    runs: list[str]
-    """Its runs' ids, one per seed."""
-    state: TrialState
-    value: float | None = None
-    """The objective (complete), or the evaluation it was judged on (pruned)."""
-    seeds_ok: int = 0
-    note: str = ""
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return self.study, self.number
+from ..sweepdir.models import TrialRecord
 
 
 def append(path: Path, record: TrialRecord) -> None:
-    line = json.dumps(record.model_dump(mode="json", by_alias=True)) + "\n"
+    line = json.dumps(record.to_file()) + "\n"
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(line)
         fh.flush()
@@ -64,7 +33,7 @@ def replay(path: Path) -> list[TrialRecord]:
         return []
     for line in lines:
         try:
-            record = TrialRecord.model_validate(json.loads(line))
+            record = TrialRecord.from_json(line)
         except (ValueError, ValidationError):
             continue  # the last line of a launcher killed mid-write
         latest[record.key] = record

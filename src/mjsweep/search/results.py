@@ -12,8 +12,9 @@ from ..spec.algos import ALGO_NAMES
 from ..spec.searchspace import SearchSpec
 from ..spec.sweepspec import SweepSpec
 from ..sweepdir.files import SweepDir
+from ..sweepdir.models import TrialRecord, TrialState
 from .objective import confidence, run_value
-from .record import TrialRecord, TrialState, replay
+from .record import replay
 
 STATE_RANK = {TrialState.COMPLETE: 0, TrialState.PRUNED: 1, TrialState.RUNNING: 2, TrialState.FAILED: 3}
 

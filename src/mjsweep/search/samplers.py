@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..spec.searchspace import Dimension
-from .record import TrialRecord
+from ..sweepdir.models import TrialRecord
 
 
 class Sampler(Protocol):

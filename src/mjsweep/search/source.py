@@ -15,13 +15,12 @@ from typing import Any
 
 from ..engine.scheduler import Event, EventKind
 from ..engine.sweep import write_run_dir
-from ..plan.runs import RunSpec
 from ..spec.sweepspec import SweepSpec
-from ..sweepdir.files import CorruptFileError, RunState, SweepDir, succeeded
+from ..sweepdir.files import CorruptFileError, SweepDir
+from ..sweepdir.models import RunSpec, RunState, TrialRecord, TrialState, succeeded
 from . import prune as prunelib
 from . import record as recordlib
 from .objective import evaluations, run_value, trial_value
-from .record import TrialRecord, TrialState
 from .samplers import Sampler, make_sampler
 from .trials import Study, TrialBuildError, trial_runs
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.searchspace import Dimension
-from .record import TrialRecord, TrialState
+from ..sweepdir.models import TrialRecord, TrialState
 
 
 class TpeSampler:

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from ..naming import format_value
-from ..plan.runs import RunSpec, make_run
+from ..plan.runs import make_run
 from ..robots import edits as editlib
 from ..robots import variants as variantlib
 from ..robots.envs import EnvBuildError, probe_env
 from ..spec.searchspace import Dimension
 from ..spec.sweepspec import SweepSpec
+from ..sweepdir.models import RunSpec
 
 EDIT_PREFIX = "edits."
 

@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from ..errors import SpecError
+from ..sweepdir.models import WandbSpec
 from .activations import ACTIVATIONS, activation_name
 from .algos import ALGO_NAMES, ALGOS, INTEGER_KWARGS, Algo, key_problem, section_problem, value_problem
 from .editspec import PLACEHOLDER, EditSpec
@@ -169,18 +170,6 @@ class SlurmSpec(_Strict):
             if not line.startswith("--") or "\n" in line:
                 raise ValueError(f"{line!r}: each item is one sbatch option such as '--account=rl'")
         return extra
-
-
-class WandbSpec(_Strict):
-    """Weights & Biases: each run logs its progress rows and final result to a W&B run of its own."""
-
-    project: str = Field(min_length=1)
-    mode: Literal["offline", "online"] = "offline"
-    """offline: written to <run dir>/wandb/ only (`wandb sync` uploads it later); online: needs a login."""
-    entity: str | None = None
-    """The W&B team or user; default: the login's."""
-    tags: list[str] = []
-    """Tags added to every run, beside its variant and seed."""
 
 
 class TrackingSpec(_Strict):

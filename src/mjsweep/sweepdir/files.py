@@ -10,57 +10,18 @@ import json
 import os
 import tempfile
 from datetime import UTC, datetime
-from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from .models import CheckpointRecord, FileModel, RunResult, SweepVariants
+from .models import CheckpointRecord, FileModel, RunResult, RunStatus, SweepVariants
 
 M = TypeVar("M", bound=FileModel)
 
 
 class CorruptFileError(Exception):
     """A run file exists but cannot be read as what it should be."""
-
-
-class RunState(str, Enum):
-    PENDING = "pending"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    INTERRUPTED = "interrupted"
-    PRUNED = "pruned"  # a search stopped its trial as behind the others: an end, never a failure
-
-
-class FailureClass(str, Enum):
-    ERROR = "error"              # the worker raised: deterministic, not retried
-    KILLED = "killed"            # died from a signal it did not ask for (OOM killer, kill -9)
-    TIMEOUT = "timeout"          # stopped by --timeout
-    INTERRUPTED = "interrupted"  # stopped by Ctrl-C / SIGTERM on the launcher
-    LOST = "lost"                # its launcher or node went away while it ran
-
-
-class RunStatus(FileModel):
-    """status.json: what the launcher knows about one run."""
-
-    state: RunState = RunState.PENDING
-    attempts: int = 0
-    returncode: int | None = None
-    failure: FailureClass | None = None
-    pid: int | None = None
-    host: str | None = None
-    started_at: str | None = None
-    ended_at: str | None = None
-    error_tail: str | None = None
-    """Last lines of log.txt when the run failed."""
-    peak_rss_mb: float | None = None
-
-
-def succeeded(status: RunStatus | None, result: RunResult | None) -> bool:
-    """The one rule for a run that is done: its launcher saw it succeed and its result is complete."""
-    return status is not None and status.state is RunState.SUCCEEDED and result is not None and result.complete
 
 
 def now_iso() -> str:
@@ -153,6 +114,8 @@ def read_bytes(path: Path) -> bytes:
 
 SPEC_JSON = "spec.json"
 """The file that makes a folder a run folder."""
+CONTACT_SHEET_PNG = "contact_sheet.png"
+"""The picture of every variant: written by the render process, kept in the sweep folder's pictures/."""
 
 
 class RunDir:
@@ -265,9 +228,19 @@ class SweepDir:
     report_csv = property(lambda self: self.path / "report.csv")
     report_html = property(lambda self: self.path / "report.html")
     pictures = property(lambda self: self.path / "pictures")
-    contact_sheet = property(lambda self: self.path / "pictures" / "contact_sheet.png")
+    contact_sheet = property(lambda self: self.path / "pictures" / CONTACT_SHEET_PNG)
     videos = property(lambda self: self.path / "videos")
     report_md = property(lambda self: self.path / "report.md")
+    cross = property(lambda self: self.path / "cross")
+    cross_matrix_csv = property(lambda self: self.path / "cross" / "matrix.csv")
+    cross_matrix_png = property(lambda self: self.path / "cross" / "matrix.png")
+
+    def cross_results(self, run_id: str) -> Path:
+        """The folder of one trained run's cross-evaluations: a <variant>.json each."""
+        return self.cross / run_id
+
+    def cross_result(self, run_id: str, variant: str) -> Path:
+        return self.cross_results(run_id) / f"{variant}.json"
 
     def read_variants(self) -> SweepVariants | None:
         return read_model(self.variants_json, SweepVariants)

@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import ConfigDict, ValidationError
 
-from .files import RunState, read_bytes, write_text_atomic
-from .models import SCHEMA, FileModel
+from .files import read_bytes, write_text_atomic
+from .models import SCHEMA, FileModel, RunState
 
 ENDED_STATES = frozenset({RunState.SUCCEEDED.value, RunState.FAILED.value, RunState.INTERRUPTED.value,
                           RunState.PRUNED.value})

@@ -7,9 +7,12 @@ names are those earlier versions wrote.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from enum import Enum
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+from ..naming import format_value
 
 SCHEMA = 2
 """The version written now. 1: files written before they carried a `schema` key (same keys otherwise)."""
@@ -196,3 +199,158 @@ class SweepVariants(FileModel):
     compile the models again."""
 
     variants: list[VariantRecord]
+
+
+class RunState(str, Enum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    PRUNED = "pruned"  # a search stopped its trial as behind the others: an end, never a failure
+
+
+class FailureClass(str, Enum):
+    ERROR = "error"              # the worker raised: deterministic, not retried
+    KILLED = "killed"            # died from a signal it did not ask for (OOM killer, kill -9)
+    TIMEOUT = "timeout"          # stopped by --timeout
+    INTERRUPTED = "interrupted"  # stopped by Ctrl-C / SIGTERM on the launcher
+    LOST = "lost"                # its launcher or node went away while it ran
+
+
+class RunStatus(FileModel):
+    """status.json: what the launcher knows about one run."""
+
+    state: RunState = RunState.PENDING
+    attempts: int = 0
+    returncode: int | None = None
+    failure: FailureClass | None = None
+    pid: int | None = None
+    host: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    error_tail: str | None = None
+    """Last lines of log.txt when the run failed."""
+    peak_rss_mb: float | None = None
+
+
+def succeeded(status: RunStatus | None, result: RunResult | None) -> bool:
+    """The one rule for a run that is done: its launcher saw it succeed and its result is complete."""
+    return status is not None and status.state is RunState.SUCCEEDED and result is not None and result.complete
+
+
+class WandbSpec(BaseModel):
+    """The spec's tracking.wandb section, copied into each run's spec.json: each run logs its progress rows and
+    final result to a W&B run of its own."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    project: str = Field(min_length=1)
+    mode: Literal["offline", "online"] = "offline"
+    """offline: written to <run dir>/wandb/ only (`wandb sync` uploads it later); online: needs a login."""
+    entity: str | None = None
+    """The W&B team or user; default: the login's."""
+    tags: list[str] = []
+    """Tags added to every run, beside its variant and seed."""
+
+
+class RunSpec(FileModel):
+    """spec.json: everything the worker needs for one run (plan.runs.expand makes it). Files written before
+    it carried a `schema` key are version 1."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", validate_by_name=True, validate_by_alias=True,
+                              serialize_by_alias=True)
+
+    run_id: str
+    sweep: str
+    variant: str
+    grid: dict[str, Any]
+    """This run's value for each grid key (empty without a grid)."""
+    seed: int
+    env: str
+    xml: str
+    xml_sha256: str
+    env_kwargs: dict[str, Any]
+    max_episode_steps: int | None
+    policy: str
+    algo: str = "ppo"
+    """The stable-baselines3 algorithm (algos.ALGOS); spec.json files written before the key train PPO."""
+    hyperparams: dict[str, Any] = Field(validation_alias=AliasChoices("hyperparams", "ppo"))
+    """The algorithm's keyword arguments as the spec gives them (RL Zoo spellings: schedules, noise);
+    spec.json files written before `algo` call them `ppo`."""
+    total_timesteps: int
+    n_envs: int
+    vec_env: str = "dummy"
+    checkpoint_every: int
+    checkpoint_every_s: float | None = 300.0
+    """Seconds between checkpoints (whichever comes first with checkpoint_every); not in content_hash,
+    as checkpoint_every is not: when a run saves does not change what it computes."""
+    eval_episodes: int
+    eval_deterministic: bool
+    eval_every: int | None = None
+    """Timesteps between periodic evaluations; None: the final one only. Not in content_hash: an
+    evaluation runs on its own env and random state, so training computes the same with or without."""
+    content_hash: str
+    cpus: int = 1
+    """CPU slots the run takes from the scheduler's cap (processes or threads it uses)."""
+    device: str = "cpu"
+    """torch device of the run; "cuda" runs take a GPU slot."""
+    tensorboard: bool = False
+    """Log to <run dir>/tensorboard. Kept out of content_hash: logging does not change what a run computes."""
+    normalize: dict[str, Any] | None = None
+    """VecNormalize's keyword arguments, every one written out; None: no normalization. In content_hash
+    when set (a run without it keeps the id it had before the key existed)."""
+    wandb: WandbSpec | None = None
+    """Log to Weights & Biases (tracking.py); out of content_hash as tensorboard is."""
+
+    @property
+    def group(self) -> str:
+        """Runs that differ only by seed share a group: the unit a report aggregates over."""
+        return " ".join([self.variant, *(f"{k}={format_value(v)}" for k, v in self.grid.items())])
+
+
+class TrialState(str, Enum):
+    RUNNING = "running"    # asked; some of its seeds have not ended
+    COMPLETE = "complete"  # every seed ended, at least one succeeded: it has its objective
+    PRUNED = "pruned"      # stopped as behind the other trials of its study
+    FAILED = "failed"      # no seed succeeded, or its robot could not be built
+
+
+class TrialRecord(FileModel):
+    """A line of trials.jsonl: a trial's whole state after a change (search/record.py appends and replays).
+    Lines written before the sweep folder shared one schema scheme carry their own counter, 1: the same keys."""
+
+    study: str
+    """The study's key: the variant family and grid point it searches (one study per pair)."""
+    number: int
+    """The trial's number within its study, from 0."""
+    params: dict[str, Any]
+    runs: list[str]
+    """Its runs' ids, one per seed."""
+    state: TrialState
+    value: float | None = None
+    """The objective (complete), or the evaluation it was judged on (pruned)."""
+    seeds_ok: int = 0
+    note: str = ""
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.study, self.number
+
+
+
+
+class CrossResult(FileModel):
+    """cross/<run id>/<variant>.json: one trained policy evaluated on one variant (`sweep evaluate --cross`),
+    or why it was not (spaces that differ). Files written before the shared scheme carry their own counter, 1."""
+
+    episodes: int
+    mean: float | None = None
+    std: float | None = None
+    returns: list[float] | None = None
+    lengths: list[int] | None = None
+    skipped: str | None = None
+
+    def to_file(self) -> dict[str, Any]:
+        """Only the keys that say something: an evaluation's numbers, or a skip's reason."""
+        return {**self.model_dump(mode="json", exclude_none=True), "schema": SCHEMA}

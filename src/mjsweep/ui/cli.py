@@ -228,9 +228,9 @@ def _render_pictures(plan, folder: Path) -> None:
 
 def _keep_contact_sheet(folder: Path, sweep_dir) -> None:
     """A copy of the contact sheet in the sweep folder, where `sweep report --format html` finds it."""
-    from ..sweepdir.files import write_bytes_atomic
+    from ..sweepdir.files import CONTACT_SHEET_PNG, write_bytes_atomic
 
-    source = folder / "contact_sheet.png"
+    source = folder / CONTACT_SHEET_PNG
     if source.is_file() and sweep_dir.path.is_dir():
         sweep_dir.pictures.mkdir(exist_ok=True)
         write_bytes_atomic(sweep_dir.contact_sheet, source.read_bytes())

@@ -17,7 +17,8 @@ from pathlib import Path
 from ..engine.machine import Competition, MachineLoad, measure_once
 from ..results.runview import STALE, RunView, read_run, view_of
 from ..sweepdir import index as runindex
-from ..sweepdir.files import RunState, SweepDir
+from ..sweepdir.files import SweepDir
+from ..sweepdir.models import RunState
 
 STATE_ORDER = ("running", STALE, "pending", "failed", "interrupted", "pruned", "unknown", "succeeded")
 FPS_DROP = 0.5  # a run at under half its own early fps, or the sweep's median, is being starved

@@ -76,10 +76,9 @@ def _train(run_path: Path) -> int:
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
 
-    from ..plan.runs import RunSpec
     from ..spec.algos import ALGOS
     from ..sweepdir.files import RunDir, write_model
-    from ..sweepdir.models import RunResult
+    from ..sweepdir.models import RunResult, RunSpec
     from ..sweepdir.tables import read_progress
     from .tracking import start_logger
     from .training import (

@@ -13,9 +13,9 @@ import os
 from typing import Any
 from urllib.parse import urlparse
 
-from ..plan.runs import RunSpec
 from ..spec.sweepspec import SweepSpec
 from ..sweepdir.files import RunDir
+from ..sweepdir.models import RunSpec
 
 DEFAULT_HOST = "https://api.wandb.ai"
 PROGRESS_KEYS = {"fps": "train/fps", "ep_rew_mean": "train/ep_rew_mean", "ep_len_mean": "train/ep_len_mean",

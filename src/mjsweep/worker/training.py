@@ -28,12 +28,11 @@ from stable_baselines3.common.noise import ActionNoise, NormalActionNoise, Ornst
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor, VecNormalize
 
-from ..plan.runs import RunSpec
 from ..robots.envs import make_env
 from ..spec.activations import ACTIVATION_CLASSES, activation_name
 from ..spec.algos import ALGOS, NOISE_KEYS, algorithm_class, schedule_start
 from ..sweepdir.files import RunDir, read_model, write_model
-from ..sweepdir.models import BestRecord, CheckpointRecord, Timing
+from ..sweepdir.models import BestRecord, CheckpointRecord, RunSpec, Timing
 from ..sweepdir.tables import EVALUATION_COLUMNS, PROGRESS_COLUMNS, csv_line, read_evaluations
 from .normalization import frozen_normalization
 
