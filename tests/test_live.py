@@ -218,12 +218,16 @@ def test_live_view_colours_without_no_color(tmp_path, monkeypatch):
 
 
 def test_compact_table_for_many_runs():
-    runs = [live.RunView(f"r{i:03d}", "v", {}, i, "succeeded", total_timesteps=100, final_return=float(i))
+    runs = [live.RunView(run_id=f"r{i:03d}", variant="v", grid={}, seed=i, state="succeeded",
+                         total_timesteps=100, final_return=float(i))
             for i in range(100)]
-    runs += [live.RunView(f"run{i}", "v", {}, i, "running", timesteps=50, total_timesteps=100, fps=10.0)
+    runs += [live.RunView(run_id=f"run{i}", variant="v", grid={}, seed=i, state="running",
+                          timesteps=50, total_timesteps=100, fps=10.0)
              for i in range(2)]
-    runs += [live.RunView(f"p{i}", "v", {}, i, "pending", total_timesteps=100) for i in range(18)]
-    runs += [live.RunView(f"f{i}", "v", {}, i, "failed", total_timesteps=100) for i in range(30)]
+    runs += [live.RunView(run_id=f"p{i}", variant="v", grid={}, seed=i, state="pending",
+                          total_timesteps=100) for i in range(18)]
+    runs += [live.RunView(run_id=f"f{i}", variant="v", grid={}, seed=i, state="failed",
+                          total_timesteps=100) for i in range(30)]
     out = Console(file=io.StringIO(), width=160)
     out.print(runs_table.sweep_renderable(runs, [], compact=True))
     text = out.file.getvalue()
@@ -235,8 +239,9 @@ def test_compact_table_for_many_runs():
 
 
 def test_narrow_terminal_keeps_one_line_per_run():
-    runs = [live.RunView(f"walker-long_ppo.learning_rate=0.0003_ppo.gamma=0.99_s{i}_3422ae80", "v", {}, i,
-                         "running", timesteps=5000, total_timesteps=100_000, fps=1100.0, ep_rew_mean=-1.5)
+    runs = [live.RunView(run_id=f"walker-long_ppo.learning_rate=0.0003_ppo.gamma=0.99_s{i}_3422ae80", variant="v",
+                         grid={}, seed=i, state="running", timesteps=5000, total_timesteps=100_000, fps=1100.0,
+                         ep_rew_mean=-1.5)
             for i in range(2)]
     out = Console(file=io.StringIO(), width=80)
     out.print(runs_table.sweep_renderable(runs, [], compact=True, width=80))
@@ -280,7 +285,8 @@ def test_thousands_of_runs_print_one_plain_line_each():
     from mjsweep.results.runview import RunView
     from mjsweep.ui import tables
 
-    runs = [RunView(f"v_s{i}", "v", {}, i, "succeeded", attempts=1, timesteps=1000, total_timesteps=1000,
+    runs = [RunView(run_id=f"v_s{i}", variant="v", grid={}, seed=i, state="succeeded",
+                    attempts=1, timesteps=1000, total_timesteps=1000,
                     fps=700.0, final_return=float(i)) for i in range(tables.PLAIN_ROWS + 1)]
     out = Console(file=io.StringIO(), width=200)
     out.print(runs_table.sweep_renderable(runs, [], compact=False))

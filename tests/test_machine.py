@@ -107,7 +107,8 @@ def test_the_live_view_warns_only_about_competition_that_lasts_into_the_present(
     machine = FakeMachine()
     machine.load1 = 3.5
     tracker = live.Tracker(SweepDir(tmp_path), clock=lambda: machine.now, present=machine.present())
-    runs = [live.RunView(f"run{i}", "v", {}, i, "running", timesteps=50, total_timesteps=100, fps=10.0)
+    runs = [live.RunView(run_id=f"run{i}", variant="v", grid={}, seed=i, state="running",
+                         timesteps=50, total_timesteps=100, fps=10.0)
             for i in range(2)]
     tracker.states = {r.run_id: "running" for r in runs}
     for _ in range(8):  # 8 s of the two runs alone on the 2 cores

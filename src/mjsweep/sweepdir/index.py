@@ -44,6 +44,7 @@ class IndexEntry(FileModel):
     grid: dict[str, Any]
     seed: int
     state: str
+    """A RunState value; on screen also 'stale', or 'unknown' (status.json corrupt)."""
     attempts: int = 0
     timesteps: int = 0
     total_timesteps: int = 0
@@ -51,10 +52,15 @@ class IndexEntry(FileModel):
     early_fps: float | None = None
     ep_rew_mean: float | None = None
     final_return: float | None = None
+    """result.json's eval_mean_return."""
     training_s: float | None = None
+    """An ended run's seconds of training (rollout + update, over its attempts): what its fps counts."""
     eval_s: float | None = None
+    """An ended run's seconds in the final evaluation."""
     save_s: float | None = None
+    """An ended run's seconds writing checkpoints and the final model."""
     startup_s: float | None = None
+    """An ended run's seconds from its last attempt's process start to its first env step."""
     torch_threads: int | None = None
     pid: int | None = None
     host: str | None = None

@@ -7,7 +7,6 @@ for runs that are active or just changed, so watching never slows the scheduler 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import socket
 import threading
@@ -64,7 +63,7 @@ class Tracker:
                 entry = indexed.get(run.run_id) if state == "succeeded" else None
                 view = view_of(entry) if entry else None
                 if view is None:
-                    view = RunView(run.run_id, run.variant, run.grid, run.seed, state,
+                    view = RunView(run_id=run.run_id, variant=run.variant, grid=run.grid, seed=run.seed, state=state,
                                    total_timesteps=run.total_timesteps)
                     if state == "succeeded":
                         self.dirty.add(run.run_id)  # its fps and return are worth one read
@@ -79,10 +78,10 @@ class Tracker:
             if event.kind is not EventKind.STARTED:
                 return
             with self.lock:  # a run made on demand (a search) joins when it starts; refresh() reads its files
-                self.views[event.run_id] = RunView(event.run_id, "", {}, 0, state)
+                self.views[event.run_id] = RunView(run_id=event.run_id, variant="", grid={}, seed=0, state=state)
         with self.lock:
             self.states[event.run_id] = state
-            self.views[event.run_id] = dataclasses.replace(self.views[event.run_id], state=state)
+            self.views[event.run_id] = self.views[event.run_id].model_copy(update={"state": state})
             self.dirty.add(event.run_id)
 
     def refresh(self, force: bool = False) -> list[RunView]:
@@ -100,7 +99,7 @@ class Tracker:
             with self.lock:
                 for run_id, view in fresh.items():
                     # Events are the truth about states (a run about to be retried reads 'failed').
-                    self.views[run_id] = dataclasses.replace(view, state=self.states[run_id])
+                    self.views[run_id] = view.model_copy(update={"state": self.states[run_id]})
                 self._machine = machine
         with self.lock:
             return list(self.views.values())

@@ -102,7 +102,7 @@ def _sweep_pids(launcher_pid: int, running: list[RunView], host: str) -> list[in
 def to_json(view: SweepView) -> str:
     """`sweep status --json`: the counts, every run (with eta_s) and the warnings."""
     t = totals(view.runs)
-    runs = [{**asdict(r), "eta_s": r.eta_s} for r in view.runs]
+    runs = [{**r.model_dump(mode="json", exclude={"schema_version"}), "eta_s": r.eta_s} for r in view.runs]
     data = {"sweep": str(view.path), "launcher_pid": view.launcher_pid, "counts": view.counts,
             "timesteps_done": t.done, "timesteps_total": t.total, "fps": t.fps, "eta_s": t.eta_s,
             "runs": runs, "warnings": [asdict(w) for w in view.warnings]}
