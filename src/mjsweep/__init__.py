@@ -1,4 +1,4 @@
-"""mjsweep: sweeps of single-threaded PPO trainings over MuJoCo robot variants."""
+"""mjsweep: sweeps of single-threaded SB3 trainings over MuJoCo robot variants."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """How values read in names: run ids, groups and the names of generated variants.
 
-Its own module so that plan.py (run ids) and edits.py (variant names) share it without importing
+Its own module so that plan/runs.py (run ids) and robots/edits.py (variant names) share it without importing
 each other.
 """
 

@@ -1,10 +1,11 @@
 """SB3's own checks of each distinct set of hyperparameters, before anything starts.
 
-spec.py judges the values it understands (learning rates, gammas, rollout sizes). What it cannot judge,
-only the algorithm's constructor can: the layers in policy_kwargs, gSDE, another policy class. For a
-sweep that sets any of those, the model is built once per distinct set of hyperparameters on the probe
-env (the first variant), in a child process with one-thread pools, so the launcher never imports torch
-and the child works while the variants' envs are probed. A sweep that sets only checked keys pays nothing.
+The spec (spec/sweepspec.py, spec/algos.py) judges the values it understands (learning rates, gammas,
+rollout sizes). What it cannot judge, only the algorithm's constructor can: the layers in policy_kwargs,
+gSDE, another policy class. For a sweep that sets any of those, the model is built once per distinct set
+of hyperparameters on the probe env (the first variant), in a child process with one-thread pools, so the
+launcher never imports torch and the child works while the variants' envs are probed. A sweep that sets
+only checked keys pays nothing.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ CHECKED_BY_SPEC = frozenset({
     "target_entropy", "policy_delay", "target_policy_noise", "target_noise_clip", "rms_prop_eps", "noise_type",
     "noise_std",
 })
-"""Hyperparameters whose every value spec.py (algos.value_problem) checks itself; any other key asks for a
+"""Hyperparameters whose every value the spec (algos.value_problem) checks itself; any other key asks for a
 model build."""
 DEFAULT_POLICY = "MlpPolicy"
 

@@ -1,6 +1,6 @@
 """The edits of a parametric variant, as the spec writes them (validated by pydantic).
 
-edits.py applies them; spec.py checks that their placeholders match the variant's edit_grid.
+robots/edits.py applies them; sweepspec.py checks that their placeholders match the variant's edit_grid.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The spec's `search:` section: the method, the trial budget, the objective, the space, pruning.
 
-Pure data and checks that need nothing but the values written; spec.py checks the keys themselves (a PPO
+Pure data and checks that need nothing but the values written; sweepspec.py checks the keys themselves (a PPO
 argument, an env argument, an edit_grid label) against the rest of the spec.
 """
 

@@ -301,7 +301,7 @@ class RunSpec(FileModel):
     """VecNormalize's keyword arguments, every one written out; None: no normalization. In content_hash
     when set (a run without it keeps the id it had before the key existed)."""
     wandb: WandbSpec | None = None
-    """Log to Weights & Biases (tracking.py); out of content_hash as tensorboard is."""
+    """Log to Weights & Biases (worker/tracking.py); out of content_hash as tensorboard is."""
 
     @property
     def group(self) -> str:

@@ -1,4 +1,5 @@
-"""The `sweep` command line. Each command parses, calls one library function and renders its result.
+"""The `sweep` command line. Each command parses its options, calls the library and renders the result;
+`sweep report` also writes report.csv and report.md.
 
 Exit codes: 0 success, 1 some run failed, 2 invalid input (errors.InputError: nothing started, nothing
 written), 130 interrupted. A command raises InputError and _Commands prints it as the one `error:` line.
@@ -50,7 +51,7 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
                                           help="Print mjsweep's version and exit.")) -> None:
-    """Launch sweeps of single-threaded PPO trainings over MuJoCo robot variants."""
+    """Launch sweeps of single-threaded SB3 trainings (PPO, SAC, TD3, A2C) over MuJoCo robot variants."""
 
 
 def usable_cores() -> int:
