@@ -20,7 +20,8 @@ from mjsweep.spec import sweepspec as speclib
 from mjsweep.sweepdir.files import RunDir
 from mjsweep.sweepdir.models import Timing
 from mjsweep.sweepdir.tables import PROGRESS_COLUMNS
-from mjsweep.worker import training
+from mjsweep.worker import checkpoints, recording
+from mjsweep.worker.model import LinearSchedule, action_noise, sb3_kwargs
 
 ENV = "HalfCheetah-v5"
 
@@ -61,22 +62,22 @@ def test_sb3_arguments_from_rl_zoo_spellings(tmp_path):
     [run] = plan.expand(speclib.load(path), [Variant(name="a", xml=TINY_XML, sha256="0" * 64)])
     venv = tiny_env()
     try:
-        kwargs = training.sb3_kwargs(run, venv)
+        kwargs = sb3_kwargs(run, venv)
         n_actions = venv.action_space.shape[0]
     finally:
         venv.close()
-    assert isinstance(kwargs["learning_rate"], training.LinearSchedule) and kwargs["learning_rate"](0.5) == 5e-4
+    assert isinstance(kwargs["learning_rate"], LinearSchedule) and kwargs["learning_rate"](0.5) == 5e-4
     assert kwargs["train_freq"] == (2, "episode")
     noise = kwargs["action_noise"]
     assert isinstance(noise, NormalActionNoise) and noise._sigma.tolist() == [0.2] * n_actions
     assert "noise_type" not in kwargs and "noise_std" not in kwargs
     assert kwargs["policy_kwargs"] == {"activation_fn": torch.nn.ReLU, "net_arch": [8]}
-    ou = training.action_noise("ornstein-uhlenbeck", 0.1, 3)
+    ou = action_noise("ornstein-uhlenbeck", 0.1, 3)
     assert isinstance(ou, OrnsteinUhlenbeckActionNoise) and ou._sigma.tolist() == [0.1] * 3
 
 
 class FakeTime:
-    """training's `time`: a clock that moves only when the test says."""
+    """recording's `time`: a clock that moves only when the test says."""
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -99,8 +100,8 @@ class StepCost(BaseCallback):
 
 def test_off_policy_rows_split_rollout_and_update_time(tmp_path, monkeypatch):
     clock = FakeTime()
-    monkeypatch.setattr(training, "time", clock)
-    monkeypatch.setattr(training, "process_age_s", lambda: 0.0)
+    monkeypatch.setattr(recording, "time", clock)
+    monkeypatch.setattr(recording, "process_age_s", lambda: 0.0)
     model = tiny_sac(learning_starts=10, train_freq=2, gradient_steps=1)
     update = model.train
 
@@ -110,7 +111,7 @@ def test_off_policy_rows_split_rollout_and_update_time(tmp_path, monkeypatch):
 
     model.train = costly_update
     run = run_dir(tmp_path)
-    recorder = training.IterationRecorder(training.Checkpointer(run, every=10**9, off_policy=True), None,
+    recorder = recording.IterationRecorder(checkpoints.Checkpointer(run, every=10**9, off_policy=True), None,
                                           lambda: None, row_steps=10)
     model.learn(40, callback=CallbackList([recorder, StepCost(clock)]))
     rows = [line.split(",") for line in run.progress_csv.read_text().splitlines()[1:]]
@@ -134,11 +135,11 @@ def test_a_stop_rewinds_the_replay_buffer_with_the_timesteps(tmp_path):
         if steps == 10:  # the third iteration (steps 9-12) has stored step 9 when step 10 is stopped
             raise KeyboardInterrupt
 
-    recorder = training.IterationRecorder(training.Checkpointer(run, every=10**9, off_policy=True), None,
+    recorder = recording.IterationRecorder(checkpoints.Checkpointer(run, every=10**9, off_policy=True), None,
                                           stop_at_step_10, row_steps=1)
     with pytest.raises(KeyboardInterrupt):
         model.learn(100, callback=recorder)
-    assert training.replay_buffer_size(model) == 9
+    assert checkpoints.replay_buffer_size(model) == 9
     recorder.save_interrupted()
     checkpoint = run.read_checkpoint()
     assert checkpoint.timesteps == 8 and checkpoint.replay_buffer_size == 8
@@ -149,7 +150,7 @@ def test_a_kill_before_checkpoint_json_never_pairs_a_model_with_another_buffer(t
     model = tiny_sac()
     model.learn(30)
     run = run_dir(tmp_path)
-    checkpointer = training.Checkpointer(run, every=10, off_policy=True)
+    checkpointer = checkpoints.Checkpointer(run, every=10, off_policy=True)
     first = checkpointer.save(model, 1, Timing(), (0, 0, 0))
     assert (first.model_file, first.replay_buffer_file, first.replay_buffer_size) == \
         ("model_30.zip", "replay_buffer_30.pkl", 30)
@@ -172,7 +173,7 @@ def test_a_kill_before_checkpoint_json_never_pairs_a_model_with_another_buffer(t
     assert checkpointer.latest() == first
     # the half buffer, under a name the next save does not write over: a kill's leftover at 40 timesteps
     (run.checkpoints / ".replay_buffer_50.pkl.tmp").rename(run.checkpoints / ".replay_buffer_40.pkl.tmp")
-    monkeypatch.setattr(training, "write_model", killed)
+    monkeypatch.setattr(checkpoints, "write_model", killed)
     with pytest.raises(KeyboardInterrupt):
         checkpointer.save(model, 2, Timing(), (0, 0, 0))
     monkeypatch.undo()
@@ -191,16 +192,16 @@ def test_an_off_policy_checkpoint_without_its_buffer_is_not_resumable(tmp_path):
     model = tiny_sac()
     model.learn(10)
     run = run_dir(tmp_path)
-    saved = training.Checkpointer(run, every=10, off_policy=True).save(model, 1, Timing(), (0, 0, 0))
+    saved = checkpoints.Checkpointer(run, every=10, off_policy=True).save(model, 1, Timing(), (0, 0, 0))
     (run.checkpoints / saved.replay_buffer_file).unlink()
-    assert training.Checkpointer(run, every=10, off_policy=True).latest() is None
-    assert training.Checkpointer(run, every=10, off_policy=False).latest() == saved
+    assert checkpoints.Checkpointer(run, every=10, off_policy=True).latest() is None
+    assert checkpoints.Checkpointer(run, every=10, off_policy=False).latest() == saved
 
 
 def test_warm_up_rows_of_an_off_policy_run_have_no_update_time(tmp_path):
     model = tiny_sac(learning_starts=30, train_freq=1)
     run = run_dir(tmp_path)
-    recorder = training.IterationRecorder(training.Checkpointer(run, every=10**9, off_policy=True), None,
+    recorder = recording.IterationRecorder(checkpoints.Checkpointer(run, every=10**9, off_policy=True), None,
                                           lambda: None, row_steps=10)
     model.learn(60, callback=recorder)
     rows = [line.split(",") for line in run.progress_csv.read_text().splitlines()[1:]]
@@ -212,7 +213,7 @@ def test_warm_up_rows_of_an_off_policy_run_have_no_update_time(tmp_path):
 def test_a_run_that_starts_over_drops_the_rows_of_the_attempt_it_repeats(tmp_path):
     run = run_dir(tmp_path)
     run.progress_csv.write_text("iteration,timesteps\n1,10\n2,20\n3,30\n")  # an attempt with no usable checkpoint
-    recorder = training.IterationRecorder(training.Checkpointer(run, every=10**9, off_policy=True), None,
+    recorder = recording.IterationRecorder(checkpoints.Checkpointer(run, every=10**9, off_policy=True), None,
                                           lambda: None, row_steps=10)
     tiny_sac().learn(20, callback=recorder)
     lines = run.progress_csv.read_text().splitlines()

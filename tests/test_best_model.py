@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mjsweep.sweepdir.files import RunDir
 from mjsweep.sweepdir.models import Timing
-from mjsweep.worker.training import BestModel, Checkpointer
+from mjsweep.worker.checkpoints import BestModel, Checkpointer
 
 
 class Saves:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_dirs, run_sweep, write_spec
-from mjsweep.worker.training import checkpoint_due
+from mjsweep.worker.checkpoints import checkpoint_due
 
 
 def test_a_checkpoint_is_due_at_whichever_comes_first():

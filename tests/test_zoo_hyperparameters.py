@@ -47,7 +47,7 @@ def test_zoo_expressions_are_read_as_data_only():
 
 
 def test_schedules_decay_linearly_with_the_run():
-    from mjsweep.worker.training import LinearSchedule
+    from mjsweep.worker.model import LinearSchedule
 
     schedule = LinearSchedule(3e-4)
     assert schedule(1.0) == 3e-4 and schedule(0.5) == 1.5e-4 and schedule(0.0) == 0.0

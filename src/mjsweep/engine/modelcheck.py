@@ -86,7 +86,8 @@ def _verdict(run: RunSpec, workdir: Path) -> str | None:
 
     from ..robots.envs import make_env
     from ..sweepdir.files import RunDir
-    from ..worker.training import Checkpointer, build_model
+    from ..worker.checkpoints import Checkpointer
+    from ..worker.model import build_model
 
     try:
         venv = DummyVecEnv([lambda: make_env(run.env, Path(run.xml), run.env_kwargs, run.max_episode_steps)

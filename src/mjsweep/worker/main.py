@@ -27,6 +27,7 @@ import signal  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from importlib import metadata  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import TYPE_CHECKING, Any, TypeVar  # noqa: E402
 
@@ -80,18 +81,12 @@ def _train(run_path: Path) -> int:
     from ..sweepdir.files import RunDir, write_model
     from ..sweepdir.models import RunResult, RunSpec
     from ..sweepdir.tables import read_progress
+    from .checkpoints import Checkpointer, replay_buffer_size, truncate_logs
+    from .envs import make_vec_env
+    from .evaluation import PeriodicEvaluator, evaluate
+    from .model import build_model
+    from .recording import IterationRecorder
     from .tracking import start_logger
-    from .training import (
-        Checkpointer,
-        IterationRecorder,
-        PeriodicEvaluator,
-        build_model,
-        evaluate,
-        make_vec_env,
-        replay_buffer_size,
-        truncate_logs,
-        versions,
-    )
 
     stop_if_requested()
     started = time.monotonic()
@@ -188,7 +183,7 @@ def _train(run_path: Path) -> int:
 
 
 def _save_model(model: BaseAlgorithm, run: RunDir) -> None:
-    from .training import save_atomic
+    from .checkpoints import save_atomic
 
     model.save(str(run.model_zip_tmp))
     os.replace(run.model_zip_tmp, run.model_zip)
@@ -202,3 +197,13 @@ def timed(fn: Callable[..., T], *args: Any) -> tuple[T, float]:
     value = fn(*args)
     return value, time.monotonic() - started
 
+
+def versions() -> dict[str, str]:
+    """The versions of Python and of the packages that shape a training, for result.json."""
+    out = {"python": platform.python_version()}
+    for dist in ("torch", "stable-baselines3", "gymnasium", "mujoco", "numpy", "mjsweep"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "unknown"
+    return out

@@ -1,0 +1,203 @@
+"""The checkpoint protocol: a checkpoint's model, normalization statistics and replay buffer written as one
+set under checkpoints/, the log rows a resume drops, and the best evaluation's model (best/, best_model.zip).
+
+Every file is saved under a temporary name and renamed into place (save_atomic), so a kill never leaves
+half a file where a reader or a resume looks.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.vec_env import VecNormalize
+
+from ..sweepdir.files import RunDir, read_model, write_model
+from ..sweepdir.models import BestRecord, CheckpointRecord, Timing
+from ..sweepdir.tables import read_evaluations
+
+
+def truncate_logs(run: RunDir, checkpoint: CheckpointRecord) -> None:
+    """Drop log rows written after this checkpoint, so a resumed run does not repeat them."""
+    for path, size in ((run.monitor_csv, checkpoint.monitor_bytes), (run.progress_csv, checkpoint.progress_bytes),
+                       (run.evaluations_csv, checkpoint.evaluations_bytes)):
+        if path.exists() and path.stat().st_size > size:
+            os.truncate(path, size)
+
+
+def checkpoint_due(steps_since: int, seconds_since: float, every_steps: int, every_s: float | None) -> bool:
+    """Whether to checkpoint now, at the end of an iteration: whichever comes first of `every_steps`
+    timesteps and `every_s` seconds (None: timesteps only) since the last checkpoint."""
+    return steps_since >= every_steps or (every_s is not None and seconds_since >= every_s)
+
+
+def save_atomic(save: Callable[[str], None], path: Path) -> None:
+    """save(a temporary name beside path), then rename it to path: a reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    save(str(tmp))
+    os.replace(tmp, path)
+
+
+class BestModel:
+    """best_model.zip and best_vecnormalize.pkl: one evaluation's pair, on the run's own timeline.
+
+    Each new best is saved in best/ under names that carry its timesteps; best/best.json, written last,
+    says which pair is the best, and only then are the two copied (hard-linked) to the run dir's top,
+    where a start repairs a copy a kill left half done. A checkpoint records the best it saw and keeps that
+    pair, so a resume that drops the evaluations made after its checkpoint brings back its best too.
+    """
+
+    def __init__(self, run: RunDir):
+        self.run = run
+
+    def current(self) -> BestRecord | None:
+        return read_model(self.run.best_json, BestRecord)
+
+    def save(self, model: BaseAlgorithm, normalizer: VecNormalize | None, timesteps: int, mean: float,
+             keep: int | None) -> None:
+        """The new best pair, committed; earlier pairs deleted but that of `keep` timesteps (the checkpoint's)."""
+        self.run.best.mkdir(exist_ok=True)
+        model_path = self.run.best_model(timesteps)
+        save_atomic(model.save, model_path)
+        stats = None
+        if normalizer is not None:
+            stats = self.run.best_vecnormalize_at(timesteps)
+            save_atomic(normalizer.save, stats)
+        write_model(self.run.best_json, BestRecord(timesteps=timesteps, mean_return=mean, model_file=model_path.name,
+                                                   vecnormalize_file=stats.name if stats else None))
+        self.publish()
+        self.prune(keep)
+
+    def publish(self) -> None:
+        """The committed pair, as best_model.zip and best_vecnormalize.pkl (none: both removed)."""
+        best = self.current()
+        pairs = [(self.run.best_model_zip, best.model_file if best else None),
+                 (self.run.best_vecnormalize, best.vecnormalize_file if best else None)]
+        for top, name in pairs:
+            if name is None:
+                top.unlink(missing_ok=True)
+                continue
+            tmp = top.with_name(f".{top.name}.tmp")
+            tmp.unlink(missing_ok=True)
+            os.link(self.run.best / name, tmp)
+            os.replace(tmp, top)
+
+    def prune(self, keep: int | None) -> None:
+        best = self.current()
+        wanted = {best.model_file, best.vecnormalize_file} if best else set()
+        if keep is not None:
+            wanted |= {self.run.best_model(keep).name, self.run.best_vecnormalize_at(keep).name}
+        for path in self.run.best_files():
+            if path.name not in wanted:
+                path.unlink(missing_ok=True)
+
+    def rewind(self, checkpoint: CheckpointRecord) -> None:
+        """On resume: the best as the checkpoint saw it, if a dropped later evaluation replaced it."""
+        if "best_timesteps" not in checkpoint.model_fields_set:
+            return  # an older checkpoint: it did not record one
+        best, at = self.current(), checkpoint.best_timesteps
+        if (best.timesteps if best else None) != at:
+            mean = _evaluation_mean(self.run, at) if at is not None else None
+            if at is None or mean is None or not self.run.best_model(at).exists():
+                self.run.best_json.unlink(missing_ok=True)
+            else:
+                stats = self.run.best_vecnormalize_at(at)
+                write_model(self.run.best_json, BestRecord(
+                    timesteps=at, mean_return=mean, model_file=self.run.best_model(at).name,
+                    vecnormalize_file=stats.name if stats.exists() else None))
+        self.publish()
+        self.prune(at)
+
+    def clear(self) -> None:
+        """No best yet: a fresh start."""
+        self.run.best_json.unlink(missing_ok=True)
+        self.publish()
+        self.prune(None)
+
+
+def _evaluation_mean(run: RunDir, timesteps: int) -> float | None:
+    """The mean return of the evaluation at `timesteps` in evaluations.csv, if it has one."""
+    return next((e.mean_return for e in read_evaluations(run.evaluations_csv) if e.timesteps == timesteps), None)
+
+
+class Checkpointer:
+    def __init__(self, run: RunDir, every: int, every_s: float | None = None, normalized: bool = False,
+                 off_policy: bool = False):
+        self.run, self.every, self.every_s = run, every, every_s
+        self.normalized = normalized
+        """The run normalizes: a checkpoint without its statistics cannot be resumed."""
+        self.off_policy = off_policy
+        """The run learns from a replay buffer: a checkpoint without it cannot be resumed."""
+        self.best = BestModel(run)
+
+    def latest(self) -> CheckpointRecord | None:
+        checkpoint = self.run.read_checkpoint()
+        if checkpoint is None or not (self.run.checkpoints / checkpoint.model_file).exists():
+            return None
+        for needed, name in ((self.normalized, checkpoint.vecnormalize_file),
+                             (self.off_policy, checkpoint.replay_buffer_file)):
+            if needed and (name is None or not (self.run.checkpoints / name).exists()):
+                return None
+        return checkpoint
+
+    def save(self, model: BaseAlgorithm, iteration: int, timing: Timing, log_sizes: tuple[int, ...],
+             vecnormalize: VecNormalize | None = None) -> CheckpointRecord:
+        # The model, the normalization statistics and the replay buffer are each written under a new
+        # name (their timesteps), then checkpoint.json points at the set: a kill at any moment leaves the
+        # previous set intact and named by the previous checkpoint.json, never a model with another's buffer.
+        started = time.monotonic()
+        self.run.checkpoints.mkdir(exist_ok=True)
+        timesteps = int(model.num_timesteps)
+        path = self.run.checkpoint_model(timesteps)
+        save_atomic(model.save, path)
+        stats = buffer = None
+        if vecnormalize is not None:
+            stats = self.run.checkpoint_vecnormalize(timesteps)
+            save_atomic(vecnormalize.save, stats)
+        if isinstance(model, OffPolicyAlgorithm):
+            buffer = self.run.checkpoint_replay_buffer(timesteps)
+            save_atomic(model.save_replay_buffer, buffer)
+        written = [p for p in (path, stats, buffer) if p is not None]
+        best = self.best.current()
+        ckpt = CheckpointRecord(timesteps=timesteps, iteration=iteration, model_file=path.name,
+                                monitor_bytes=log_sizes[0], progress_bytes=log_sizes[1],
+                                evaluations_bytes=log_sizes[2] if len(log_sizes) > 2 else 0, timing=timing,
+                                vecnormalize_file=stats.name if stats else None,
+                                best_timesteps=best.timesteps if best else None,
+                                replay_buffer_file=buffer.name if buffer else None,
+                                replay_buffer_size=replay_buffer_size(model),
+                                replay_buffer_bytes=file_size(buffer) if buffer else None,
+                                bytes=sum(file_size(p) for p in written),
+                                save_s=round(time.monotonic() - started, 3))
+        write_model(self.run.checkpoint_json, ckpt)
+        keep = {p.name for p in written}
+        # Also the temporary files of a save a kill cut short: a replay buffer's can be gigabytes.
+        for old in [*self.run.checkpoint_models(), *self.run.checkpoint_vecnormalizes(),
+                    *self.run.checkpoint_replay_buffers(), *self.run.checkpoints.glob(".*.tmp")]:
+            if old.name not in keep:
+                old.unlink(missing_ok=True)
+        self.best.prune(ckpt.best_timesteps)  # pairs older than both the best and the checkpoint's best
+        return ckpt
+
+    def kept_best(self) -> int | None:
+        """The best evaluation's timesteps that the latest checkpoint keeps, if any."""
+        checkpoint = self.run.read_checkpoint()
+        return checkpoint.best_timesteps if checkpoint else None
+
+
+def replay_buffer_size(model: BaseAlgorithm) -> int | None:
+    """Transitions the model's replay buffer holds (all envs together); None without one."""
+    buffer = getattr(model, "replay_buffer", None)
+    if not isinstance(buffer, ReplayBuffer):
+        return None
+    return buffer.size() * buffer.n_envs
+
+
+def file_size(path: Path) -> int:
+    """The file's size in bytes; 0 if it does not exist."""
+    return path.stat().st_size if path.exists() else 0

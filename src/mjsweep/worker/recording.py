@@ -1,0 +1,231 @@
+"""Timing a training and recording it: PhaseTimer splits each SB3 iteration into rollout and update
+seconds; IterationRecorder writes progress.csv rows from them, runs the periodic evaluations and takes
+the checkpoints when due, and rewinds to the iteration's start on a stop request."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import os
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.callbacks import BaseCallback
+
+from ..sweepdir.models import CheckpointRecord, Timing
+from ..sweepdir.tables import PROGRESS_COLUMNS
+from .checkpoints import Checkpointer, checkpoint_due, file_size
+from .evaluation import PeriodicEvaluator
+
+
+class PhaseTimer(BaseCallback):
+    """Sums the seconds of each SB3 iteration's rollout and update: the time an fps counts.
+
+    An iteration is one collect_rollouts and the training after it: PPO's and A2C's n_steps per env and
+    their update; SAC's and TD3's train_freq steps and their gradient steps (none before learning_starts).
+    The worker's progress rows and result.json, and the bench's naive baseline, all time training
+    with it, so their fps figures measure the same thing.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rollout_s = self.train_s = 0.0
+        self._rollout_start = self._rollout_end = 0.0
+        self._updates_at_rollout_end = 0
+        self._pending = False
+
+    def _on_rollout_start(self) -> None:
+        if self._pending:
+            self._end_iteration(last=False)
+        # Taken after the last iteration's row and checkpoint: writing those is no rollout's time.
+        self._rollout_start = time.monotonic()
+
+    def _on_rollout_end(self) -> None:
+        self._rollout_end = time.monotonic()
+        self._updates_at_rollout_end = self.model._n_updates
+        self._pending = True
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_training_end(self) -> None:
+        if self._pending:
+            self._end_iteration(last=True)
+
+    def _end_iteration(self, last: bool) -> None:
+        self._pending = False
+        rollout, update = self._rollout_end - self._rollout_start, time.monotonic() - self._rollout_end
+        if self.model._n_updates == self._updates_at_rollout_end:
+            # No update ran (SAC and TD3 before learning_starts): the loop's few microseconds are the
+            # rollout's, and a row of such iterations says train_s 0, which status reads as warm-up.
+            rollout, update = rollout + update, 0.0
+        self.rollout_s += rollout
+        self.train_s += update
+        self._iteration_done(rollout, update, last)
+
+    def _iteration_done(self, rollout_s: float, update_s: float, last: bool) -> None:
+        """Called once an iteration's update has ended, with its two durations; last: training ended."""
+
+
+class IterationRecorder(PhaseTimer):
+    """Writes progress.csv rows and checkpoints when due: a row per PPO iteration (rollout + update), a
+    row per `row_steps` timesteps of the algorithms with short iterations (theirs summed; algos.py)."""
+
+    def __init__(self, checkpointer: Checkpointer, resume: CheckpointRecord | None,
+                 stop_if_requested: Callable[[], None], evaluator: PeriodicEvaluator | None = None,
+                 on_row: Callable[[dict[str, Any]], None] | None = None, row_steps: int = 1):
+        super().__init__()
+        self.checkpointer = checkpointer
+        self.evaluator = evaluator
+        self.on_row = on_row
+        """Also given each progress row once it is written (experiment tracking)."""
+        self.row_steps = row_steps
+        """A row once an iteration ends at least this many timesteps after the last row (1: every one)."""
+        self.stop_if_requested = stop_if_requested
+        """Called at every env step: raises KeyboardInterrupt when the worker was asked to stop."""
+        self.resume = resume
+        self.base = resume.timing if resume else Timing()
+        self.iteration = resume.iteration if resume else 0
+        """Progress rows written, over all attempts."""
+        self.last_checkpoint_at = resume.timesteps if resume else 0
+        self.last_checkpoint_time = 0.0
+        """time.monotonic() of the last checkpoint, or of this attempt's start of training."""
+        self.last_checkpoint: CheckpointRecord | None = resume
+        self.save_s = 0.0
+        self.eval_s = 0.0
+        self._t0 = 0.0
+        # timesteps, rows, log sizes when this iteration began: where a stop rewinds to
+        self._iter_start: tuple[int, int, tuple[int, ...]] = (0, 0, (0, 0, 0))
+        self._stats_start: tuple[Any, Any] | None = None
+        """The normalization statistics (obs_rms, ret_rms) when this iteration began."""
+        self._buffer_start: tuple[int, bool] | None = None
+        """The replay buffer's (pos, full) when this iteration began."""
+        self._row_start = 0
+        """Timesteps when the current row began."""
+        self._row_s = (0.0, 0.0)
+        """Rollout and update seconds of the current row so far."""
+        self._file: TextIO | None = None
+        self._writer: csv.DictWriter[str] | None = None
+        self.startup_s: float | None = None
+        """Seconds from process start until training begins (imports, env and model built, first reset)."""
+
+    def _on_training_start(self) -> None:
+        self.startup_s = process_age_s()
+        self._t0 = self.last_checkpoint_time = time.monotonic()
+        path = self.checkpointer.run.progress_csv
+        # A run that starts over (no checkpoint, or one it cannot resume: an off-policy run's without its
+        # buffer) drops the rows of the attempt it repeats, as make_vec_env does with monitor.csv.
+        fresh = self.resume is None or not path.exists() or path.stat().st_size == 0
+        self._file = open(path, "w" if fresh else "a", newline="", encoding="utf-8")
+        self._writer = csv.DictWriter(self._file, fieldnames=PROGRESS_COLUMNS)
+        if fresh:
+            self._writer.writeheader()
+            self._file.flush()
+        self._row_start = self.model.num_timesteps
+        self._mark_iteration_start()
+
+    def _on_rollout_start(self) -> None:
+        super()._on_rollout_start()
+        self._mark_iteration_start()
+
+    def _mark_iteration_start(self) -> None:
+        self._iter_start = (self.model.num_timesteps, self.iteration, self._log_sizes())
+        if (normalizer := self.model.get_vec_normalize_env()) is not None:
+            self._stats_start = (copy.deepcopy(normalizer.obs_rms), copy.deepcopy(normalizer.ret_rms))
+        if isinstance(buffer := getattr(self.model, "replay_buffer", None), ReplayBuffer):
+            self._buffer_start = (buffer.pos, buffer.full)
+
+    def _log_sizes(self) -> tuple[int, int, int]:
+        run = self.checkpointer.run
+        return file_size(run.monitor_csv), file_size(run.progress_csv), file_size(run.evaluations_csv)
+
+    def _on_step(self) -> bool:
+        self.stop_if_requested()
+        return True
+
+    def _on_training_end(self) -> None:
+        super()._on_training_end()
+        if self._file:
+            self._file.close()
+
+    def _iteration_done(self, rollout_s: float, update_s: float, last: bool) -> None:
+        rollout_s, update_s = self._row_s[0] + rollout_s, self._row_s[1] + update_s
+        if self.model.num_timesteps - self._row_start >= self.row_steps or last:
+            self._write_row(rollout_s, update_s)
+            self._row_s = (0.0, 0.0)
+        else:
+            self._row_s = (rollout_s, update_s)
+        # Evaluations and checkpoints at the end of any iteration, where model, buffer and statistics agree.
+        if self.evaluator and self.evaluator.due(self._iter_start[0], self.model.num_timesteps):
+            started = time.monotonic()
+            self.evaluator.evaluate(self.model, self.totals().wall_s)
+            self.eval_s += time.monotonic() - started
+        if checkpoint_due(self.model.num_timesteps - self.last_checkpoint_at,
+                          time.monotonic() - self.last_checkpoint_time, self.checkpointer.every,
+                          self.checkpointer.every_s):
+            self._save(self.iteration, self._log_sizes())
+
+    def _write_row(self, rollout_s: float, update_s: float) -> None:
+        self.iteration += 1
+        steps = self.model.num_timesteps - self._row_start
+        self._row_start = self.model.num_timesteps
+        infos = list(self.model.ep_info_buffer or [])
+        row = {
+            "iteration": self.iteration,
+            "timesteps": self.model.num_timesteps,
+            "wall_s": round(self.totals().wall_s, 3),
+            "fps": round(steps / max(rollout_s + update_s, 1e-9), 1),
+            "ep_rew_mean": round(sum(i["r"] for i in infos) / len(infos), 4) if infos else "",
+            "ep_len_mean": round(sum(i["l"] for i in infos) / len(infos), 1) if infos else "",
+            "rollout_s": round(rollout_s, 4),
+            "train_s": round(update_s, 4),
+        }
+        assert self._writer is not None and self._file is not None, "opened when training started"
+        self._writer.writerow(row)
+        self._file.flush()
+        if self.on_row:
+            self.on_row(row)
+
+    def totals(self) -> Timing:
+        elapsed = time.monotonic() - self._t0 if self._t0 else 0.0
+        return Timing(wall_s=self.base.wall_s + elapsed, rollout_s=self.base.rollout_s + self.rollout_s,
+                      train_s=self.base.train_s + self.train_s, save_s=self.base.save_s + self.save_s,
+                      eval_s=self.base.eval_s + self.eval_s)
+
+    def save_interrupted(self) -> None:
+        """Checkpoint on a stop request, rewound to the start of the unfinished iteration.
+
+        Its partial rollout is dropped (timesteps, log rows and the transitions it added to a replay
+        buffer alike), so the resumed run repeats that iteration whole and ends at exactly the timesteps
+        an uninterrupted run would.
+        """
+        if getattr(self, "model", None) is None or not self._t0:
+            return  # stopped before training began: nothing to save
+        if self._file:
+            self._file.flush()
+        self.model.num_timesteps, iteration, log_sizes = self._iter_start
+        normalizer = self.model.get_vec_normalize_env()
+        if normalizer is not None and self._stats_start is not None:
+            # The statistics as they were before the dropped partial rollout, to pair with the model.
+            normalizer.obs_rms, normalizer.ret_rms = self._stats_start
+        buffer = getattr(self.model, "replay_buffer", None)
+        if isinstance(buffer, ReplayBuffer) and self._buffer_start is not None:
+            buffer.pos, buffer.full = self._buffer_start
+        self._save(iteration, log_sizes)
+
+    def _save(self, iteration: int, log_sizes: tuple[int, ...]) -> None:
+        started = time.monotonic()
+        self.last_checkpoint = self.checkpointer.save(self.model, iteration, self.totals(), log_sizes,
+                                                      self.model.get_vec_normalize_env())
+        self.last_checkpoint_time = time.monotonic()
+        self.save_s += self.last_checkpoint_time - started
+        self.last_checkpoint_at = self.model.num_timesteps
+
+
+def process_age_s() -> float:
+    """Seconds since this process was started, interpreter start-up included (Linux; 10 ms ticks)."""
+    with open("/proc/self/stat", encoding="ascii") as fh:
+        start_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])  # field 22: starttime since boot
+    return time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / os.sysconf("SC_CLK_TCK")
