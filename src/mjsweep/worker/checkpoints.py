@@ -184,18 +184,28 @@ class Checkpointer:
         self.best.prune(ckpt.best_timesteps)  # pairs older than both the best and the checkpoint's best
         return ckpt
 
+    def load_replay_buffer(self, model: BaseAlgorithm, checkpoint: CheckpointRecord) -> None:
+        """Into an off-policy model resumed from `checkpoint`, the replay buffer saved with it."""
+        if isinstance(model, OffPolicyAlgorithm):
+            assert checkpoint.replay_buffer_file, "latest() resumes an off-policy run only with its buffer"
+            model.load_replay_buffer(str(self.run.checkpoints / checkpoint.replay_buffer_file))
+
     def kept_best(self) -> int | None:
         """The best evaluation's timesteps that the latest checkpoint keeps, if any."""
         checkpoint = self.run.read_checkpoint()
         return checkpoint.best_timesteps if checkpoint else None
 
 
+def replay_buffer(model: BaseAlgorithm) -> ReplayBuffer | None:
+    """The model's replay buffer: SAC's and TD3's; None for PPO and A2C, which learn from rollouts."""
+    buffer = getattr(model, "replay_buffer", None)
+    return buffer if isinstance(buffer, ReplayBuffer) else None
+
+
 def replay_buffer_size(model: BaseAlgorithm) -> int | None:
     """Transitions the model's replay buffer holds (all envs together); None without one."""
-    buffer = getattr(model, "replay_buffer", None)
-    if not isinstance(buffer, ReplayBuffer):
-        return None
-    return buffer.size() * buffer.n_envs
+    buffer = replay_buffer(model)
+    return buffer.size() * buffer.n_envs if buffer is not None else None
 
 
 def file_size(path: Path) -> int:

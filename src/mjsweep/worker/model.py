@@ -10,7 +10,6 @@ import numpy as np
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.noise import ActionNoise, NormalActionNoise, OrnsteinUhlenbeckActionNoise
-from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from ..plan.runs import RunSpec
@@ -57,9 +56,7 @@ def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer,
     if resume:
         model = cls.load(str(checkpointer.run.checkpoints / resume.model_file), env=venv, device=spec.device,
                          tensorboard_log=tensorboard_log)
-        if isinstance(model, OffPolicyAlgorithm):
-            assert resume.replay_buffer_file, "Checkpointer.latest() resumes an off-policy run only with its buffer"
-            model.load_replay_buffer(str(checkpointer.run.checkpoints / resume.replay_buffer_file))
+        checkpointer.load_replay_buffer(model, resume)
         # A different env seed than the first attempt's, so the resumed episodes are not replays.
         venv.seed(spec.seed + resume.timesteps)
         return model

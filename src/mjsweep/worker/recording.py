@@ -11,12 +11,11 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 
 from ..sweepdir.models import CheckpointRecord, Timing
 from ..sweepdir.tables import PROGRESS_COLUMNS
-from .checkpoints import Checkpointer, checkpoint_due, file_size
+from .checkpoints import Checkpointer, checkpoint_due, file_size, replay_buffer
 from .evaluation import PeriodicEvaluator
 
 
@@ -134,7 +133,7 @@ class IterationRecorder(PhaseTimer):
         self._iter_start = (self.model.num_timesteps, self.iteration, self._log_sizes())
         if (normalizer := self.model.get_vec_normalize_env()) is not None:
             self._stats_start = (copy.deepcopy(normalizer.obs_rms), copy.deepcopy(normalizer.ret_rms))
-        if isinstance(buffer := getattr(self.model, "replay_buffer", None), ReplayBuffer):
+        if (buffer := replay_buffer(self.model)) is not None:
             self._buffer_start = (buffer.pos, buffer.full)
 
     def _log_sizes(self) -> tuple[int, int, int]:
@@ -210,8 +209,8 @@ class IterationRecorder(PhaseTimer):
         if normalizer is not None and self._stats_start is not None:
             # The statistics as they were before the dropped partial rollout, to pair with the model.
             normalizer.obs_rms, normalizer.ret_rms = self._stats_start
-        buffer = getattr(self.model, "replay_buffer", None)
-        if isinstance(buffer, ReplayBuffer) and self._buffer_start is not None:
+        buffer = replay_buffer(self.model)
+        if buffer is not None and self._buffer_start is not None:
             buffer.pos, buffer.full = self._buffer_start
         self._save(iteration, log_sizes)
 
