@@ -136,7 +136,6 @@ class RunDir:
     progress_csv = property(lambda self: self.path / "progress.csv")
     evaluations_csv = property(lambda self: self.path / "evaluations.csv")
     model_zip = property(lambda self: self.path / "model.zip")
-    model_zip_tmp = property(lambda self: self.path / ".model.zip.tmp")
     vecnormalize = property(lambda self: self.path / "vecnormalize.pkl")
     best_model_zip = property(lambda self: self.path / "best_model.zip")
     best_vecnormalize = property(lambda self: self.path / "best_vecnormalize.pkl")

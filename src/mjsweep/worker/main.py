@@ -185,8 +185,7 @@ def _train(run_path: Path) -> int:
 def _save_model(model: BaseAlgorithm, run: RunDir) -> None:
     from .checkpoints import save_atomic
 
-    model.save(str(run.model_zip_tmp))
-    os.replace(run.model_zip_tmp, run.model_zip)
+    save_atomic(model.save, run.model_zip)
     if (normalizer := model.get_vec_normalize_env()) is not None:
         save_atomic(normalizer.save, run.vecnormalize)
 
