@@ -3,16 +3,25 @@ split of off-policy iterations, and checkpoints that keep a replay buffer with i
 
 from __future__ import annotations
 
+import base64
+import io
+import json
+import pickle
+import subprocess
+import sys
 import textwrap
+import types
+import zipfile
 from pathlib import Path
 
 import pytest
-from stable_baselines3 import SAC
+from stable_baselines3 import PPO, SAC
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.save_util import load_from_pkl
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from conftest import TINY_XML
+from conftest import TINY_XML, write_spec
+from mjsweep.engine.sweep import prepare
 from mjsweep.plan import runs as plan
 from mjsweep.robots.envs import make_env
 from mjsweep.robots.variants import Variant
@@ -219,3 +228,62 @@ def test_a_run_that_starts_over_drops_the_rows_of_the_attempt_it_repeats(tmp_pat
     lines = run.progress_csv.read_text().splitlines()
     assert lines[0] == ",".join(PROGRESS_COLUMNS)
     assert [line.split(",")[:2] for line in lines[1:]] == [["1", "10"], ["2", "20"]]
+
+
+def move_schedules(model_zip: Path, module: str) -> None:
+    """Rewrite a saved model's pickled schedules as if their LinearSchedule class lived in `module`, a
+    module that does not exist: a checkpoint of a version that kept the class elsewhere."""
+    moved = type("LinearSchedule", (LinearSchedule,), {"__module__": module})
+
+    class Repoint(pickle.Unpickler):
+        def find_class(self, mod: str, name: str):
+            return moved if name == "LinearSchedule" else super().find_class(mod, name)
+
+    with zipfile.ZipFile(model_zip) as z:
+        files = {name: z.read(name) for name in z.namelist()}
+    data = json.loads(files["data"])
+    gone = sys.modules[module] = types.ModuleType(module)
+    gone.__dict__["LinearSchedule"] = moved  # where pickle looks the class up
+    try:
+        for item in data.values():
+            if isinstance(item, dict) and b"LinearSchedule" in base64.b64decode(item.get(":serialized:", "")):
+                schedule = Repoint(io.BytesIO(base64.b64decode(item[":serialized:"]))).load()
+                item[":serialized:"] = base64.b64encode(pickle.dumps(schedule)).decode()
+    finally:
+        del sys.modules[module]
+    files["data"] = json.dumps(data).encode()
+    with zipfile.ZipFile(model_zip, "w") as z:
+        for name, content in files.items():
+            z.writestr(name, content)
+
+
+def test_a_checkpoint_resumes_though_its_schedules_class_has_moved(tmp_path, tiny_spec):
+    tiny_spec.update({"total_timesteps": 256, "checkpoint_every": 256,
+                      "ppo": {**tiny_spec["ppo"], "learning_rate": "lin_1e-3", "clip_range": "lin_0.2"}})
+    [spec] = prepare(write_spec(tmp_path, tiny_spec)).runs
+    run = run_dir(tmp_path)
+
+    def attempt(total_timesteps: int) -> subprocess.CompletedProcess:
+        run.spec_json.write_text(json.dumps({**spec.model_dump(mode="json"), "total_timesteps": total_timesteps}))
+        return subprocess.run([sys.executable, "-m", "mjsweep.worker", str(run.path)], capture_output=True,
+                              text=True, timeout=600, stdin=subprocess.DEVNULL)
+
+    first = attempt(256)
+    assert first.returncode == 0, first.stderr
+    checkpoint = run.read_checkpoint()
+    assert checkpoint is not None and checkpoint.timesteps == 256
+    model_zip = run.checkpoints / checkpoint.model_file
+    move_schedules(model_zip, "mjsweep.gone")
+    with pytest.raises(ModuleNotFoundError, match="mjsweep.gone"):
+        PPO.load(model_zip, device="cpu")  # what the checkpoint holds needs the class where it was
+
+    second = attempt(512)  # the same run, extended: it resumes from the checkpoint and trains on
+    assert second.returncode == 0, second.stderr
+    result = json.loads(run.result_json.read_text())
+    assert result["resumed_from"] == 256 and result["timesteps"] == 512
+    model = PPO.load(run.model_zip, device="cpu")
+    assert isinstance(model.learning_rate, LinearSchedule) and model.learning_rate(0.5) == 5e-4
+    assert model.clip_range(0.5) == pytest.approx(0.1)
+    # the decay went on to its end, 0 at 512 timesteps, where a constant rate would have stayed 1e-3
+    assert model._current_progress_remaining == 0.0
+    assert [g["lr"] for g in model.policy.optimizer.param_groups] == [0.0]

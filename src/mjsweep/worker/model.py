@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import inspect
 from typing import Any
 
 import numpy as np
@@ -55,7 +56,7 @@ def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer,
     cls = algorithm_class(spec.algo)
     if resume:
         model = cls.load(str(checkpointer.run.checkpoints / resume.model_file), env=venv, device=spec.device,
-                         tensorboard_log=tensorboard_log)
+                         tensorboard_log=tensorboard_log, custom_objects=schedules(spec))
         checkpointer.load_replay_buffer(model, resume)
         # A different env seed than the first attempt's, so the resumed episodes are not replays.
         venv.seed(spec.seed + resume.timesteps)
@@ -70,8 +71,8 @@ def sb3_kwargs(spec: RunSpec, venv: VecEnv) -> dict[str, Any]:
     RL Zoo's noise_type / noise_std as an action noise."""
     kwargs = dict(spec.hyperparams)
     for key in ALGOS[spec.algo].scheduled:
-        if (start := schedule_start(kwargs.get(key))) is not None:
-            kwargs[key] = LinearSchedule(start)
+        if key in kwargs:
+            kwargs[key] = schedule(kwargs[key])
     policy_kwargs = dict(kwargs.pop("policy_kwargs", None) or {})
     if isinstance(policy_kwargs.get("activation_fn"), str):
         name = activation_name(policy_kwargs["activation_fn"])
@@ -85,6 +86,28 @@ def sb3_kwargs(spec: RunSpec, venv: VecEnv) -> dict[str, Any]:
         kwargs["action_noise"] = action_noise(noise["noise_type"], float(noise["noise_std"]),
                                               int(np.prod(venv.action_space.shape or (1,))))
     return kwargs
+
+
+def schedule(value: Any) -> Any:
+    """A scheduled argument's value as SB3 takes it: RL Zoo's lin_<start> as a LinearSchedule, else as is."""
+    start = schedule_start(value)
+    return LinearSchedule(start) if start is not None else value
+
+
+def schedules(spec: RunSpec) -> dict[str, Any]:
+    """The run's scheduled arguments (spec.algos: learning_rate, PPO's clip_range) as a fresh model of its
+    spec gets them, the constructor's default where the spec sets none; and lr_schedule.
+
+    A resume loads the checkpoint with these as SB3's custom_objects, in place of the pickled ones: a
+    LinearSchedule is pickled by its module path, and the class has lived in other modules before
+    (mjsweep.training, mjsweep.worker.training), so no checkpoint needs it where it was.
+    """
+    defaults = inspect.signature(algorithm_class(spec.algo)).parameters
+    values = {key: schedule(spec.hyperparams.get(key, defaults[key].default)) for key in ALGOS[spec.algo].scheduled}
+    # SB3 derives lr_schedule from learning_rate again once the model is loaded (_setup_lr_schedule);
+    # this stands in for the pickled one until then.
+    values["lr_schedule"] = values["learning_rate"]
+    return values
 
 
 def action_noise(kind: str, std: float, n_actions: int) -> ActionNoise:
