@@ -31,6 +31,7 @@ from mjsweep.sweepdir.models import Timing
 from mjsweep.sweepdir.tables import PROGRESS_COLUMNS
 from mjsweep.worker import checkpoints, recording
 from mjsweep.worker.model import LinearSchedule, action_noise, sb3_kwargs
+from mjsweep.worker.policy import load_policy
 
 ENV = "HalfCheetah-v5"
 
@@ -276,6 +277,7 @@ def test_a_checkpoint_resumes_though_its_schedules_class_has_moved(tmp_path, tin
     move_schedules(model_zip, "mjsweep.gone")
     with pytest.raises(ModuleNotFoundError, match="mjsweep.gone"):
         PPO.load(model_zip, device="cpu")  # what the checkpoint holds needs the class where it was
+    assert isinstance(load_policy("ppo", str(model_zip)), PPO)  # cross-evaluation and videos load it
 
     second = attempt(512)  # the same run, extended: it resumes from the checkpoint and trains on
     assert second.returncode == 0, second.stderr

@@ -15,6 +15,7 @@ from typing import Any
 from ..sweepdir.files import write_model
 from ..sweepdir.models import CrossResult
 from ..worker.normalization import load_frozen
+from ..worker.policy import load_policy
 
 
 def evaluate_on(policy, target: dict[str, Any], job: dict[str, Any]) -> CrossResult:
@@ -53,11 +54,9 @@ def _outcome(result: CrossResult) -> str:
 def main(job_path: str) -> None:
     import torch
 
-    from ..spec.algos import algorithm_class
-
     torch.set_num_threads(1)
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
-    policy = algorithm_class(job.get("algo", "ppo")).load(job["model"], device="cpu")
+    policy = load_policy(job.get("algo", "ppo"), job["model"])
     for target in job["targets"]:
         result = evaluate_on(policy, target, job)
         path = Path(target["result"])

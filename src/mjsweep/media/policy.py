@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..worker.normalization import load_frozen
+from ..worker.policy import load_policy
 from .camera import framing
 from .gl import open_gl_or_exit, run_job
 from .pictures import robot_box
@@ -32,7 +33,6 @@ def rollout_frames(mujoco, item: dict, width: int, height: int, seconds: float):
     from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
     from ..robots.envs import make_env
-    from ..spec.algos import algorithm_class
     from ..sweepdir.files import RunDir
     from ..sweepdir.models import RunSpec
 
@@ -40,7 +40,7 @@ def rollout_frames(mujoco, item: dict, width: int, height: int, seconds: float):
     spec = RunSpec.model_validate_json(RunDir(Path(item["run_dir"])).spec_json.read_text(encoding="utf-8"))
     plain = DummyVecEnv([lambda: make_env(spec.env, Path(spec.xml), spec.env_kwargs, spec.max_episode_steps)])
     venv: VecEnv = load_frozen(item["vecnormalize"], plain) if item.get("vecnormalize") else plain
-    policy = algorithm_class(spec.algo).load(item["model"], device="cpu")
+    policy = load_policy(spec.algo, item["model"])
     env: Any = plain.envs[0].unwrapped  # a MuJoCo env: model, data and dt
     model, data = env.model, env.data
     every = max(1, round(1 / (env.dt * MAX_FPS)))
