@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import TINY_SPEC, launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
+from conftest import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
+from helpers.models import TINY_SPEC
 
 WAIT = 240.0  # a bound on hanging, never on speed
 OFF_POLICY = {"learning_starts": 100, "batch_size": 32, "buffer_size": 5000, "policy_kwargs": {"net_arch": [16]}}

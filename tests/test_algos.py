@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TINY_XML, run_sweep
+from conftest import run_sweep
+from helpers.models import TINY_XML
 from mjsweep.plan import runs as plan
 from mjsweep.robots.variants import Variant
 from mjsweep.spec import algos

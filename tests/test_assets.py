@@ -10,7 +10,8 @@ from pathlib import Path
 import mujoco
 import pytest
 
-from conftest import XML_DIR, run_sweep, write_spec
+from conftest import run_sweep, write_spec
+from helpers.models import XML_DIR
 from mjsweep.engine.sweep import prepare
 from mjsweep.robots.edits import generate
 from mjsweep.robots.modelfiles import model_files, model_sha256

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TINY_XML, run_sweep, write_spec
+from conftest import run_sweep, write_spec
+from helpers.models import TINY_XML
 from mjsweep.bench import Batch, BenchConfig, BenchReport, ScaleFigures, batch_sizes, recommend
 from mjsweep.bench.contender import MISSING, command, gnu_parallel, parallel_batch
 from mjsweep.bench.figures import LaunchFigures

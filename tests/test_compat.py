@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TINY_LONG_XML, TINY_XML, run_sweep, write_spec
+from conftest import run_sweep, write_spec
+from helpers.models import TINY_LONG_XML, TINY_XML
 
 FIXTURE = Path(__file__).parent / "fixtures" / "schema1_sweep"
 DONE, STOPPED = "walker_s0_b95a302d", "walker_s1_3300fee5"

@@ -10,7 +10,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from conftest import XML_DIR, run_sweep
+from conftest import run_sweep
+from helpers.models import XML_DIR
 from mjsweep.engine.sweep import prepare
 from mjsweep.robots.edits import EditError, generate, grid_points, point_suffix
 from mjsweep.spec import sweepspec as speclib

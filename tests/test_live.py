@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from conftest import REPO, run_sweep, sweep_exe, write_spec
+from conftest import run_sweep, sweep_exe, write_spec
 from helpers.fake_sweep import make_run, result, run_spec, write_progress
 from helpers.images import not_blank
+from helpers.models import REPO
 from mjsweep.engine.scheduler import Event, EventKind
 from mjsweep.plan.planned import Action, PlannedRun
 from mjsweep.sweepdir.files import SweepDir

@@ -13,7 +13,8 @@ import pytest
 import yaml
 from PIL import Image
 
-from conftest import XML_DIR, run_sweep
+from conftest import run_sweep
+from helpers.models import XML_DIR
 from helpers.rendering import needs_gl
 from mjsweep.media.camera import AZIMUTH_DEG, ELEVATION_DEG, Box, framing
 from mjsweep.media.gl import RenderUnavailable, run_render_process

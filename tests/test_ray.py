@@ -16,7 +16,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from conftest import REPO, TINY_XML, launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
+from conftest import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
+from helpers.models import REPO, TINY_XML
 from mjsweep.ui.cli import app
 
 WAIT = 300.0  # generous: a bound on hanging, never on speed

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from conftest import TINY_XML
 from helpers.fake_sweep import make_run, result, run_spec
+from helpers.models import TINY_XML
 from mjsweep.results import stats
 from mjsweep.results.report import aggregate
 from mjsweep.results.rows import collect

@@ -7,8 +7,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from conftest import TINY_XML, write_spec
+from conftest import write_spec
 from helpers.fake_sweep import make_run, result, run_spec
+from helpers.models import TINY_XML
 from mjsweep.engine.sweep import Action, _decide_one, prepare, variants_record
 from mjsweep.results.rows import read_row
 from mjsweep.results.runview import view_of

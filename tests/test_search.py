@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, TINY_XML
 from helpers.fake_sweep import make_run, result
+from helpers.models import REPO, TINY_XML
 from mjsweep.errors import SpecError
 from mjsweep.robots import variants as variantlib
 from mjsweep.search import prune

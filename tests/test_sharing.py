@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import TINY_LONG_XML, TINY_XML, run_sweep, write_spec
+from conftest import run_sweep, write_spec
 from helpers.fake_sweep import run_spec
+from helpers.models import TINY_LONG_XML, TINY_XML
 from helpers.rendering import CHROMEDRIVER, CHROMIUM, needs_browser, needs_gl
 from mjsweep.media.videos import NoVideo, choose
 from mjsweep.results.rows import ResultRow

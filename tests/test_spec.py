@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TINY_XML, run_sweep
+from conftest import run_sweep
+from helpers.models import TINY_XML
 from mjsweep.engine.sweep import prepare
 from mjsweep.spec import sweepspec as speclib
 from mjsweep.spec.sweepspec import SpecError

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import write_spec
+from helpers.models import REPO
 from mjsweep.engine.sweep import prepare
 from mjsweep.spec.literals import zoo_expression
 from mjsweep.spec.sweepspec import SpecError
@@ -110,7 +111,7 @@ def test_hopper_learns_with_rl_zoo_hyperparameters(tmp_path):
 
 
 def test_the_example_config_validates():
-    plan = prepare(__import__("conftest").REPO / "configs" / "ant_zoo.yaml")
+    plan = prepare(REPO / "configs" / "ant_zoo.yaml")
     [first, *_] = plan.runs
     assert first.total_timesteps == 1_000_000 and first.normalize["gamma"] == 0.98 and first.eval_every == 20_000
     assert first.hyperparams["learning_rate"] == "lin_1e-4"
