@@ -20,7 +20,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.save_util import load_from_pkl
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from conftest import write_spec
+from helpers.commands import write_spec
 from helpers.models import TINY_XML
 from mjsweep.engine.sweep import prepare
 from mjsweep.plan import runs as plan

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_sweep
+from helpers.commands import run_sweep
 from helpers.models import TINY_XML
 from mjsweep.plan import runs as plan
 from mjsweep.robots.variants import Variant

@@ -10,7 +10,7 @@ from pathlib import Path
 import mujoco
 import pytest
 
-from conftest import run_sweep, write_spec
+from helpers.commands import run_sweep, write_spec
 from helpers.models import XML_DIR
 from mjsweep.engine.sweep import prepare
 from mjsweep.robots.edits import generate

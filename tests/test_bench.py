@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_sweep, write_spec
+from helpers.commands import run_sweep, write_spec
 from helpers.models import TINY_XML
 from mjsweep.bench import Batch, BenchConfig, BenchReport, ScaleFigures, batch_sizes, recommend
 from mjsweep.bench.contender import MISSING, command, gnu_parallel, parallel_batch

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_dirs, run_sweep, write_spec
+from helpers.commands import run_dirs, run_sweep, write_spec
 from mjsweep.worker.checkpoints import checkpoint_due
 
 

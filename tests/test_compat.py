@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_sweep, write_spec
+from helpers.commands import run_sweep, write_spec
 from helpers.models import TINY_LONG_XML, TINY_XML
 
 FIXTURE = Path(__file__).parent / "fixtures" / "schema1_sweep"

@@ -7,7 +7,7 @@ import gymnasium
 import numpy as np
 import pytest
 
-from conftest import run_sweep, write_spec
+from helpers.commands import run_sweep, write_spec
 from helpers.models import XML_DIR
 from mjsweep.engine.sweep import BrokenVariantsError, prepare
 from mjsweep.robots.envs import EnvBuildError, probe_env

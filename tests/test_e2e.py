@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import run_dirs, run_sweep, write_spec
+from helpers.commands import run_dirs, run_sweep, write_spec
 from helpers.models import REPO, TINY_XML
 from mjsweep.sweepdir import index as runindex
 from mjsweep.ui.status import read_sweep

@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from conftest import run_sweep
+from helpers.commands import run_sweep
 from helpers.models import XML_DIR
 from mjsweep.engine.sweep import prepare
 from mjsweep.robots.edits import EditError, generate, grid_points, point_suffix

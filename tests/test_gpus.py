@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import run_sweep, write_spec
+from helpers.commands import run_sweep, write_spec
 from mjsweep.engine.scheduler import Scheduler, SchedulerOptions
 from mjsweep.launchers.gpus import GpuSlots, detect_gpus
 from mjsweep.launchers.local import LocalLauncher

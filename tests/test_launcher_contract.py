@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_spec
+from helpers.commands import write_spec
 from mjsweep.engine.failures import RETRYABLE, classify
 from mjsweep.engine.sweep import prepare
 from mjsweep.launchers.base import ExitKind, Launcher, RunExit, RunHandle

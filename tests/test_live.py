@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from conftest import run_sweep, sweep_exe, write_spec
+from helpers.commands import run_sweep, sweep_exe, write_spec
 from helpers.fake_sweep import make_run, result, run_spec, write_progress
 from helpers.images import not_blank
 from helpers.models import REPO

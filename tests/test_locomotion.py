@@ -12,7 +12,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from conftest import run_sweep, write_spec
+from helpers.commands import run_sweep, write_spec
 from helpers.models import XML_DIR
 from mjsweep.robots.envs import EnvBuildError, make_env, probe_env
 from mjsweep.robots.locomotion import ENV_ID, find_root

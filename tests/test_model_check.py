@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import run_sweep, write_spec
+from helpers.commands import run_sweep, write_spec
 from mjsweep.engine.modelcheck import ModelCheck, distinct_sets, needs_build
 from mjsweep.engine.sweep import prepare
 from mjsweep.spec.sweepspec import SpecError

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import wait_for, write_spec
+from helpers.commands import wait_for, write_spec
 from mjsweep.engine.sweep import prepare
 from mjsweep.sweepdir.files import RunDir, read_model
 from mjsweep.sweepdir.models import BestRecord, RunSpec

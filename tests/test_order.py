@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import run_sweep, write_spec
+from helpers.commands import run_sweep, write_spec
 from helpers.models import TINY_XML
 from mjsweep.plan.order import Order, expected_costs, measured_fps, start_order
 from mjsweep.sweepdir.files import SweepDir, write_json_atomic

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from conftest import run_sweep, write_spec
+from helpers.commands import run_sweep, write_spec
 from mjsweep.engine.sweep import prepare
 
 

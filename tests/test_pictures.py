@@ -13,7 +13,7 @@ import pytest
 import yaml
 from PIL import Image
 
-from conftest import run_sweep
+from helpers.commands import run_sweep
 from helpers.models import XML_DIR
 from helpers.rendering import needs_gl
 from mjsweep.media.camera import AZIMUTH_DEG, ELEVATION_DEG, Box, framing

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import run_sweep
+from helpers.commands import run_sweep
 from helpers.fake_sweep import make_run, result, run_spec
 from helpers.images import not_blank
 from mjsweep.sweepdir.models import RunState

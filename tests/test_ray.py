@@ -16,7 +16,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from conftest import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
+from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
 from helpers.models import REPO, TINY_XML
 from mjsweep.ui.cli import app
 

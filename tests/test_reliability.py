@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
+from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
 
 pytestmark = pytest.mark.slow
 

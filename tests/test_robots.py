@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import run_sweep, write_spec
+from helpers.commands import run_sweep, write_spec
 from mjsweep.engine.sweep import BrokenVariantsError, prepare
 from mjsweep.robots import menagerie
 from mjsweep.robots.envs import probe_env

@@ -8,7 +8,7 @@ import os
 import signal
 import time
 
-from conftest import run_sweep, write_spec
+from helpers.commands import run_sweep, write_spec
 from mjsweep.sweepdir.files import CorruptFileError, RunDir, read_json, write_json_atomic
 from mjsweep.sweepdir.models import RunState, RunStatus
 

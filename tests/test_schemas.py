@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from conftest import write_spec
+from helpers.commands import write_spec
 from helpers.fake_sweep import make_run, result, run_spec
 from helpers.models import TINY_XML
 from mjsweep.engine.sweep import Action, _decide_one, prepare, variants_record

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
+from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
 from helpers.models import TINY_XML, XML_DIR
 from mjsweep.search.record import replay
 from mjsweep.search.samplers import RandomSampler

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import run_sweep, write_spec
+from helpers.commands import run_sweep, write_spec
 from helpers.fake_sweep import run_spec
 from helpers.models import TINY_LONG_XML, TINY_XML
 from helpers.rendering import CHROMEDRIVER, CHROMIUM, needs_browser, needs_gl

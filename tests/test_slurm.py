@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import run_sweep, sweep_exe, wait_for, write_spec
+from helpers.commands import run_sweep, sweep_exe, wait_for, write_spec
 from helpers.models import REPO, TINY_LONG_XML, TINY_XML
 from mjsweep.engine.sweep import prepare
 from mjsweep.errors import LauncherConfigError, LaunchError

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_sweep
+from helpers.commands import run_sweep
 from helpers.models import TINY_XML
 from mjsweep.engine.sweep import prepare
 from mjsweep.spec import sweepspec as speclib

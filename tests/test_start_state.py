@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import run_sweep, write_spec
+from helpers.commands import run_sweep, write_spec
 from helpers.models import XML_DIR
 from mjsweep.robots.envs import EnvBuildError, make_env, probe_env
 from mjsweep.robots.locomotion import ENV_ID

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from conftest import run_sweep, sweep_exe, write_spec
+from helpers.commands import run_sweep, sweep_exe, write_spec
 from helpers.fake_sweep import PROGRESS_HEADER, make_run, result, run_spec, write_progress
 from mjsweep.engine.sweep import sweep_lock
 from mjsweep.results.runview import STALE

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import write_spec
+from helpers.commands import write_spec
 from mjsweep import launchers
 from mjsweep.engine.sweep import prepare
 from mjsweep.launchers.base import RunExit

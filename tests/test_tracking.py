@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import run_sweep, write_spec
+from helpers.commands import run_sweep, write_spec
 from helpers.wandb_records import by_kind
 from mjsweep.spec.sweepspec import load
 from mjsweep.worker.tracking import check_tracking

@@ -9,7 +9,7 @@ import signal
 import psutil
 import pytest
 
-from conftest import run_dirs, start_sweep, wait_for, write_spec
+from helpers.commands import run_dirs, start_sweep, wait_for, write_spec
 from mjsweep.plan import runs as planlib
 from mjsweep.spec.sweepspec import SpecLocator, parse
 from test_reliability import WAIT, status_of

@@ -7,7 +7,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import mjsweep
-from conftest import run_sweep
+from helpers.commands import run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import write_spec
+from helpers.commands import write_spec
 from mjsweep.engine.sweep import prepare
 
 # Runs the real worker with one import hooked: the moment gymnasium's `try: import mujoco / except

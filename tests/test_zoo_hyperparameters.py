@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import write_spec
+from helpers.commands import run_sweep, write_spec
 from helpers.models import REPO
 from mjsweep.engine.sweep import prepare
 from mjsweep.spec.literals import zoo_expression
@@ -64,8 +64,6 @@ def hopper_spec(tmp_path, **ppo) -> dict:
 
 @pytest.mark.skipif(__import__("importlib").util.find_spec("rl_zoo3") is None, reason="needs rl_zoo3")
 def test_zoo_true_takes_rl_zoo_values_with_the_spec_keys_over_them(tmp_path):
-    from conftest import run_sweep
-
     data = {**hopper_spec(tmp_path, n_epochs=2), "total_timesteps": 5000}
     plan = prepare(write_spec(tmp_path, data))
     assert plan.spec.zoo_entry == "Hopper-v4"
@@ -91,8 +89,6 @@ def test_hopper_learns_with_rl_zoo_hyperparameters(tmp_path):
     its first. RL Zoo's Hopper values, written out (no rl_zoo3 needed), a budget that fits CI."""
     import csv
     import json
-
-    from conftest import run_sweep
 
     data = hopper_spec(tmp_path)
     data["ppo"] = {**ZOO_HOPPER, "n_timesteps": 12_288, "learning_rate": "lin_3e-4"}
