@@ -8,11 +8,11 @@ import sys
 import pytest
 
 from helpers.commands import run_sweep, write_spec
+from helpers.fake_sweep import numbered_run
 from mjsweep.engine.scheduler import Scheduler, SchedulerOptions
 from mjsweep.launchers.gpus import GpuSlots, detect_gpus
 from mjsweep.launchers.local import LocalLauncher
 from mjsweep.sweepdir.files import SweepDir
-from test_scheduler import make_run
 
 RECORD = """
 import os, sys, time
@@ -46,7 +46,7 @@ def test_detect_gpus_prefers_explicit_lists(monkeypatch):
 def test_cuda_runs_share_gpus_by_slot_and_cpu_runs_see_none(tmp_path):
     log = tmp_path / "events.txt"
     launcher = LocalLauncher(command=lambda d: [sys.executable, "-c", RECORD, str(log)], gpus=["0", "1"])
-    runs = [make_run(i).model_copy(update={"device": "cuda"}) for i in range(5)] + [make_run(9)]
+    runs = [numbered_run(i).model_copy(update={"device": "cuda"}) for i in range(5)] + [numbered_run(9)]
     sweep = SweepDir(tmp_path / "sweep")
     for run in runs:
         sweep.run(run.run_id).path.mkdir(parents=True)

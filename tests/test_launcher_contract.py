@@ -18,12 +18,13 @@ from pathlib import Path
 import pytest
 
 from helpers.commands import write_spec
+from helpers.fake_sweep import make_run
 from mjsweep.engine.failures import RETRYABLE, classify
 from mjsweep.engine.sweep import prepare
 from mjsweep.launchers.base import ExitKind, Launcher, RunExit, RunHandle
 from mjsweep.launchers.local import LocalLauncher
 from mjsweep.spec.sweepspec import SlurmSpec
-from mjsweep.sweepdir.files import RunDir, SweepDir, write_json_atomic
+from mjsweep.sweepdir.files import RunDir, SweepDir
 from mjsweep.sweepdir.models import FailureClass, RunSpec
 from test_ray import cluster  # noqa: F401  (the two-node Ray cluster fixture)
 from test_slurm import slurm_cluster  # noqa: F401  (skips unless a SLURM cluster is up)
@@ -79,9 +80,7 @@ def start(backend: Backend, tmp_path: Path, tiny_spec: dict, total: int) -> tupl
     tiny_spec.update(total_timesteps=total, checkpoint_every=512, runs_dir=str(tmp_path / "runs"))
     plan = prepare(write_spec(tmp_path, tiny_spec), check_envs=False)
     (run,) = plan.runs
-    run_dir = plan.sweep_dir.run(run.run_id)
-    run_dir.path.mkdir(parents=True)
-    write_json_atomic(run_dir.spec_json, run.model_dump(mode="json"))
+    run_dir = make_run(plan.sweep_dir.path, run)
     backend.launcher.submit([run], plan.sweep_dir)
     return backend.launcher.start(run, run_dir), run_dir
 

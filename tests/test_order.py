@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from helpers.commands import run_sweep, write_spec
+from helpers.fake_sweep import run_spec
 from helpers.models import TINY_XML
 from mjsweep.plan.order import Order, expected_costs, measured_fps, start_order
 from mjsweep.sweepdir.files import SweepDir, write_json_atomic
@@ -14,10 +15,8 @@ from test_scheduler import FakeClock, FakeLauncher, Script, scheduler
 
 
 def run(variant: str, seed: int, steps: int = 1000, point: int = 0, n_envs: int = 1, algo: str = "ppo") -> RunSpec:
-    return RunSpec(run_id=f"{variant}_p{point}_t{steps}_s{seed}", sweep="s", variant=variant,
-                   grid={"total_timesteps": steps, "p": point}, seed=seed, env="E", xml="/x.xml", xml_sha256="0",
-                   env_kwargs={}, max_episode_steps=None, policy="MlpPolicy", algo=algo, ppo={}, total_timesteps=steps,
-                   n_envs=n_envs, checkpoint_every=10, eval_episodes=1, eval_deterministic=True, content_hash="0")
+    return run_spec(variant, seed, {"total_timesteps": steps, "p": point}, total=steps,
+                    run_id=f"{variant}_p{point}_t{steps}_s{seed}", n_envs=n_envs, algo=algo, checkpoint_every=10)
 
 
 def variant_major(variants: list[str], seeds: int, points: int = 1) -> list[RunSpec]:

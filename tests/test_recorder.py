@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import json
 
-from helpers.fake_sweep import run_spec
+from helpers.fake_sweep import make_run, run_spec
 from mjsweep.engine.recorder import StatusRecorder
-from mjsweep.sweepdir.files import SweepDir, write_json_atomic
+from mjsweep.sweepdir.files import SweepDir
 from mjsweep.sweepdir.models import RunState, RunStatus
 
 
 def test_status_for_every_change_and_an_index_line_for_each_end(tmp_path):
     sweep = SweepDir(tmp_path)
-    run_dir = sweep.run("r0")
-    run_dir.path.mkdir()
-    write_json_atomic(run_dir.spec_json, run_spec("r0", 0).model_copy(update={"run_id": "r0"}).model_dump(mode="json"))
+    run_dir = make_run(tmp_path, run_spec("r0", 0, run_id="r0"))
     stray = sweep.run("stray")  # a folder without spec.json is not a run of the sweep
     stray.path.mkdir()
     stray.write_status(RunStatus(state=RunState.FAILED, attempts=1, peak_rss_mb=999.0))

@@ -6,16 +6,15 @@ import errno
 import json
 import os
 
-from helpers.fake_sweep import make_run, result, run_spec
+from helpers.fake_sweep import make_run, numbered_run, result, run_spec
 from mjsweep.engine.sweep import _reindex
 from mjsweep.plan.planned import Action, PlannedRun
 from mjsweep.results.runview import index_entry
 from mjsweep.sweepdir import index as runindex
-from mjsweep.sweepdir.files import SweepDir, write_json_atomic
+from mjsweep.sweepdir.files import SweepDir
 from mjsweep.sweepdir.models import RunState
 from mjsweep.ui.status import read_sweep
 from test_scheduler import FakeClock, FakeLauncher, Script, scheduler
-from test_scheduler import make_run as scheduled_run
 from test_status import every_state
 
 
@@ -84,10 +83,9 @@ def test_a_failed_append_removes_the_index(tmp_path, monkeypatch):
 
 def test_the_scheduler_indexes_each_end_and_each_restart(tmp_path):
     sweep = SweepDir(tmp_path)
-    runs = [scheduled_run(i) for i in range(3)]
+    runs = [numbered_run(i) for i in range(3)]
     for run in runs:
-        sweep.run(run.run_id).path.mkdir()
-        write_json_atomic(sweep.run(run.run_id).spec_json, run.model_dump(mode="json"))
+        make_run(tmp_path, run)
     clock = FakeClock()
     launcher = FakeLauncher(clock, {"r1": Script([(0.5, -9), (0.5, 0)]), "r2": Script([(0.5, 1)])})
     sched, _ = scheduler(tmp_path, launcher, clock, retries=1)

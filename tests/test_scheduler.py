@@ -9,19 +9,13 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from helpers.fake_sweep import numbered_run
 from mjsweep.engine.scheduler import EventKind, Scheduler, SchedulerOptions
 from mjsweep.errors import LaunchError
 from mjsweep.launchers.base import Launcher, RunExit
 from mjsweep.launchers.local import LocalLauncher
 from mjsweep.sweepdir.files import SweepDir, write_json_atomic
-from mjsweep.sweepdir.models import FailureClass, RunSpec, RunState
-
-
-def make_run(i: int, cpus: int = 1) -> RunSpec:
-    return RunSpec(run_id=f"r{i}", sweep="s", variant="v", grid={}, seed=i, env="E", xml="/x.xml",
-                   xml_sha256="0", env_kwargs={}, max_episode_steps=None, policy="MlpPolicy", ppo={},
-                   total_timesteps=10, n_envs=1, checkpoint_every=10, eval_episodes=1,
-                   eval_deterministic=True, content_hash="0", cpus=cpus)
+from mjsweep.sweepdir.models import FailureClass, RunState
 
 
 class FakeClock:
@@ -120,7 +114,7 @@ def test_never_more_runs_than_the_cap(tmp_path, cap, runs):
     clock = FakeClock()
     launcher = FakeLauncher(clock, {f"r{i}": Script([(1.0 + i % 3, 0)]) for i in range(runs)})
     sched, _ = scheduler(tmp_path, launcher, clock, max_workers=cap)
-    outcome = sched.run([make_run(i) for i in range(runs)])
+    outcome = sched.run([numbered_run(i) for i in range(runs)])
     assert launcher.max_cpus_in_use == min(cap, runs)
     assert sorted(outcome.succeeded) == sorted(f"r{i}" for i in range(runs))
     assert outcome.exit_code == 0
@@ -130,7 +124,7 @@ def test_runs_take_their_cpu_slots(tmp_path):
     clock = FakeClock()
     launcher = FakeLauncher(clock)
     sched, _ = scheduler(tmp_path, launcher, clock, max_workers=4)
-    sched.run([make_run(0, cpus=3), make_run(1, cpus=2), make_run(2, cpus=1), make_run(3, cpus=6)])
+    sched.run([numbered_run(0, cpus=3), numbered_run(1, cpus=2), numbered_run(2, cpus=1), numbered_run(3, cpus=6)])
     assert launcher.together == [{"r0"}, {"r1"}, {"r1", "r2"}, {"r3"}]  # r1 (2) could not join r0 (3) under 4
     assert launcher.max_cpus_in_use == 6  # the 6-cpu run, wider than the cap, ran alone
 
@@ -139,7 +133,7 @@ def test_the_scheduler_waits_on_the_launchers_news_not_its_whole_poll_interval(t
     clock = FakeClock()
     launcher = NewsLauncher(clock, {f"r{i}": Script([(0.0, 0)]) for i in range(3)})
     sched, _ = scheduler(tmp_path, launcher, clock, max_workers=1)
-    outcome = sched.run([make_run(i) for i in range(3)])
+    outcome = sched.run([numbered_run(i) for i in range(3)])
     assert outcome.succeeded == ["r0", "r1", "r2"]
     assert clock.now == 0.0  # it never slept: each wait for the next start ended on the launcher's news
     os.close(launcher.news_r)
@@ -150,7 +144,7 @@ def test_a_failure_does_not_stop_the_others_and_is_recorded(tmp_path):
     clock = FakeClock()
     launcher = FakeLauncher(clock, {"r1": Script([(0.5, 1)])})
     sched, events = scheduler(tmp_path, launcher, clock)
-    outcome = sched.run([make_run(i) for i in range(4)])
+    outcome = sched.run([numbered_run(i) for i in range(4)])
     assert outcome.failed == ["r1"] and len(outcome.succeeded) == 3 and outcome.exit_code == 1
     status = SweepDir(tmp_path).run("r1").read_status()
     assert status.state is RunState.FAILED and status.failure is FailureClass.ERROR
@@ -164,7 +158,7 @@ def test_killed_runs_are_retried_within_the_budget(tmp_path):
     launcher = FakeLauncher(clock, {"r0": Script([(0.5, -9), (0.5, 0)]),
                                     "r1": Script([(0.5, -9), (0.5, -9), (0.5, 0)])})
     sched, _ = scheduler(tmp_path, launcher, clock, retries=1)
-    outcome = sched.run([make_run(0), make_run(1)])
+    outcome = sched.run([numbered_run(0), numbered_run(1)])
     assert outcome.succeeded == ["r0"] and outcome.failed == ["r1"]
     assert launcher.started.count("r0") == 2 and launcher.started.count("r1") == 2
     status = SweepDir(tmp_path).run("r1").read_status()
@@ -175,7 +169,7 @@ def test_timeout_interrupts_then_kills_and_is_classed(tmp_path):
     clock = FakeClock()
     launcher = FakeLauncher(clock, {"r0": Script([(100.0, 0)])})
     sched, _ = scheduler(tmp_path, launcher, clock, timeout_s=5.0, retries=0)
-    outcome = sched.run([make_run(0)])
+    outcome = sched.run([numbered_run(0)])
     status = SweepDir(tmp_path).run("r0").read_status()
     assert outcome.failed == ["r0"]
     assert status.state is RunState.FAILED and status.failure is FailureClass.TIMEOUT
@@ -194,7 +188,7 @@ def test_stop_request_interrupts_running_runs_and_leaves_the_rest(tmp_path):
             sched.request_stop()
 
     sched.sleep = sleep_then_stop
-    outcome = sched.run([make_run(i) for i in range(4)])
+    outcome = sched.run([numbered_run(i) for i in range(4)])
     assert outcome.exit_code == 130
     assert sorted(outcome.interrupted) == ["r0", "r1", "r2", "r3"]
     assert launcher.started == ["r0", "r1"]
@@ -217,7 +211,7 @@ open(os.path.join(os.getcwd(), "result.json"), "w").write('{"eval_mean_return": 
 def test_real_processes_respect_the_cap_and_get_thread_caps(tmp_path):
     log = tmp_path / "intervals.txt"
     launcher = LocalLauncher(command=lambda run_dir: [sys.executable, "-c", SLEEPER, str(log)])
-    runs = [make_run(i) for i in range(6)]
+    runs = [numbered_run(i) for i in range(6)]
     sweep = SweepDir(tmp_path / "sweep")
     for run in runs:
         sweep.run(run.run_id).path.mkdir(parents=True)
@@ -246,7 +240,7 @@ def test_each_run_leads_its_own_process_group(tmp_path):
     launcher = LocalLauncher(command=lambda run_dir: [sys.executable, "-c", script])
     sweep = SweepDir(tmp_path)
     sweep.run("r0").path.mkdir()
-    handle = launcher.start(make_run(0), sweep.run("r0"))
+    handle = launcher.start(numbered_run(0), sweep.run("r0"))
     assert handle.wait(timeout=60) == 0
     pid, pgid, sid = map(int, (sweep.run("r0").path / "pg.txt").read_text().split())
     assert pid == pgid == sid == handle.pid
@@ -258,7 +252,7 @@ def test_memory_guard_holds_runs_back_until_memory_frees(tmp_path):
     launcher = FakeLauncher(clock, {f"r{i}": Script([(2.0, 0)]) for i in range(3)})
     sched, events = scheduler(tmp_path, launcher, clock, max_workers=3, memory_guard=True)
     sched.available_mb = lambda: 700.0  # room for one run of the default 600 MiB estimate, not two
-    outcome = sched.run([make_run(i) for i in range(3)])
+    outcome = sched.run([numbered_run(i) for i in range(3)])
     assert outcome.exit_code == 0
     # r1 waited for r0; once r0 was measured at 100 MiB, r2 could join r1.
     assert launcher.together == [{"r0"}, {"r1"}, {"r1", "r2"}]
@@ -279,7 +273,7 @@ def test_a_run_that_cannot_start_fails_alone(tmp_path):
     launcher.start = start
     SweepDir(tmp_path).run("r1").path.mkdir()
     sched, _ = scheduler(tmp_path, launcher, clock)
-    outcome = sched.run([make_run(i) for i in range(3)])
+    outcome = sched.run([numbered_run(i) for i in range(3)])
     assert outcome.failed == ["r1"] and sorted(outcome.succeeded) == ["r0", "r2"]
     status = SweepDir(tmp_path).run("r1").read_status()
     assert status.state is RunState.FAILED and "No space left on device" in status.error_tail
@@ -305,7 +299,7 @@ def test_second_stop_request_kills_at_once(tmp_path):
                 sched.request_stop()
 
         sched.sleep = sleep
-        outcome = sched.run([make_run(0)])
+        outcome = sched.run([numbered_run(0)])
     finally:
         FakeHandle.interrupt = original_interrupt
     assert handles[0].signals[:2] == ["INT", "KILL"]
@@ -341,7 +335,7 @@ def test_a_run_placed_after_it_started_shows_its_node(tmp_path):
         seen.append((status.state, status.host))
         record(run_dir, status)
     sched.recorder.record = spy
-    sched.run([make_run(0)])
+    sched.run([numbered_run(0)])
     assert seen[0] == (RunState.RUNNING, "waiting for a node")
     assert (RunState.RUNNING, "node-7") in seen
     assert SweepDir(tmp_path).run("r0").read_status().host == "node-7"  # kept in the final status
@@ -360,7 +354,7 @@ def test_a_launch_error_fails_that_run_and_the_others_go_on(tmp_path):
     launcher.start = start
     SweepDir(tmp_path).run("r0").path.mkdir()
     sched, events = scheduler(tmp_path, launcher, clock)
-    outcome = sched.run([make_run(i) for i in range(3)])
+    outcome = sched.run([numbered_run(i) for i in range(3)])
     assert outcome.failed == ["r0"] and sorted(outcome.succeeded) == ["r1", "r2"] and outcome.exit_code == 1
     status = SweepDir(tmp_path).run("r0").read_status()
     assert status.failure is FailureClass.ERROR and "slurmctld down" in status.error_tail
@@ -377,7 +371,7 @@ class OnDemand:
         if self.made == self.n:
             return None
         self.made += 1
-        return make_run(self.made - 1)
+        return numbered_run(self.made - 1)
 
     def exhausted(self):
         return self.made == self.n

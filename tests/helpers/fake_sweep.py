@@ -1,4 +1,4 @@
-"""Hand-written sweep folders with known files, for status, report, plot and live-view tests."""
+"""Hand-written runs and sweep folders with known files: the one builder every test uses for them."""
 
 from __future__ import annotations
 
@@ -14,13 +14,20 @@ PROGRESS_HEADER = ("iteration", "timesteps", "wall_s", "fps", "ep_rew_mean", "ep
 
 
 def run_spec(variant: str, seed: int, grid: dict[str, Any] | None = None, total: int = 1000,
-             xml: str = "/nonexistent.xml") -> RunSpec:
+             xml: str = "/nonexistent.xml", **fields: Any) -> RunSpec:
+    """A run of the fake sweep, named as the planner names runs; `fields` set any other RunSpec field."""
     grid = grid or {}
     run_id = "_".join([variant, *(f"{k}={v}" for k, v in grid.items()), f"s{seed}"])
-    return RunSpec(run_id=run_id, sweep="fake", variant=variant, grid=grid, seed=seed, env="HalfCheetah-v5",
-                   xml=xml, xml_sha256="0", env_kwargs={}, max_episode_steps=None, policy="MlpPolicy", ppo={},
-                   total_timesteps=total, n_envs=1, checkpoint_every=total, eval_episodes=1,
-                   eval_deterministic=True, content_hash="0")
+    values = {"run_id": run_id, "sweep": "fake", "variant": variant, "grid": grid, "seed": seed,
+              "env": "HalfCheetah-v5", "xml": xml, "xml_sha256": "0", "env_kwargs": {}, "max_episode_steps": None,
+              "policy": "MlpPolicy", "ppo": {}, "total_timesteps": total, "n_envs": 1, "checkpoint_every": total,
+              "eval_episodes": 1, "eval_deterministic": True, "content_hash": "0"}
+    return RunSpec(**{**values, **fields})
+
+
+def numbered_run(i: int, cpus: int = 1) -> RunSpec:
+    """Run r{i}: seed i of variant v, ten timesteps, as the scheduler tests hand out by the dozen."""
+    return run_spec("v", i, total=10, run_id=f"r{i}", cpus=cpus)
 
 
 def make_run(sweep: Path, spec: RunSpec, state: RunState | None = None, result: dict | None = None,
