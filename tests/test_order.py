@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 
 from helpers.commands import run_sweep, write_spec
+from helpers.fake_launcher import FakeClock, FakeLauncher, Script, scheduler
 from helpers.fake_sweep import run_spec
 from helpers.models import TINY_XML
 from mjsweep.plan.order import Order, expected_costs, measured_fps, start_order
 from mjsweep.sweepdir.files import SweepDir, write_json_atomic
 from mjsweep.sweepdir.models import RunSpec
-from test_scheduler import FakeClock, FakeLauncher, Script, scheduler
 
 
 def run(variant: str, seed: int, steps: int = 1000, point: int = 0, n_envs: int = 1, algo: str = "ppo") -> RunSpec:

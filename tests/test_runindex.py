@@ -6,6 +6,7 @@ import errno
 import json
 import os
 
+from helpers.fake_launcher import FakeClock, FakeLauncher, Script, scheduler
 from helpers.fake_sweep import make_run, numbered_run, result, run_spec
 from mjsweep.engine.sweep import _reindex
 from mjsweep.plan.planned import Action, PlannedRun
@@ -14,7 +15,6 @@ from mjsweep.sweepdir import index as runindex
 from mjsweep.sweepdir.files import SweepDir
 from mjsweep.sweepdir.models import RunState
 from mjsweep.ui.status import read_sweep
-from test_scheduler import FakeClock, FakeLauncher, Script, scheduler
 from test_status import every_state
 
 

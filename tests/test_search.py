@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helpers.fake_launcher import FakeClock, FakeLauncher, Script
 from helpers.fake_sweep import make_run, result
 from helpers.models import REPO, TINY_XML
 from mjsweep.errors import SpecError
@@ -331,7 +332,6 @@ def test_search_figure_needs_a_complete_trial(tmp_path):
 
 def test_a_whole_search_through_the_scheduler_with_a_fake_launcher(tmp_path):
     from mjsweep.engine.scheduler import Scheduler, SchedulerOptions
-    from test_scheduler import FakeClock, FakeLauncher, Script
 
     source, _, sweep_dir = source_for(tmp_path, trials=3, seeds_per_trial=2)
     clock = FakeClock()
