@@ -7,7 +7,7 @@ import json
 import os
 
 from helpers.fake_launcher import FakeClock, FakeLauncher, Script, scheduler
-from helpers.fake_sweep import make_run, numbered_run, result, run_spec
+from helpers.fake_sweep import every_state, make_run, numbered_run, result, run_spec
 from mjsweep.engine.sweep import _reindex
 from mjsweep.plan.planned import Action, PlannedRun
 from mjsweep.results.runview import index_entry
@@ -15,7 +15,6 @@ from mjsweep.sweepdir import index as runindex
 from mjsweep.sweepdir.files import SweepDir
 from mjsweep.sweepdir.models import RunState
 from mjsweep.ui.status import read_sweep
-from test_status import every_state
 
 
 def index_as_launcher_would(sweep: SweepDir) -> None:

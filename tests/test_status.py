@@ -8,12 +8,11 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from typer.testing import CliRunner
 
 from helpers.commands import run_sweep, sweep_exe, write_spec
-from helpers.fake_sweep import PROGRESS_HEADER, make_run, result, run_spec, write_progress
+from helpers.fake_sweep import PROGRESS_HEADER, every_state, make_run, result, run_spec, write_progress
 from mjsweep.engine.sweep import sweep_lock
 from mjsweep.results.runview import STALE
 from mjsweep.sweepdir.files import SweepDir
@@ -23,25 +22,6 @@ from mjsweep.ui.cli import app
 from mjsweep.ui.status import load_warnings, lock_holder, read_sweep, totals
 
 WAIT = 300.0
-
-
-def dead_pid() -> int:
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    proc.wait()
-    return proc.pid
-
-
-def every_state(sweep: Path) -> None:
-    """One run in each state; the two running runs: one whose process lives (this test), one whose died."""
-    make_run(sweep, run_spec("v", 0))  # pending: spec.json only
-    make_run(sweep, run_spec("v", 1), RunState.RUNNING, pid=os.getpid(),
-             progress=[(100, 500.0, -3.0), (200, 400.0, -2.0)])
-    make_run(sweep, run_spec("v", 2), RunState.RUNNING, pid=dead_pid())
-    make_run(sweep, run_spec("v", 3), RunState.SUCCEEDED, result=result(5.0))
-    make_run(sweep, run_spec("v", 4), RunState.FAILED, attempts=2)
-    make_run(sweep, run_spec("v", 5), RunState.INTERRUPTED)
-    corrupt = make_run(sweep, run_spec("v", 6))
-    corrupt.status_json.write_text("{not json")
 
 
 def test_every_state_under_a_live_launcher(tmp_path):

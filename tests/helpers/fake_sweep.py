@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import csv
+import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +66,23 @@ def write_progress(run: RunDir, rows: list[tuple[int, float, float | None]]) -> 
 def result(eval_return: float, fps: float = 1000.0, timesteps: int = 1000, **extra) -> dict:
     return {"eval_mean_return": eval_return, "eval_std_return": 0.0, "fps": fps, "timesteps": timesteps,
             **extra}
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def every_state(sweep: Path) -> None:
+    """One run in each state; the two running runs: one whose process lives (this test), one whose died."""
+    make_run(sweep, run_spec("v", 0))  # pending: spec.json only
+    make_run(sweep, run_spec("v", 1), RunState.RUNNING, pid=os.getpid(),
+             progress=[(100, 500.0, -3.0), (200, 400.0, -2.0)])
+    make_run(sweep, run_spec("v", 2), RunState.RUNNING, pid=dead_pid())
+    make_run(sweep, run_spec("v", 3), RunState.SUCCEEDED, result=result(5.0))
+    make_run(sweep, run_spec("v", 4), RunState.FAILED, attempts=2)
+    make_run(sweep, run_spec("v", 5), RunState.INTERRUPTED)
+    corrupt = make_run(sweep, run_spec("v", 6))
+    corrupt.status_json.write_text("{not json")
