@@ -3,7 +3,7 @@ a function or for type checking) a module of a higher layer. docs/architecture.m
 
 from __future__ import annotations
 
-from test_imports import imported_modules, module_names
+from helpers.imports import imported_modules, module_names
 
 LAYERS = [
     ["mjsweep", "mjsweep.errors", "mjsweep.naming"],  # the version, the two errors, how values read in names
