@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
+from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, status_of, wait_for, write_spec
 
 pytestmark = pytest.mark.slow
 
@@ -22,13 +22,6 @@ def long_spec(tmp_path: Path, tiny_spec: dict, seeds: int = 1, total: int = 4096
     tiny_spec.update({"seeds": seeds, "total_timesteps": total, "checkpoint_every": 256,
                       "ppo": {"n_steps": 128, "batch_size": 64, "n_epochs": 2}})
     return write_spec(tmp_path, tiny_spec)
-
-
-def status_of(run_dir: Path) -> dict:
-    try:
-        return json.loads((run_dir / "status.json").read_text())
-    except FileNotFoundError:
-        return {}
 
 
 def worker_processes(sweep_dir: Path) -> list[psutil.Process]:

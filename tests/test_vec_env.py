@@ -9,10 +9,11 @@ import signal
 import psutil
 import pytest
 
-from helpers.commands import run_dirs, start_sweep, wait_for, write_spec
+from helpers.commands import run_dirs, start_sweep, status_of, wait_for, write_spec
 from mjsweep.plan import runs as planlib
 from mjsweep.spec.sweepspec import SpecLocator, parse
-from test_reliability import WAIT, status_of
+
+WAIT = 240.0  # generous: a bound on hanging, never on speed
 
 
 def group_members(pgid: int) -> list[psutil.Process]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -41,6 +42,14 @@ def launcher_output(spec: Path) -> str:
 def run_dirs(sweep_dir: Path) -> list[Path]:
     """The sweep's run folders written so far (those with a spec.json), in name order."""
     return sorted(p for p in sweep_dir.iterdir() if (p / "spec.json").exists()) if sweep_dir.exists() else []
+
+
+def status_of(run_dir: Path) -> dict:
+    """A run's status.json as a dict, empty before the launcher first writes it."""
+    try:
+        return json.loads((run_dir / "status.json").read_text())
+    except FileNotFoundError:
+        return {}
 
 
 def wait_for(condition, what: str = "condition", timeout: float = 600.0, every: float = 0.2):
