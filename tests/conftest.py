@@ -1,10 +1,11 @@
-"""Fixtures and hooks only: cluster markers, a private cache per test, a fresh tiny spec. Helpers are in helpers/."""
+"""Fixtures and hooks only: the real clusters and their markers, a private cache, a fresh tiny spec."""
 
 from __future__ import annotations
 
 import pytest
 import yaml
 
+from helpers.clusters import require_slurm_cluster, two_node_ray_cluster
 from helpers.models import TINY_SPEC
 
 CLUSTER_MARKERS = {"cluster": "ray", "slurm_cluster": "slurm"}
@@ -16,6 +17,19 @@ def pytest_collection_modifyitems(items):
         for fixture, marker in CLUSTER_MARKERS.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(marker)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A real two-node Ray cluster on loopback, one per test module."""
+    with two_node_ray_cluster() as ray_cluster:
+        yield ray_cluster
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster():
+    """The real two-node SLURM cluster of scripts/slurm_local.sh: skips without one, unless required."""
+    require_slurm_cluster()
 
 
 @pytest.fixture(autouse=True)

@@ -26,8 +26,6 @@ from mjsweep.launchers.local import LocalLauncher
 from mjsweep.spec.sweepspec import SlurmSpec
 from mjsweep.sweepdir.files import RunDir, SweepDir
 from mjsweep.sweepdir.models import FailureClass, RunSpec
-from test_ray import cluster  # noqa: F401  (the two-node Ray cluster fixture)
-from test_slurm import slurm_cluster  # noqa: F401  (skips unless a SLURM cluster is up)
 
 STUB = Path(__file__).parent / "helpers" / "stub_worker.py"
 WAIT_S = 300.0  # generous: a bound on hanging, never on speed

@@ -16,30 +16,13 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from helpers.clusters import RAY_ENV
 from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
 from helpers.models import REPO, TINY_XML
 from mjsweep.ui.cli import app
 
 WAIT = 300.0  # generous: a bound on hanging, never on speed
-RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 RUN_FILES = ("result.json", "model.zip", "monitor.csv", "progress.csv", "log.txt")
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    """Two nodes, one CPU each, so two runs at once must land on different nodes."""
-    from ray.cluster_utils import Cluster
-
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in RAY_ENV.items():
-            mp.setenv(key, value)  # the `sweep` subprocesses inherit these too
-        ray_cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-        try:
-            ray_cluster.add_node(num_cpus=1)
-            ray_cluster.wait_for_nodes()
-            yield ray_cluster
-        finally:
-            ray_cluster.shutdown()
 
 
 def smoke_spec(folder: Path, name: str, **changes) -> Path:

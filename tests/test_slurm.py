@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -152,31 +151,6 @@ def test_dry_run_prints_the_sbatch_script_and_submits_nothing(tmp_path, tiny_spe
 
 
 # -- the real cluster (scripts/slurm_local.sh start) ----------------------------------------------
-
-def cluster_problem() -> str | None:
-    """Why no two-node SLURM is usable here, or None."""
-    if not shutil.which("sbatch"):
-        return "sbatch not on PATH (install SLURM and run scripts/slurm_local.sh start)"
-    try:
-        out = subprocess.run(["sinfo", "-N", "--noheader", "--responding", "--format=%N|%T"], capture_output=True,
-                             text=True, timeout=60, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        return "sinfo did not answer within 60 s"
-    if out.returncode != 0:
-        return f"no SLURM controller answers: {' '.join(out.stderr.split())}"
-    up = {n for n, _, state in (line.partition("|") for line in out.stdout.split())
-          if state.rstrip("*") in ("idle", "mixed", "allocated", "completing")}
-    return None if len(up) >= 2 else f"needs 2 SLURM nodes up, sinfo says: {' '.join(out.stdout.split())}"
-
-
-@pytest.fixture(scope="module")
-def slurm_cluster():
-    problem = cluster_problem()
-    if problem and os.environ.get("MJSWEEP_REQUIRE_CLUSTERS") == "1":
-        pytest.fail(f"MJSWEEP_REQUIRE_CLUSTERS=1 but {problem}")
-    if problem:
-        pytest.skip(problem)
-
 
 def slurm_spec(tmp_path: Path, name: str, **changes) -> Path:
     """configs/smoke.yaml, its XMLs by absolute path, its runs under tmp_path."""
