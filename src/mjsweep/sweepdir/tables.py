@@ -11,11 +11,29 @@ import csv
 import io
 import os
 import statistics
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
-PROGRESS_COLUMNS = ("iteration", "timesteps", "wall_s", "fps", "ep_rew_mean", "ep_len_mean", "rollout_s", "train_s")
-"""progress.csv: a row per training iteration (a PPO rollout + update; an off-policy run's log interval)."""
+
+@dataclass(frozen=True)
+class ProgressRow:
+    """A row of progress.csv: a training iteration (a PPO rollout + update; an off-policy run's log interval)."""
+
+    iteration: int
+    timesteps: int
+    wall_s: float
+    fps: float
+    ep_rew_mean: float | None
+    """None (an empty cell) until an episode has ended."""
+    ep_len_mean: float | None
+    rollout_s: float
+    train_s: float
+
+    def cells(self) -> list[str]:
+        return ["" if value is None else str(value) for value in astuple(self)]
+
+
+PROGRESS_COLUMNS = tuple(f.name for f in fields(ProgressRow))
 EVALUATION_COLUMNS = ("timesteps", "mean_return", "std_return", "returns", "lengths", "wall_s")
 """evaluations.csv: a row per periodic evaluation (eval.every); returns and lengths are each episode's,
 space-separated."""

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from stable_baselines3.common.callbacks import BaseCallback
 
 from ..sweepdir.models import CheckpointRecord, Timing
-from ..sweepdir.tables import PROGRESS_COLUMNS
+from ..sweepdir.tables import PROGRESS_COLUMNS, ProgressRow
 from .checkpoints import Checkpointer, checkpoint_due, file_size, replay_buffer
 from .evaluation import PeriodicEvaluator
 
@@ -74,7 +74,7 @@ class IterationRecorder(PhaseTimer):
 
     def __init__(self, checkpointer: Checkpointer, resume: CheckpointRecord | None,
                  stop_if_requested: Callable[[], None], evaluator: PeriodicEvaluator | None = None,
-                 on_row: Callable[[dict[str, Any]], None] | None = None, row_steps: int = 1):
+                 on_row: Callable[[ProgressRow], None] | None = None, row_steps: int = 1):
         super().__init__()
         self.checkpointer = checkpointer
         self.evaluator = evaluator
@@ -106,7 +106,7 @@ class IterationRecorder(PhaseTimer):
         self._row_s = (0.0, 0.0)
         """Rollout and update seconds of the current row so far."""
         self._file: TextIO | None = None
-        self._writer: csv.DictWriter[str] | None = None
+        self._writer: Any = None  # a csv writer on progress.csv
         self.startup_s: float | None = None
         """Seconds from process start until training begins (imports, env and model built, first reset)."""
 
@@ -118,9 +118,9 @@ class IterationRecorder(PhaseTimer):
         # buffer) drops the rows of the attempt it repeats, as make_vec_env does with monitor.csv.
         fresh = self.resume is None or not path.exists() or path.stat().st_size == 0
         self._file = open(path, "w" if fresh else "a", newline="", encoding="utf-8")
-        self._writer = csv.DictWriter(self._file, fieldnames=PROGRESS_COLUMNS)
+        self._writer = csv.writer(self._file)
         if fresh:
-            self._writer.writeheader()
+            self._writer.writerow(PROGRESS_COLUMNS)
             self._file.flush()
         self._row_start = self.model.num_timesteps
         self._mark_iteration_start()
@@ -171,18 +171,14 @@ class IterationRecorder(PhaseTimer):
         steps = self.model.num_timesteps - self._row_start
         self._row_start = self.model.num_timesteps
         infos = list(self.model.ep_info_buffer or [])
-        row = {
-            "iteration": self.iteration,
-            "timesteps": self.model.num_timesteps,
-            "wall_s": round(self.totals().wall_s, 3),
-            "fps": round(steps / max(rollout_s + update_s, 1e-9), 1),
-            "ep_rew_mean": round(sum(i["r"] for i in infos) / len(infos), 4) if infos else "",
-            "ep_len_mean": round(sum(i["l"] for i in infos) / len(infos), 1) if infos else "",
-            "rollout_s": round(rollout_s, 4),
-            "train_s": round(update_s, 4),
-        }
+        row = ProgressRow(
+            iteration=self.iteration, timesteps=self.model.num_timesteps, wall_s=round(self.totals().wall_s, 3),
+            fps=round(steps / max(rollout_s + update_s, 1e-9), 1),
+            ep_rew_mean=round(sum(i["r"] for i in infos) / len(infos), 4) if infos else None,
+            ep_len_mean=round(sum(i["l"] for i in infos) / len(infos), 1) if infos else None,
+            rollout_s=round(rollout_s, 4), train_s=round(update_s, 4))
         assert self._writer is not None and self._file is not None, "opened when training started"
-        self._writer.writerow(row)
+        self._writer.writerow(row.cells())
         self._file.flush()
         if self.on_row:
             self.on_row(row)

@@ -16,10 +16,9 @@ from urllib.parse import urlparse
 from ..spec.sweepspec import SweepSpec
 from ..sweepdir.files import RunDir
 from ..sweepdir.models import RunSpec
+from ..sweepdir.tables import ProgressRow
 
 DEFAULT_HOST = "https://api.wandb.ai"
-PROGRESS_KEYS = {"fps": "train/fps", "ep_rew_mean": "train/ep_rew_mean", "ep_len_mean": "train/ep_len_mean",
-                 "rollout_s": "time/rollout_s", "train_s": "time/train_s", "wall_s": "time/wall_s"}
 SUMMARY_KEYS = ("eval_mean_return", "eval_std_return", "best_eval_mean_return", "best_eval_timesteps", "timesteps",
                 "fps", "training_s", "eval_s", "periodic_eval_s", "save_s", "startup_s", "torch_threads")
 
@@ -70,11 +69,12 @@ class WandbLogger:
         self.run.define_metric("timesteps")
         self.run.define_metric("*", step_metric="timesteps")
 
-    def log_progress(self, row: dict[str, Any]) -> None:
+    def log_progress(self, row: ProgressRow) -> None:
         """A progress.csv row, against timesteps (so that a resumed run's rows join the curve)."""
-        metrics = {"timesteps": row["timesteps"]}
-        metrics.update({name: row[key] for key, name in PROGRESS_KEYS.items() if row.get(key) not in (None, "")})
-        self.run.log(metrics)
+        metrics = {"timesteps": row.timesteps, "train/fps": row.fps, "train/ep_rew_mean": row.ep_rew_mean,
+                   "train/ep_len_mean": row.ep_len_mean, "time/rollout_s": row.rollout_s,
+                   "time/train_s": row.train_s, "time/wall_s": row.wall_s}
+        self.run.log({name: value for name, value in metrics.items() if value is not None})
 
     def log_evaluation(self, timesteps: int, mean: float, std: float) -> None:
         """A periodic evaluation (evaluations.csv's row), against timesteps."""
