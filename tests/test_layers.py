@@ -1,7 +1,11 @@
 """The package is laid out as its pipeline, and imports only run down it: no module imports (at the top, in
-a function or for type checking) a module of a higher layer. docs/architecture.md has the same table."""
+a function or for type checking) a module of a higher layer. docs/architecture.md has the same table, and
+names every module in its layer's row."""
 
 from __future__ import annotations
+
+import re
+from pathlib import Path
 
 from helpers.imports import imported_modules, module_names
 
@@ -52,3 +56,31 @@ def test_the_layer_check_sees_an_import_that_runs_up():
 def test_every_module_has_a_layer():
     for name in module_names():
         layer_of(name)
+
+
+ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+
+
+def architecture_rows() -> dict[int, tuple[list[str], str]]:
+    """docs/architecture.md's layer table: layer -> (the packages it names, the text of the row)."""
+    rows = {}
+    for line in ARCHITECTURE.read_text(encoding="utf-8").splitlines():
+        if match := re.match(r"\| (\d+) \| ([^|]+) \| (.+) \|$", line):
+            names = re.findall(r"`([\w.]+)/?`", match.group(2))
+            rows[int(match.group(1))] = (["mjsweep." + n.removesuffix(".py") for n in names], match.group(3))
+    return rows
+
+
+def test_the_architecture_table_has_the_layers_and_names_every_module():
+    rows = architecture_rows()
+    assert sorted(rows) == list(range(len(LAYERS)))
+    for index, prefixes in enumerate(LAYERS):
+        assert rows[index][0] == [p for p in prefixes if p != "mjsweep"], f"layer {index}"
+    missing = []
+    for name, path in module_names().items():
+        if path.name == "__init__.py" or name.count(".") < 2 and layer_of(name) == 0:
+            continue
+        package, text = name.split(".")[1], rows[layer_of(name)][1]
+        if path.name not in text and f"{package}/{path.name}" not in text:
+            missing.append(name)
+    assert missing == []
