@@ -1,4 +1,5 @@
-"""Statistics over seeds: mean, std, interquartile mean, percentile-bootstrap confidence intervals.
+"""Statistics over seeds: mean, std, the interquartile mean with its stratified-bootstrap interval, the
+probability of improvement, performance profiles; all with rliable's definitions (Agarwal et al. 2021).
 
 Pure functions of their inputs. The bootstrap draws from a generator seeded by the caller (default 0),
 so the same returns always give the same interval, in every report and plot.
@@ -28,9 +29,10 @@ class Summary:
     """Percentile-bootstrap 95% confidence interval of the mean."""
 
 
-def iqm(values: Sequence[float]) -> float:
-    """Mean after dropping floor(n/4) values at each end (with fewer than 4 values: the mean)."""
-    x = np.sort(np.asarray(values, dtype=float))
+def iqm(values: Sequence[float] | Sequence[Sequence[float]] | np.ndarray) -> float:
+    """Mean after dropping floor(n/4) values at each end (with fewer than 4 values: the mean); over every run
+    and task of a runs x tasks array, as rliable's aggregate_iqm."""
+    x = np.sort(np.asarray(values, dtype=float).reshape(-1))
     if x.size == 0:
         raise ValueError("iqm of no values")
     cut = x.size // 4
@@ -61,6 +63,86 @@ def summarize(values: Sequence[float], seed: int = 0) -> Summary:
     low, high = bootstrap_ci(x, seed=seed)
     return Summary(n=int(x.size), mean=float(x.mean()), std=float(x.std(ddof=1)) if x.size > 1 else 0.0,
                    iqm=iqm(x.tolist()), ci_low=float(low), ci_high=float(high))
+
+
+def _scores(values: Sequence[float] | Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
+    """Scores as rliable holds them: runs x tasks. A flat list is one task (a group's seeds on its robot)."""
+    x = np.asarray(values, dtype=float)
+    x = x[:, None] if x.ndim == 1 else x
+    if x.ndim != 2 or x.shape[0] == 0:
+        raise ValueError("scores must be runs x tasks, with at least one run")
+    return x
+
+
+def _trimmed_iqm(resamples: np.ndarray) -> np.ndarray:
+    """The IQM of each resample (axis 0) over all its runs and tasks, as rliable's aggregate_iqm:
+    scipy.stats.trim_mean(scores, 0.25, axis=None), which drops int(n / 4) scores at each end."""
+    flat = np.sort(resamples.reshape(resamples.shape[0], -1), axis=1)
+    cut = flat.shape[1] // 4
+    return flat[:, cut:flat.shape[1] - cut].mean(axis=1)
+
+
+def _stratified(x: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """resamples x runs x tasks: each task's runs drawn with replacement from that task's runs alone
+    (rliable's StratifiedBootstrap), so every resample keeps the tasks' weights."""
+    runs, tasks = x.shape
+    idx = rng.integers(0, runs, size=(resamples, runs, tasks))
+    return x[idx, np.arange(tasks)]
+
+
+def _percentile_interval(stats: np.ndarray, confidence: float) -> tuple[float, float]:
+    tail = (1.0 - confidence) / 2 * 100
+    low, high = np.percentile(stats, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def iqm_interval(values: Sequence[float] | Sequence[Sequence[float]] | np.ndarray, confidence: float = CONFIDENCE,
+                 resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
+    """The IQM's percentile interval over stratified-bootstrap resamples of the runs (Agarwal et al. 2021,
+    "Deep RL at the edge of the statistical precipice"; rliable's get_interval_estimates)."""
+    x = _scores(values)
+    return _percentile_interval(_trimmed_iqm(_stratified(x, np.random.default_rng(seed), resamples)), confidence)
+
+
+def probability_of_improvement(x: Sequence[float] | Sequence[Sequence[float]],
+                               y: Sequence[float] | Sequence[Sequence[float]]) -> float:
+    """P(X > Y): the chance that a run of X beats a run of Y, ties counting half, averaged over tasks
+    (rliable's probability_of_improvement: the Mann-Whitney U statistic of each task over m x n)."""
+    return float(_improvement(_scores(x)[None], _scores(y)[None])[0])
+
+
+def _improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """P(X > Y) of each resample: x is resamples x m x tasks, y resamples x n x tasks."""
+    greater = (x[:, :, None, :] > y[:, None, :, :]).mean(axis=(1, 2))
+    ties = (x[:, :, None, :] == y[:, None, :, :]).mean(axis=(1, 2))
+    return (greater + 0.5 * ties).mean(axis=1)
+
+
+def improvement_interval(x: Sequence[float] | Sequence[Sequence[float]],
+                         y: Sequence[float] | Sequence[Sequence[float]], confidence: float = CONFIDENCE,
+                         resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
+    """P(X > Y)'s percentile interval, X's and Y's runs resampled independently, each task apart
+    (rliable's StratifiedIndependentBootstrap)."""
+    rng = np.random.default_rng(seed)
+    a, b = _scores(x), _scores(y)
+    if a.shape[1] != b.shape[1]:
+        raise ValueError("X and Y must have the same tasks")
+    return _percentile_interval(_improvement(_stratified(a, rng, resamples), _stratified(b, rng, resamples)),
+                                confidence)
+
+
+def performance_profile(values: Sequence[float] | Sequence[Sequence[float]], taus: Sequence[float],
+                        confidence: float = CONFIDENCE, resamples: int = RESAMPLES, seed: int = 0
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The fraction of runs that score above each tau (strictly: rliable's run-score distribution), and its
+    percentile interval over stratified-bootstrap resamples: (fractions, lows, highs)."""
+    x, t = _scores(values), np.asarray(taus, dtype=float)
+    fractions = (x.reshape(-1)[None, :] > t[:, None]).mean(axis=1)
+    drawn = _stratified(x, np.random.default_rng(seed), resamples).reshape(resamples, -1)
+    per_resample = (drawn[:, None, :] > t[None, :, None]).mean(axis=2)
+    tail = (1.0 - confidence) / 2 * 100
+    lows, highs = np.percentile(per_resample, [tail, 100 - tail], axis=0)
+    return fractions, lows, highs
 
 
 def mean_over_span(timesteps: Sequence[float], returns: Sequence[float]) -> float | None:
