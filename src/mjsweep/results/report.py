@@ -34,6 +34,9 @@ class GroupRow:
     ci_low: float | None = None
     ci_high: float | None = None
     """95% percentile-bootstrap interval of the mean return over seeds (stats.bootstrap_ci, seed 0)."""
+    iqm_ci_low: float | None = None
+    iqm_ci_high: float | None = None
+    """95% stratified-bootstrap interval of the IQM over seeds (stats.iqm_interval, seed 0)."""
     model: ModelStats | None = None
     """Total mass, bodies, joints, actuators of the variant's compiled model; None if it does not compile."""
     mean_eval_s: float | None = None
@@ -99,12 +102,14 @@ def _group_row(name: str, members: list[ResultRow], model: ModelStats | None,
     checkpoint_s = [r.checkpoint_save_s for r in ok if r.checkpoint_save_s is not None]
     checkpoint_mb = [r.checkpoint_bytes / 2**20 for r in ok if r.checkpoint_bytes is not None]
     summary = stats.summarize(returns) if returns else None
+    iqm_ci = stats.iqm_interval(returns) if returns else None
     return GroupRow(
         group=name, variant=members[0].variant, grid=members[0].grid, runs=len(members),
         succeeded=len(returns), failed=sum(1 for m in members if m.state == "failed"),
         mean_return=summary.mean if summary else None, std_return=summary.std if summary else None,
         mean_fps=statistics.fmean(fps) if fps else None, iqm_return=summary.iqm if summary else None,
         ci_low=summary.ci_low if summary else None, ci_high=summary.ci_high if summary else None, model=model,
+        iqm_ci_low=iqm_ci[0] if iqm_ci else None, iqm_ci_high=iqm_ci[1] if iqm_ci else None,
         mean_eval_s=statistics.fmean(eval_s) if eval_s else None,
         mean_best_return=statistics.fmean(best) if best else None,
         mean_eval_auc=statistics.fmean(auc) if auc else None,
@@ -146,6 +151,7 @@ def table_rows(groups: list[GroupRow]) -> list[list[str]]:
         m = g.model
         out.append([g.variant, grid_text(g.grid), str(g.runs), str(g.succeeded), str(g.failed),
                     _num(g.mean_return), _num(g.std_return), _num(g.iqm_return), _num(g.ci_low), _num(g.ci_high),
+                    _num(g.iqm_ci_low), _num(g.iqm_ci_high),
                     _num(g.mean_fps), _num(g.mean_eval_s), _num(m.total_mass if m else None), *(
                         [str(m.bodies), str(m.joints), str(m.actuators)] if m else ["", "", ""]),
                     _num(g.mean_best_return), _num(g.mean_eval_auc), _num(g.mean_checkpoint_s),

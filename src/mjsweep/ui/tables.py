@@ -152,14 +152,16 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 def report_table(out: Console, groups: list[GroupRow], rows: list[ResultRow], warnings: list[str]) -> None:
     table = Table(title="final eval return over seeds, best first")
-    for col in ("variant", "grid", "runs ok", "failed", "mean", "std", "IQM", "95% CI", "mean fps", "eval s",
+    for col in ("variant", "grid", "runs ok", "failed", "mean", "std", "IQM", "95% CI", "IQM 95% CI", "mean fps",
+                "eval s",
                 "mass", "bodies/joints/act"):
         table.add_column(col, overflow="fold")
     for g in groups:
         ci = f"[{fixed(g.ci_low)}, {fixed(g.ci_high)}]" if g.ci_low is not None else "-"
+        iqm_ci = f"[{fixed(g.iqm_ci_low)}, {fixed(g.iqm_ci_high)}]" if g.iqm_ci_low is not None else "-"
         m = g.model
         table.add_row(g.variant, _grid_text(g.grid), f"{g.succeeded}/{g.runs}", str(g.failed),
-                      fixed(g.mean_return), fixed(g.std_return), fixed(g.iqm_return), ci, fixed(g.mean_fps, 0),
+                      fixed(g.mean_return), fixed(g.std_return), fixed(g.iqm_return), ci, iqm_ci, fixed(g.mean_fps, 0),
                       fixed(g.mean_eval_s, 1),
                       fixed(m.total_mass if m else None), f"{m.bodies}/{m.joints}/{m.actuators}" if m else "-")
     out.print(table)
