@@ -176,8 +176,11 @@ def to_markdown(groups: list[GroupRow], title: str, warnings: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_json(groups: list[GroupRow], warnings: list[str], problems: list[str]) -> str:
-    data = {"groups": [asdict(g) for g in groups], "warnings": warnings, "problems": problems}
+def to_json(groups: list[GroupRow], warnings: list[str], problems: list[str],
+            comparisons: list[dict[str, Any]] | None = None) -> str:
+    data: dict[str, Any] = {"groups": [asdict(g) for g in groups], "warnings": warnings, "problems": problems}
+    if comparisons is not None:
+        data["comparisons"] = comparisons
     return json.dumps(data, indent=2) + "\n"
 
 

@@ -269,6 +269,10 @@ def report(
                             "a self-contained SWEEP_DIR/report.html (figures, pictures, videos inside)."),
     rank: str = typer.Option("final", "--rank", help="final: by the final evaluation's return; best: by each "
                              "run's best periodic evaluation (eval.every)."),
+    compare: bool = typer.Option(False, "--compare", help="Which group is better and how sure: P(A > B) over "
+                                 "seeds with its 95% interval and a verdict, for every pair or the two named."),
+    names: list[str] | None = typer.Argument(None, help="With --compare: two groups, each a variant's name or "
+                                             "the group as the report names it.", show_default=False),
 ) -> None:
     """Mean, std, IQM and 95% CI of the final eval return over seeds; writes report.csv and report.md too."""
     from ..results import report as reportlib
@@ -285,6 +289,9 @@ def report(
     if rank not in reportlib.RANKINGS:
         raise InputError(f"--rank {rank!r}: choose one of {', '.join(reportlib.RANKINGS)}")
     groups = reportlib.aggregate(rows, reportlib.model_stats(folder, rows), reportlib.eval_aucs(folder, rows), rank)
+    comparisons = _comparisons(groups, rows, names or []) if compare else None
+    if names and not compare:
+        raise InputError(f"sweep report: {' '.join(names)}: group names go with --compare")
     warnings = [str(w) for w in read_sweep(folder.path).warnings]
     csv_text = reportlib.to_csv(groups)
     md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings)
@@ -293,10 +300,16 @@ def report(
         from ..search.results import to_markdown as trials_markdown
 
         md_text += "\n" + trials_markdown(*trials)
+    if comparisons:
+        from ..results.compare import to_markdown as comparisons_markdown
+
+        md_text += "\n" + comparisons_markdown(comparisons)
     write_text_atomic(folder.report_csv, csv_text)
     write_text_atomic(folder.report_md, md_text)
     if fmt == "table":
         tables.report_table(tables.make_console(), groups, rows, warnings)
+        for comparison in comparisons or []:
+            print(comparison.verdict())
         if trials is not None:
             from .trials import trials_table
 
@@ -308,7 +321,8 @@ def report(
         print(folder.report_html)
     else:
         problems = [p for r in rows for p in r.problems]
-        text = {"csv": csv_text, "md": md_text}.get(fmt) or reportlib.to_json(groups, warnings, problems)
+        text = {"csv": csv_text, "md": md_text}.get(fmt) or reportlib.to_json(
+            groups, warnings, problems, [c.to_json() for c in comparisons] if comparisons is not None else None)
         if fmt == "json" and trials is not None:
             import json
 
@@ -316,6 +330,19 @@ def report(
 
             text = json.dumps({**json.loads(text), "trials": to_dicts(trials[0])}, indent=2) + "\n"
         sys.stdout.write(text)
+
+
+def _comparisons(groups, rows, names: list[str]):
+    """The report's groups compared pairwise over their seeds' final returns (results/compare.py)."""
+    from ..results import compare as comparelib
+
+    returns = {g.group: [r.final_return for r in rows if r.group == g.group and r.final_return is not None]
+               for g in groups}
+    try:
+        pairs = comparelib.pick(names, list(returns), {g.group: g.variant for g in groups})
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    return comparelib.compare(returns, pairs)
 
 
 def _search_trials(folder):
