@@ -258,9 +258,6 @@ class RunSpec(FileModel):
     """spec.json: everything the worker needs for one run (plan.runs.expand makes it). Files written before
     it carried a `schema` key are version 1."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore", validate_by_name=True, validate_by_alias=True,
-                              serialize_by_alias=True)
-
     run_id: str
     sweep: str
     variant: str
