@@ -307,6 +307,7 @@ def test_a_searched_env_argument_the_env_does_not_take_is_a_spec_error(tmp_path)
 
 
 def test_a_pruned_trials_run_left_running_by_a_dead_launcher_is_recorded_pruned(tmp_path):
+    from mjsweep.engine.recorder import StatusRecorder
     from mjsweep.search.execute import settle_pruned
 
     source, _, sweep_dir = source_for(tmp_path, trials=1, seeds_per_trial=2)
@@ -314,7 +315,7 @@ def test_a_pruned_trials_run_left_running_by_a_dead_launcher_is_recorded_pruned(
     make_run(sweep_dir.path, a, RunState.PRUNED)
     make_run(sweep_dir.path, b, RunState.RUNNING, pid=2**22 + 7)  # no such process: nothing to end
     pruned = replay(sweep_dir.trials_jsonl)[0].model_copy(update={"state": TrialState.PRUNED})
-    settle_pruned(sweep_dir, [pruned])
+    settle_pruned(sweep_dir, [pruned], StatusRecorder(sweep_dir, warn=lambda run_id, message: None))
     assert sweep_dir.run(b.run_id).read_status().state is RunState.PRUNED
     assert sweep_dir.run(a.run_id).read_status().state is RunState.PRUNED
 

@@ -35,11 +35,10 @@ def search_runs(plan: SweepPlan) -> RunsOpener:
     return open_runs
 
 
-def settle_pruned(sweep_dir: SweepDir, records: list[TrialRecord], recorder: StatusRecorder | None = None) -> None:
+def settle_pruned(sweep_dir: SweepDir, records: list[TrialRecord], recorder: StatusRecorder) -> None:
     """A pruned trial's run that a launcher which died while stopping it left marked running: its worker is
     ended and the run recorded pruned through the sweep's one writer of status.json (the scheduler's
-    recorder; without one, a recorder whose warnings go nowhere), as the launcher would have."""
-    recorder = recorder or StatusRecorder(sweep_dir, warn=lambda run_id, message: None)
+    recorder), as the launcher would have."""
     for record in records:
         if record.state is not TrialState.PRUNED:
             continue
