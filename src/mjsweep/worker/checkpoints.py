@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from stable_baselines3.common.base_class import BaseAlgorithm
@@ -37,8 +38,10 @@ def checkpoint_due(steps_since: int, seconds_since: float, every_steps: int, eve
 
 
 def save_atomic(save: Callable[[str], None], path: Path) -> None:
-    """save(a temporary name beside path), then rename it to path: a reader never sees half a file."""
+    """save(a temporary name beside path), then rename it to path: a reader never sees half a file. A
+    temporary file a kill left there goes first (a hard link cannot replace it)."""
     tmp = path.with_name(f".{path.name}.tmp")
+    tmp.unlink(missing_ok=True)
     save(str(tmp))
     os.replace(tmp, path)
 
@@ -82,10 +85,7 @@ class BestModel:
             if name is None:
                 top.unlink(missing_ok=True)
                 continue
-            tmp = top.with_name(f".{top.name}.tmp")
-            tmp.unlink(missing_ok=True)
-            os.link(self.run.best / name, tmp)
-            os.replace(tmp, top)
+            save_atomic(partial(os.link, self.run.best / name), top)
 
     def prune(self, keep: int | None) -> None:
         best = self.current()
