@@ -50,10 +50,7 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, confidence: float = CONFI
         raise ValueError("bootstrap of no values")
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, x.shape[0], size=(resamples, x.shape[0]))
-    stats = x[idx].mean(axis=1)
-    tail = (1.0 - confidence) / 2 * 100
-    low, high = np.percentile(stats, [tail, 100 - tail], axis=0)
-    return low, high
+    return _percentiles(x[idx].mean(axis=1), confidence)
 
 
 def summarize(values: Sequence[float], seed: int = 0) -> Summary:
@@ -90,9 +87,15 @@ def _stratified(x: np.ndarray, rng: np.random.Generator, resamples: int) -> np.n
     return x[idx, np.arange(tasks)]
 
 
-def _percentile_interval(stats: np.ndarray, confidence: float) -> tuple[float, float]:
+def _percentiles(stats: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile interval of resampled statistics (axis 0: the resamples), one per later index."""
     tail = (1.0 - confidence) / 2 * 100
-    low, high = np.percentile(stats, [tail, 100 - tail])
+    low, high = np.percentile(stats, [tail, 100 - tail], axis=0)
+    return low, high
+
+
+def _percentile_interval(stats: np.ndarray, confidence: float) -> tuple[float, float]:
+    low, high = _percentiles(stats, confidence)
     return float(low), float(high)
 
 
@@ -139,9 +142,7 @@ def performance_profile(values: Sequence[float] | Sequence[Sequence[float]], tau
     x, t = _scores(values), np.asarray(taus, dtype=float)
     fractions = (x.reshape(-1)[None, :] > t[:, None]).mean(axis=1)
     drawn = _stratified(x, np.random.default_rng(seed), resamples).reshape(resamples, -1)
-    per_resample = (drawn[:, None, :] > t[None, :, None]).mean(axis=2)
-    tail = (1.0 - confidence) / 2 * 100
-    lows, highs = np.percentile(per_resample, [tail, 100 - tail], axis=0)
+    lows, highs = _percentiles((drawn[:, None, :] > t[None, :, None]).mean(axis=2), confidence)
     return fractions, lows, highs
 
 
