@@ -41,7 +41,6 @@ class RunView(IndexEntry):
         return max(self.total_timesteps - self.timesteps, 0) / self.fps
 
 
-
 def read_run(run_dir: RunDir, launcher_alive: bool, host: str) -> RunView:
     """One run's view; a missing or corrupt file is a problem on the row, never an exception."""
     row = read_row(run_dir)
@@ -97,7 +96,7 @@ def _pid_alive(pid: int) -> bool:
 def index_entry(run_dir: RunDir) -> IndexEntry:
     """An ended run's index line, from its files. Written once the run has ended, when whether its launcher
     lives (which tells running from stale) no longer matters."""
-    return IndexEntry.model_validate(read_run(run_dir, True, socket.gethostname()).model_dump())
+    return IndexEntry.model_construct(**dict(read_run(run_dir, True, socket.gethostname())))  # checked as a view
 
 
 def view_of(entry: IndexEntry) -> RunView:
