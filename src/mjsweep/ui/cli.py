@@ -289,9 +289,9 @@ def report(
     if rank not in reportlib.RANKINGS:
         raise InputError(f"--rank {rank!r}: choose one of {', '.join(reportlib.RANKINGS)}")
     groups = reportlib.aggregate(rows, reportlib.model_stats(folder, rows), reportlib.eval_aucs(folder, rows), rank)
-    comparisons = _comparisons(groups, rows, names or []) if compare else None
     if names and not compare:
         raise InputError(f"sweep report: {' '.join(names)}: group names go with --compare")
+    comparisons = _comparisons(groups, rows, names or []) if compare else None
     warnings = [str(w) for w in read_sweep(folder.path).warnings]
     csv_text = reportlib.to_csv(groups)
     md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings)
