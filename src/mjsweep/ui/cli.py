@@ -336,8 +336,10 @@ def _comparisons(groups, rows, names: list[str]):
     """The report's groups compared pairwise over their seeds' final returns (results/compare.py)."""
     from ..results import compare as comparelib
 
-    returns = {g.group: [r.final_return for r in rows if r.group == g.group and r.final_return is not None]
-               for g in groups}
+    returns: dict[str, list[float]] = {g.group: [] for g in groups}  # in the report's order, best first
+    for row in rows:
+        if row.final_return is not None:
+            returns[row.group].append(row.final_return)
     try:
         pairs = comparelib.pick(names, list(returns), {g.group: g.variant for g in groups})
     except ValueError as exc:
