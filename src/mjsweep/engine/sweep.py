@@ -29,7 +29,7 @@ from ..robots.envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
 from ..robots.modelfiles import error_location
 from ..spec import sweepspec as speclib
 from ..sweepdir import index as runindex
-from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, write_json_atomic, write_model, write_text_atomic
+from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, write_model, write_text_atomic
 from ..sweepdir.models import RunSpec, RunState, SweepVariants, VariantRecord, succeeded
 from ..worker.tracking import check_tracking
 from .modelcheck import ModelCheck
@@ -293,7 +293,7 @@ def write_run_dir(run_dir: RunDir, run: RunSpec, xml_text: str | None) -> None:
     run_dir.path.mkdir(parents=True, exist_ok=True)
     if xml_text is not None:
         write_text_atomic(run_dir.variant_xml, xml_text)
-    write_json_atomic(run_dir.spec_json, run.model_dump(mode="json"))
+    write_model(run_dir.spec_json, run)
 
 
 def variants_record(plan: SweepPlan) -> SweepVariants:
