@@ -9,7 +9,8 @@ import pytest
 
 from helpers.commands import run_sweep
 from helpers.fake_sweep import make_run, result, run_spec
-from mjsweep.results.compare import compare, pick
+from mjsweep.results import stats
+from mjsweep.results.compare import compare, matrix, pick, profiles
 from mjsweep.sweepdir.models import RunState
 
 RNG = np.random.default_rng(7)
@@ -44,6 +45,44 @@ def test_identical_groups_are_never_said_to_differ():
 def test_a_group_with_one_seed_is_not_compared():
     [c] = compare({"a": [1.0], "b": [2.0, 3.0]})
     assert c.p is None and c.verdict() == "a vs b: too few seeds to compare (1 and 2 seeds; at least 2 each)"
+
+
+THREE = {"good": FAR["good"], "close": [99.0, 104.0, 96.0, 101.0], "bad": FAR["bad"], "lone": [50.0]}
+
+
+def test_the_matrix_holds_every_ordered_pair_and_its_mirror_adds_up_to_one():
+    m = matrix(THREE)
+    assert m.groups == list(THREE) and m.seeds == [5, 4, 5, 1] and m.comparable == ["good", "close", "bad"]
+    assert all(m.cells[i][i] is None for i in range(4))
+    for i, a in enumerate(m.groups[:3]):
+        for j, b in enumerate(m.groups[:3]):
+            if i == j:
+                continue
+            cell, mirror = m.cells[i][j], m.cells[j][i]
+            assert cell is not None and mirror is not None and (cell.a, cell.b) == (a, b)
+            assert cell.p == pytest.approx(stats.probability_of_improvement(THREE[a], THREE[b]))
+            assert cell.p == pytest.approx(1 - mirror.p) and cell.separated == mirror.separated
+            assert (cell.low, cell.high) == pytest.approx((1 - mirror.high, 1 - mirror.low))
+            if i < j:  # bootstrapped as compare() does: the interval is stats' own
+                assert (cell.low, cell.high) == stats.improvement_interval(THREE[a], THREE[b])
+    lone = [m.cells[3][j] for j in range(3)] + [m.cells[i][3] for i in range(3)]
+    assert all(c is not None and c.p is None and c.low is None for c in lone)
+    assert [c.verdict() for c in m.comparisons()] == [c.verdict() for c in compare(THREE)]
+    data = m.to_json()
+    assert data["p"][0][2] == 1.0 and data["separated"][0][2] is True and data["p"][1][1] is None
+    assert data["p"][0][3] is None and data["seeds"] == [5, 4, 5, 1]
+
+
+def test_profiles_are_stats_performance_profile_on_shared_taus_for_groups_with_two_seeds():
+    p = profiles(THREE)
+    assert [g.group for g in p.groups] == ["good", "close", "bad"] and [g.seeds for g in p.groups] == [5, 4, 5]
+    assert len(p.taus) == 101 and p.taus[0] < min(FAR["bad"]) and p.taus[-1] == 104.0
+    for g in p.groups:
+        fraction, low, high = stats.performance_profile(THREE[g.group], p.taus)
+        assert (g.fraction, g.low, g.high) == (fraction.tolist(), low.tolist(), high.tolist())
+        assert g.fraction[0] == 1.0 and g.fraction[-1] == 0.0
+    assert profiles({"a": [1.0, 1.0], "b": [1.0, 1.0]}).groups[0].fraction[0] == 1.0  # equal returns still step
+    assert profiles({"a": [1.0], "b": [2.0]}).to_json() == {"taus": [], "confidence": 0.95, "groups": []}
 
 
 def test_names_pick_a_group_by_its_report_name_or_its_variant():

@@ -3,6 +3,9 @@
 A pair is separated when the interval of P(A > B) leaves out 0.5 (a coin toss). When it is not, the
 verdict says how many seeds each would take at the spread seen: the interval's half-width shrinks as one
 over the square root of the seeds, so about n * (half-width / |P - 0.5|)^2 seeds bring it inside the gap.
+
+`matrix()` holds P(row > column) for every ordered pair, and `profiles()` each group's performance profile:
+the numbers `sweep report` draws and writes as JSON, so that figure and file never disagree.
 """
 
 from __future__ import annotations
@@ -12,7 +15,14 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from . import stats
+
+MIN_SEEDS = 2
+"""Seeds a group needs before it is compared: one seed says nothing of the spread."""
+PROFILE_POINTS = 101
+"""Returns (tau) at which a performance profile is evaluated, evenly from below the lowest to the highest."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,13 @@ class Comparison:
             return said + "; no difference seen: more seeds may never separate them"
         return said + f"; at the spread seen, about {self.seeds_needed} seeds each would separate them"
 
+    def flipped(self) -> Comparison:
+        """The same pair read the other way: P(B > A) = 1 - P(A > B) (ties count half), its interval mirrored."""
+        if self.p is None or self.low is None or self.high is None:
+            return Comparison(self.b, self.a, self.seeds_b, self.seeds_a, None, None, None, self.confidence)
+        return Comparison(self.b, self.a, self.seeds_b, self.seeds_a, 1 - self.p, 1 - self.high, 1 - self.low,
+                          self.confidence)
+
     def _seeds(self) -> str:
         if self.seeds_a == self.seeds_b:
             return f"{self.seeds_a} seed{'s' if self.seeds_a != 1 else ''} each"
@@ -71,12 +88,91 @@ def compare(returns: dict[str, list[float]], pairs: list[tuple[str, str]] | None
     out = []
     for a, b in chosen:
         x, y = returns[a], returns[b]
-        if len(x) < 2 or len(y) < 2:
+        if len(x) < MIN_SEEDS or len(y) < MIN_SEEDS:
             out.append(Comparison(a, b, len(x), len(y), None, None, None, confidence))
             continue
         low, high = stats.improvement_interval(x, y, confidence=confidence)
         out.append(Comparison(a, b, len(x), len(y), stats.probability_of_improvement(x, y), low, high, confidence))
     return out
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """P(row > column) for every ordered pair of groups, in the order given (the report's: best first)."""
+
+    groups: list[str]
+    seeds: list[int]
+    cells: list[list[Comparison | None]]
+    """cells[i][j] compares groups[i] (a) with groups[j] (b); None on the diagonal."""
+    confidence: float
+
+    @property
+    def comparable(self) -> list[str]:
+        """The groups with enough seeds to be compared."""
+        return [g for g, n in zip(self.groups, self.seeds, strict=True) if n >= MIN_SEEDS]
+
+    def comparisons(self) -> list[Comparison]:
+        """Every pair once, each group against those after it: what `compare()` gives for every pair."""
+        upper = (self.cells[i][j] for i in range(len(self.groups)) for j in range(i + 1, len(self.groups)))
+        return [c for c in upper if c is not None]
+
+    def to_json(self) -> dict[str, Any]:
+        def field(name: str) -> list[list[Any]]:
+            return [[None if c is None else getattr(c, name) for c in row] for row in self.cells]
+
+        return {"groups": self.groups, "seeds": self.seeds, "confidence": self.confidence, "p": field("p"),
+                "low": field("low"), "high": field("high"), "separated": field("separated")}
+
+
+def matrix(returns: dict[str, list[float]], confidence: float = stats.CONFIDENCE) -> Matrix:
+    """Every ordered pair of groups. Each pair is bootstrapped once, above the diagonal, as `compare()` does;
+    below it the same pair is read the other way, so a cell and its mirror always add up to 1."""
+    groups = list(returns)
+    cells: list[list[Comparison | None]] = [[None] * len(groups) for _ in groups]
+    for comparison in compare(returns, confidence=confidence):
+        i, j = groups.index(comparison.a), groups.index(comparison.b)
+        cells[i][j], cells[j][i] = comparison, comparison.flipped()
+    return Matrix(groups, [len(returns[g]) for g in groups], cells, confidence)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One group's performance profile: the fraction of its runs whose return is above each tau."""
+
+    group: str
+    seeds: int
+    fraction: list[float]
+    low: list[float]
+    high: list[float]
+    """The fraction's percentile interval over stratified-bootstrap resamples of the group's runs."""
+
+
+@dataclass(frozen=True)
+class Profiles:
+    taus: list[float]
+    groups: list[Profile]
+    confidence: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"taus": self.taus, "confidence": self.confidence, "groups": [asdict(p) for p in self.groups]}
+
+
+def profiles(returns: dict[str, list[float]], points: int = PROFILE_POINTS,
+             confidence: float = stats.CONFIDENCE) -> Profiles:
+    """The performance profile of every group with enough seeds, all on the same taus: from a little below
+    the lowest return (where every run is above) to the highest (where none is)."""
+    chosen = {g: r for g, r in returns.items() if len(r) >= MIN_SEEDS}
+    if not chosen:
+        return Profiles([], [], confidence)
+    lowest = min(min(r) for r in chosen.values())
+    highest = max(max(r) for r in chosen.values())
+    margin = 0.05 * (highest - lowest) or 1.0  # all returns equal: still a step from 1 to 0
+    taus: list[float] = np.linspace(lowest - margin, highest, points).tolist()
+    out = []
+    for group, values in chosen.items():
+        fraction, low, high = stats.performance_profile(values, taus, confidence=confidence)
+        out.append(Profile(group, len(values), fraction.tolist(), low.tolist(), high.tolist()))
+    return Profiles(taus, out, confidence)
 
 
 def pick(names: list[str], groups: list[str], variants: dict[str, str]) -> list[tuple[str, str]] | None:
