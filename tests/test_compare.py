@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 
+import matplotlib.image
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 from helpers.commands import run_sweep
 from helpers.fake_sweep import make_run, result, run_spec
 from mjsweep.results import stats
 from mjsweep.results.compare import compare, matrix, pick, profiles
 from mjsweep.sweepdir.models import RunState
+from mjsweep.ui.cli import app
 
 RNG = np.random.default_rng(7)
 FAR = {"good": list(RNG.normal(100, 5, 5)), "bad": list(RNG.normal(0, 5, 5))}
@@ -124,3 +127,79 @@ def test_bad_group_names_are_one_line_and_exit_2_with_nothing_written(tmp_path):
     stray = run_sweep("report", str(tmp_path), "good", "bad")
     assert stray.returncode == 2 and "group names go with --compare" in stray.stderr
     assert not (tmp_path / "report.csv").exists() and not (tmp_path / "report.md").exists()
+
+
+LADDER = {"close": [99.0, 104.0, 96.0, 101.0], "good": FAR["good"], "lone": [50.0], "bad": FAR["bad"]}
+"""In the report's order, best mean first."""
+
+
+def sweep_of(folder, returns):
+    for variant, values in returns.items():
+        for seed, value in enumerate(values):
+            make_run(folder, run_spec(variant, seed), RunState.SUCCEEDED, result(float(value)))
+
+
+def png_pixels(path) -> np.ndarray:
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pixels = matplotlib.image.imread(str(path))[..., :3]
+    assert pixels.shape[0] > 300 and pixels.shape[1] > 400
+    return pixels
+
+
+def test_compare_draws_both_figures_and_report_md_says_the_seeds_they_rest_on(tmp_path):
+    sweep_of(tmp_path, LADDER)
+    out = CliRunner().invoke(app, ["report", str(tmp_path), "--compare"])
+    assert out.exit_code == 0, out.output
+    matrix_png, profile_png = tmp_path / "report_matrix.png", tmp_path / "report_profile.png"
+    assert f"figures: {matrix_png}, {profile_png}" in out.stdout
+    dark_blue = np.array(matplotlib.colormaps["RdBu"](1.0)[:3])  # close beats bad in every pairing
+    assert np.any(np.all(np.abs(png_pixels(matrix_png) - dark_blue) < 0.02, axis=-1))
+    tab_blue = np.array(matplotlib.colormaps["tab10"](0)[:3])  # the first group's profile
+    assert np.any(np.all(np.abs(png_pixels(profile_png) - tab_blue) < 0.02, axis=-1))
+    md = (tmp_path / "report.md").read_text()
+    assert "](report_matrix.png)" in md and "](report_profile.png)" in md
+    assert "Seeds per group: close 4 seeds, good 5 seeds, lone 1 seed, bad 5 seeds;" in md
+    assert "report_matrix" not in (CliRunner().invoke(app, ["report", str(tmp_path)]).stdout +
+                                   (tmp_path / "report.md").read_text())  # without --compare: no figure
+
+
+def test_json_carries_the_matrix_and_the_profiles_as_stats_computes_them(tmp_path):
+    sweep_of(tmp_path, LADDER)
+    out = CliRunner().invoke(app, ["report", str(tmp_path), "--compare", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    m = data["matrix"]
+    assert m["groups"] == list(LADDER) and m["seeds"] == [4, 5, 1, 5]
+    for i, a in enumerate(m["groups"]):
+        for j, b in enumerate(m["groups"]):
+            if i == j or "lone" in (a, b):
+                assert m["p"][i][j] is None and m["low"][i][j] is None
+            elif i < j:
+                assert m["p"][i][j] == stats.probability_of_improvement(LADDER[a], LADDER[b])
+                assert (m["low"][i][j], m["high"][i][j]) == stats.improvement_interval(LADDER[a], LADDER[b])
+            else:
+                assert (m["p"][i][j], m["low"][i][j], m["high"][i][j]) == \
+                    pytest.approx((1 - m["p"][j][i], 1 - m["high"][j][i], 1 - m["low"][j][i]))
+    assert m["separated"][0][3] is True and m["separated"][3][0] is True and m["separated"][0][1] is False
+    profile = data["performance_profile"]
+    assert [g["group"] for g in profile["groups"]] == ["close", "good", "bad"]
+    for g in profile["groups"]:
+        fraction, low, high = stats.performance_profile(LADDER[g["group"]], profile["taus"])
+        assert (g["fraction"], g["low"], g["high"], g["seeds"]) == \
+            (fraction.tolist(), low.tolist(), high.tolist(), len(LADDER[g["group"]]))
+    plain = json.loads(CliRunner().invoke(app, ["report", str(tmp_path), "--format", "json"]).stdout)
+    assert "matrix" not in plain and "performance_profile" not in plain
+
+
+def test_with_one_comparable_group_no_figure_is_drawn_and_report_md_says_why(tmp_path):
+    sweep_of(tmp_path, {"good": FAR["good"], "lone": [50.0]})
+    stale = tmp_path / "report_matrix.png"
+    stale.write_bytes(b"from an earlier report")
+    out = CliRunner().invoke(app, ["report", str(tmp_path), "--compare"])
+    assert out.exit_code == 0, out.output
+    why = "they need at least two groups with at least 2 seeds each, and only one group has that many"
+    assert f"no figures: {why}" in out.stdout
+    assert not stale.exists() and not (tmp_path / "report_profile.png").exists()
+    md = (tmp_path / "report.md").read_text()
+    assert f"No figures: {why}." in md and "Seeds per group: good 5 seeds, lone 1 seed;" in md
+    assert ".png" not in md

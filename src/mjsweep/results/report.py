@@ -177,10 +177,12 @@ def to_markdown(groups: list[GroupRow], title: str, warnings: list[str]) -> str:
 
 
 def to_json(groups: list[GroupRow], warnings: list[str], problems: list[str],
-            comparisons: list[dict[str, Any]] | None = None) -> str:
+            comparisons: list[dict[str, Any]] | None = None, matrix: dict[str, Any] | None = None,
+            performance_profile: dict[str, Any] | None = None) -> str:
+    """The report as JSON; what `--compare` adds (comparisons, the matrix, the profiles) only when given."""
     data: dict[str, Any] = {"groups": [asdict(g) for g in groups], "warnings": warnings, "problems": problems}
-    if comparisons is not None:
-        data["comparisons"] = comparisons
+    extra = {"comparisons": comparisons, "matrix": matrix, "performance_profile": performance_profile}
+    data.update({key: value for key, value in extra.items() if value is not None})
     return json.dumps(data, indent=2) + "\n"
 
 

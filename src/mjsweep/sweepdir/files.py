@@ -230,6 +230,8 @@ class SweepDir:
     contact_sheet = property(lambda self: self.path / "pictures" / CONTACT_SHEET_PNG)
     videos = property(lambda self: self.path / "videos")
     report_md = property(lambda self: self.path / "report.md")
+    report_matrix_png = property(lambda self: self.path / "report_matrix.png")
+    report_profile_png = property(lambda self: self.path / "report_profile.png")
     cross = property(lambda self: self.path / "cross")
     cross_matrix_csv = property(lambda self: self.path / "cross" / "matrix.csv")
     cross_matrix_png = property(lambda self: self.path / "cross" / "matrix.png")

@@ -291,7 +291,13 @@ def report(
     groups = reportlib.aggregate(rows, reportlib.model_stats(folder, rows), reportlib.eval_aucs(folder, rows), rank)
     if names and not compare:
         raise InputError(f"sweep report: {' '.join(names)}: group names go with --compare")
-    comparisons = _comparisons(groups, rows, names or []) if compare else None
+    returns = _returns(groups, rows)
+    comparisons = _comparisons(groups, returns, names or []) if compare else None
+    decisions = None
+    if compare:  # the figures cost a second or two (matplotlib, the bootstrap of every pair): asked for only
+        from .decision_figures import decide
+
+        decisions = decide(folder, returns, f"sweep {folder.path.name}")
     warnings = [str(w) for w in read_sweep(folder.path).warnings]
     csv_text = reportlib.to_csv(groups)
     md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings)
@@ -304,12 +310,17 @@ def report(
         from ..results.compare import to_markdown as comparisons_markdown
 
         md_text += "\n" + comparisons_markdown(comparisons)
+    if decisions is not None:
+        md_text += "\n" + decisions.markdown(folder)
     write_text_atomic(folder.report_csv, csv_text)
     write_text_atomic(folder.report_md, md_text)
     if fmt == "table":
         tables.report_table(tables.make_console(), groups, rows, warnings)
         for comparison in comparisons or []:
             print(comparison.verdict())
+        if decisions is not None:
+            print(f"figures: {folder.report_matrix_png}, {folder.report_profile_png}" if decisions.drawn
+                  else f"no figures: {decisions.why_no_figures}")
         if trials is not None:
             from .trials import trials_table
 
@@ -322,7 +333,9 @@ def report(
     else:
         problems = [p for r in rows for p in r.problems]
         text = {"csv": csv_text, "md": md_text}.get(fmt) or reportlib.to_json(
-            groups, warnings, problems, [c.to_json() for c in comparisons] if comparisons is not None else None)
+            groups, warnings, problems, [c.to_json() for c in comparisons] if comparisons is not None else None,
+            decisions.matrix.to_json() if decisions is not None else None,
+            decisions.profiles.to_json() if decisions is not None else None)
         if fmt == "json" and trials is not None:
             import json
 
@@ -332,14 +345,19 @@ def report(
         sys.stdout.write(text)
 
 
-def _comparisons(groups, rows, names: list[str]):
-    """The report's groups compared pairwise over their seeds' final returns (results/compare.py)."""
-    from ..results import compare as comparelib
-
-    returns: dict[str, list[float]] = {g.group: [] for g in groups}  # in the report's order, best first
+def _returns(groups, rows) -> dict[str, list[float]]:
+    """Each group's seeds' final returns, the groups in the report's order (best first)."""
+    returns: dict[str, list[float]] = {g.group: [] for g in groups}
     for row in rows:
         if row.final_return is not None:
             returns[row.group].append(row.final_return)
+    return returns
+
+
+def _comparisons(groups, returns: dict[str, list[float]], names: list[str]):
+    """The report's groups compared pairwise over their seeds' final returns (results/compare.py)."""
+    from ..results import compare as comparelib
+
     try:
         pairs = comparelib.pick(names, list(returns), {g.group: g.variant for g in groups})
     except ValueError as exc:
