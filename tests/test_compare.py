@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 
 import matplotlib.image
@@ -203,3 +205,20 @@ def test_with_one_comparable_group_no_figure_is_drawn_and_report_md_says_why(tmp
     md = (tmp_path / "report.md").read_text()
     assert f"No figures: {why}." in md and "Seeds per group: good 5 seeds, lone 1 seed;" in md
     assert ".png" not in md
+
+
+def test_report_html_embeds_both_figures_and_the_verdict_of_every_pair(tmp_path):
+    sweep_of(tmp_path, LADDER)
+    out = CliRunner().invoke(app, ["report", str(tmp_path), "--format", "html"])  # html compares unasked
+    assert out.exit_code == 0, out.output
+    page = (tmp_path / "report.html").read_text()
+    for png, caption in ((tmp_path / "report_matrix.png", "P(row &gt; column) over seeds"),
+                         (tmp_path / "report_profile.png", "performance profiles: ")):
+        png_pixels(png)  # a real PNG in the sweep folder, and the very bytes embedded below
+        data = base64.b64encode(png.read_bytes()).decode("ascii")
+        assert f'<img alt="{caption}' in page and f"src=\"data:image/png;base64,{data}\"" in page
+    verdicts = [c.verdict() for c in compare(LADDER)]
+    assert len(verdicts) == 6 and all(f"<li>{html.escape(v)}</li>" in page for v in verdicts)
+    assert "<li>close vs lone: too few seeds to compare (4 and 1 seeds; at least 2 each)</li>" in page
+    assert "Seeds per group: close 4 seeds, good 5 seeds, lone 1 seed, bad 5 seeds;" in page
+    assert "](report_matrix.png)" in (tmp_path / "report.md").read_text()

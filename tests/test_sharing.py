@@ -120,6 +120,9 @@ def test_html_report_opens_in_chromium_with_table_figures_pictures_and_videos(tr
             "return [...document.images].map(i => [i.alt, i.complete && i.naturalWidth > 0, i.width])")
         assert [alt for alt, _, _ in images] == ["learning curves: mean over seeds, 95% bootstrap CI",
                                                  "final evaluation return per run",
+                                                 "P(row > column) over seeds, with its 95% interval",
+                                                 "performance profiles: the fraction of each group's runs above "
+                                                 "each return, 95% band",
                                                  "the variants in their start pose"]
         assert all(loaded and width > 100 for _, loaded, width in images), images
         videos = driver.execute_script(

@@ -294,7 +294,9 @@ def report(
     returns = _returns(groups, rows)
     comparisons = _comparisons(groups, returns, names or []) if compare else None
     decisions = None
-    if compare:  # the figures cost a second or two (matplotlib, the bootstrap of every pair): asked for only
+    # The figures cost a second or two (matplotlib, the bootstrap of every pair): drawn when asked for, and for
+    # report.html, which draws figures anyway and is what a sweep's results are shared as.
+    if compare or fmt == "html":
         from .decision_figures import decide
 
         decisions = decide(folder, returns, f"sweep {folder.path.name}")
@@ -328,7 +330,7 @@ def report(
     elif fmt == "html":
         from .html_report import build
 
-        write_text_atomic(folder.report_html, build(folder, groups, rows, warnings))
+        write_text_atomic(folder.report_html, build(folder, groups, rows, warnings, decisions))
         print(folder.report_html)
     else:
         problems = [p for r in rows for p in r.problems]

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..results.report import GroupRow
     from ..results.rows import ResultRow
     from ..sweepdir.files import SweepDir
+    from .decision_figures import Decisions
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
@@ -34,8 +35,9 @@ COLUMNS = ("variant", "grid", "runs ok", "failed", "mean", "std", "IQM", "95% CI
            "bodies/joints/act")
 
 
-def build(folder: SweepDir, groups: list[GroupRow], rows: list[ResultRow], warnings: list[str]) -> str:
-    """The whole report as one HTML document."""
+def build(folder: SweepDir, groups: list[GroupRow], rows: list[ResultRow], warnings: list[str],
+          decisions: Decisions | None = None) -> str:
+    """The whole report as one HTML document; with `decisions`, which group beats which, every pair."""
     name = html.escape(folder.path.name)
     parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sweep {name}</title>",
              f"<style>{STYLE}</style></head><body>", f"<h1>sweep {name}</h1>",
@@ -45,6 +47,8 @@ def build(folder: SweepDir, groups: list[GroupRow], rows: list[ResultRow], warni
     parts += [f'<p class="warning">warning: {html.escape(w)}</p>' for w in warnings]
     parts += [f'<p class="warning">warning: {html.escape(p)}</p>' for r in rows for p in r.problems]
     parts += _figures(folder, rows)
+    if decisions is not None:
+        parts += _decisions(folder, decisions)
     if folder.contact_sheet.is_file():
         parts.append(_image_figure(folder.contact_sheet.read_bytes(), "the variants in their start pose"))
     videos = sorted(folder.videos.glob("*.mp4")) if folder.videos.is_dir() else []
@@ -81,6 +85,26 @@ def _figures(folder: SweepDir, rows: list[ResultRow]) -> list[str]:
             return []
         captions = ["learning curves: mean over seeds, 95% bootstrap CI", "final evaluation return per run"]
         return [_image_figure(path.read_bytes(), caption) for path, caption in zip(written, captions, strict=False)]
+
+
+def _decisions(folder: SweepDir, decisions: Decisions) -> list[str]:
+    """The figures `sweep report` drew into the sweep folder, then the verdict of every pair."""
+    from .decision_figures import MATRIX_CAPTION, PROFILE_CAPTION
+
+    parts = ["<h2>which group beats which</h2>",
+             f"<p>P(A &gt; B): the chance that a seed of A beats a seed of B (ties count half), with its "
+             f"{decisions.matrix.confidence:.0%} stratified-bootstrap interval; a pair is separated when the "
+             "interval leaves out 0.5.</p>"]
+    if decisions.drawn:
+        parts += [_image_figure(folder.report_matrix_png.read_bytes(), MATRIX_CAPTION),
+                  _image_figure(folder.report_profile_png.read_bytes(), PROFILE_CAPTION)]
+    else:
+        parts.append(f"<p>No figures: {html.escape(str(decisions.why_no_figures))}.</p>")
+    parts.append(f"<p>{html.escape(decisions.seeds_sentence())}</p>")
+    verdicts = [f"<li>{html.escape(c.verdict())}</li>" for c in decisions.matrix.comparisons()]
+    if verdicts:
+        parts.append(f'<ul class="verdicts">{"".join(verdicts)}</ul>')
+    return parts
 
 
 def _image_figure(png: bytes, caption: str) -> str:
