@@ -270,7 +270,8 @@ def report(
     rank: str = typer.Option("final", "--rank", help="final: by the final evaluation's return; best: by each "
                              "run's best periodic evaluation (eval.every)."),
     compare: bool = typer.Option(False, "--compare", help="Which group is better and how sure: P(A > B) over "
-                                 "seeds with its 95% interval and a verdict, for every pair or the two named."),
+                                 "seeds with its 95% interval and a verdict, for every pair or the two named; "
+                                 "figures of P(row > column) and performance profiles in the sweep folder."),
     names: list[str] | None = typer.Argument(None, help="With --compare: two groups, each a variant's name or "
                                              "the group as the report names it.", show_default=False),
 ) -> None:
