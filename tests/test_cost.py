@@ -1,15 +1,22 @@
-"""What a sweep will cost (plan/cost.py, plan/speeds.py): the arithmetic against numbers worked out by hand,
-and speeds read from real run folders."""
+"""What a sweep will cost (plan/cost.py, plan/speeds.py) and the lines `sweep run --dry-run` prints about it:
+the arithmetic against numbers worked out by hand, speeds read from real run folders and a real bench record,
+and the real command on configs/smoke.yaml and on a folder with earlier runs."""
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
+from helpers.commands import run_sweep, write_spec
 from helpers.fake_sweep import make_run, result, run_spec
+from helpers.models import REPO, TINY_LONG_XML
+from mjsweep.bench import recommend
 from mjsweep.plan.cost import BenchSpeed, EarlierRuns, Measurements, Source, Speed, estimate, queue_wall_s
 from mjsweep.plan.speeds import earlier_runs
 from mjsweep.sweepdir.files import SweepDir
 from mjsweep.sweepdir.models import RunState, RunStatus
+from mjsweep.ui.tables import cost_lines
 
 
 def measured(fps: float, overhead_s: float = 0.0, variant: str = "v", at_once: int | None = None) -> Measurements:
@@ -70,3 +77,72 @@ def test_speeds_come_from_the_succeeded_runs_of_the_folder(tmp_path: Path):
     assert earlier.speeds == {("v", 1, "ppo"): Speed(200.0, 6.0)}
     assert earlier.at_once == 2 and earlier.hosts == ("node7",)  # seed 2 began as seed 1 ended
     assert earlier_runs(SweepDir(sweep), runs[3:]) is None
+
+
+def test_the_lines_say_the_time_the_speed_and_where_it_comes_from():
+    runs = [run_spec("v", seed, total=1000) for seed in range(4)]
+    lines = cost_lines(estimate(runs, 2, measured(100.0, overhead_s=5.0, at_once=2)), skipped=3, here="here")
+    assert lines[0] == ("cost: 4 runs (3 succeeded already, not counted), 4,000 env steps; "
+                        "about 30 s on this machine at 2 runs at once")
+    assert lines[1] == ("  speed: 100 env steps/s per run plus up to 5 s each for start-up, saving and evaluation, "
+                        "from earlier runs of these variants in this sweep folder (measured with up to 2 at once); "
+                        "retries not counted")
+    many = [run_spec("v", seed, total=9_000_000) for seed in range(18)]
+    assert "18 runs, 162.0M env steps; about 10 h on this machine at 2 runs at once" in \
+        cost_lines(estimate(many, 2, measured(2250.0)))[0]
+    low, high = estimate(runs[:3], 2, measured(100.0)), estimate(runs, 2, measured(100.0))
+    assert cost_lines(low, at_max=high)[0] == ("cost: 3 to 4 runs (min to max seeds), 3,000 to 4,000 env steps; "
+                                               "about 20 s at min seeds, 20 s at max seeds on this machine at 2 "
+                                               "runs at once")
+
+
+def test_without_a_measurement_the_wall_time_is_unknown_and_the_line_says_how_to_get_one():
+    runs = [run_spec("v", 0, total=1000)]
+    assert cost_lines(estimate(runs, 2, Measurements())) == [
+        "cost: 1 run, 1,000 env steps; wall time unknown: no run of v finished here and no `sweep bench` result; "
+        "run `sweep bench --env HalfCheetah-v5` for an estimate"]
+    ant = Measurements(bench=BenchSpeed("Ant-v5", "ppo", 1, 250.0, 2, "2025-01-01"))
+    assert ("wall time unknown: no run of v finished here, and `sweep bench` measured Ant-v5/PPO, not "
+            "HalfCheetah-v5/PPO; run `sweep bench --env HalfCheetah-v5`") in cost_lines(estimate(runs, 2, ant))[0]
+    sac = [run_spec("v", 0, algo="sac")]
+    assert "`sweep bench` measures PPO with one env" in cost_lines(estimate(sac, 2, Measurements()))[0]
+
+
+def _cost(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if line.startswith(("cost: ", "  speed: "))]
+
+
+def test_the_dry_run_of_the_smoke_config_prints_its_cost_and_writes_nothing(tmp_path: Path):
+    done = run_sweep("run", str(REPO / "configs" / "smoke.yaml"), "--dry-run", "--runs-dir", str(tmp_path / "runs"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _cost(done.stdout) == ["cost: 4 runs, 8,192 env steps; wall time unknown: no run of walker, walker-long "
+                                  "finished here and no `sweep bench` result; run `sweep bench --env "
+                                  "HalfCheetah-v5` for an estimate"]
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_dry_run_prices_by_earlier_runs_else_by_the_bench_and_writes_nothing(tmp_path: Path, tiny_spec):
+    tiny_spec["variants"].append({"name": "long", "xml": str(TINY_LONG_XML)})
+    tiny_spec.update(seeds=2, total_timesteps=1000)
+    spec = write_spec(tmp_path, tiny_spec)
+    recommend.save(2, len(os.sched_getaffinity(0)), "HalfCheetah-v5", 400.0)  # this test's cache (conftest)
+    benched = run_sweep("run", str(spec), "--dry-run", cwd=tmp_path)  # --workers: the bench's 2
+    assert benched.returncode == 0, benched.stdout + benched.stderr
+    assert _cost(benched.stdout)[0] == "cost: 4 runs, 4,000 env steps; about 10 s on this machine at 2 runs at once"
+    assert "200 env steps/s per run, from `sweep bench` of HalfCheetah-v5/PPO" in _cost(benched.stdout)[1]
+    assert "at 2 runs at once (start-up and evaluation included)" in _cost(benched.stdout)[1]
+
+    walker_s0 = re.search(r"walker_s0_[0-9a-f]+", benched.stdout)
+    assert walker_s0 is not None
+    sweep = tmp_path / "runs" / "tiny"
+    make_run(sweep, run_spec("walker", 0, total=1000, run_id=walker_s0.group()), RunState.SUCCEEDED,
+             result=result(1.0, fps=100.0, timesteps=1000))
+    before = sorted(p for p in tmp_path.rglob("*"))
+    again = run_sweep("run", str(spec), "--dry-run", "--workers", "2", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    # walker's second seed at its own 100/s, long's two seeds at the other variants' 100/s: 10 s each.
+    assert _cost(again.stdout)[0] == ("cost: 3 runs (1 succeeded already, not counted), 3,000 env steps; "
+                                      "about 20 s on this machine at 2 runs at once")
+    assert ("from earlier runs of these variants in this sweep folder for 1 run; earlier runs of its other "
+            "variants (same algorithm and n_envs) for 2 runs") in _cost(again.stdout)[1]
+    assert sorted(p for p in tmp_path.rglob("*")) == before

@@ -10,16 +10,19 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperGroup
 
 from ..errors import InputError
 from . import tables
+
+if TYPE_CHECKING:
+    from ..sweepdir.models import RunSpec
 
 EXIT_INVALID = 2
 PICTURES_HELP = "Render every variant in its start pose into DIR: a PNG each and contact_sheet.png."
@@ -123,6 +126,7 @@ def run(
         tables.variant_table(out, plan)  # what deep validation found, model by model
         planned = in_start_order(plan, decide(plan), start)  # reads every run dir: once
         tables.plan_table(out, plan, planned)
+        _print_cost(out, plan, planned, workers, backend)
         if backend == "slurm":
             tables.sbatch_preview(out, plan, planned, workers)
         return
@@ -192,6 +196,60 @@ def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, 
                           on_planned=progress.planned)
     tables.outcome_summary(out, plan, outcome)
     raise typer.Exit(outcome.exit_code)
+
+
+def _print_cost(out, plan, planned, workers: int | None, backend: str) -> None:
+    """A grid's dry run: the cost of the runs to start or resume, priced by those that succeeded."""
+    from ..plan.planned import Action
+    from ..sweepdir.files import CorruptFileError
+
+    todo = [p.run for p in planned if p.action is not Action.SKIP]
+    done = [p.run for p in planned if p.action is Action.SKIP]
+    trained: dict[str, int] = {}
+    for p in planned:
+        if p.action is Action.RESUME:
+            try:
+                checkpoint = plan.sweep_dir.run(p.run.run_id).read_checkpoint()
+            except CorruptFileError:
+                checkpoint = None
+            if checkpoint is not None:
+                trained[p.run.run_id] = checkpoint.timesteps
+    print_cost(out, plan, todo, workers, backend, measured=done, skipped=len(done), done_steps=trained)
+
+
+def print_cost(out, plan, runs: Sequence[RunSpec], workers: int | None, backend: str, *,
+               measured: Sequence[RunSpec] = (), skipped: int = 0, note: str = "",
+               done_steps: dict[str, int] | None = None, at_max: Sequence[RunSpec] | None = None,
+               at_most: bool = False) -> None:
+    """The dry run's cost lines for `runs` (RunSpec, in start order): their env steps and expected wall time
+    at `workers` (else the default here) from the speeds the `measured` runs of this sweep folder that
+    succeeded had, else from `sweep bench`'s record for this machine. at_max: the runs at their largest
+    (adaptive seeds: `runs` at min seeds, `at_max` at max seeds); at_most: a ceiling (a search)."""
+    import socket
+
+    from ..plan.cost import Measurements, estimate
+    from ..plan.speeds import earlier_runs
+
+    measurements = Measurements(earlier_runs(plan.sweep_dir, measured), _bench_speed())
+    at_once = workers or (_default_workers(backend).workers if backend == "local" else None)
+    where = None if at_once is None else "on this machine" if backend == "local" else \
+        f"on the {backend} cluster at the speeds measured here"
+    cost = estimate(runs, at_once or 1, measurements, done_steps)
+    top = estimate(at_max, at_once or 1, measurements) if at_max is not None else None
+    for line in tables.cost_lines(cost, skipped=skipped, note=note, at_max=top, at_most=at_most, where=where,
+                                  here=socket.gethostname()):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _bench_speed():
+    """What `sweep bench` kept for this machine as a per-run speed (it trains PPO on one env per run)."""
+    from ..bench.recommend import load
+    from ..plan.cost import BenchSpeed
+
+    rec = load(usable_cores())
+    if rec is None or rec.aggregate_fps <= 0:
+        return None
+    return BenchSpeed(rec.env, "ppo", 1, rec.aggregate_fps / rec.workers, rec.workers, rec.measured_at)
 
 
 def _default_workers(backend: str):

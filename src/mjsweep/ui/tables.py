@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ..crosseval.plan import Cell
     from ..engine.scheduler import SweepOutcome
     from ..engine.sweep import SweepPlan
+    from ..plan.cost import Cost
     from ..plan.planned import PlannedRun
     from ..results.report import GroupRow
     from ..results.rows import ResultRow
@@ -104,6 +105,105 @@ def plan_table(out: Console, plan: SweepPlan, planned: list[PlannedRun]) -> None
     counts = {a: sum(1 for p in planned if p.action.value == a) for a in ("start", "resume", "skip")}
     out.print(f"dry run: {counts['start']} to start, {counts['resume']} to resume, "
               f"{counts['skip']} to skip; nothing started")
+
+
+def cost_lines(cost: Cost, *, skipped: int = 0, note: str = "", at_max: Cost | None = None, at_most: bool = False,
+               where: str | None = "on this machine", here: str = "") -> list[str]:
+    """What the runs will cost, in one or two lines: runs and env steps, the expected wall time and the speed
+    it comes from, or why it is unknown. note: said after the run count; at_max: the same sweep at its
+    largest (adaptive seeds: `cost` at min seeds, `at_max` at max); at_most: the figures are a ceiling (a
+    search, whose note says why); where: None when the runs go to a cluster and no --workers says how many
+    run at once; here: this machine's host name, to say when the measurements come from others."""
+    pair = at_max is not None and at_max is not cost
+    hi = at_max if pair and at_max is not None else cost
+    ceiling = "at most " if at_most else ""
+    runs = f"{cost.runs} to {hi.runs} runs (min to max seeds)" if pair else \
+        f"{ceiling}{cost.runs} run{'' if cost.runs == 1 else 's'}"
+    notes = [note] if note else []
+    notes += [f"{skipped} succeeded already, not counted"] if skipped else []
+    if notes:
+        runs += f" ({'; '.join(notes)})"
+    steps = f"{_steps(cost.env_steps)} to {_steps(hi.env_steps)}" if pair else _steps(cost.env_steps)
+    head = f"cost: {runs}, {ceiling if pair else ''}{steps} env steps"
+    if not cost.runs and not hi.runs:
+        return [f"{head}; nothing left to run"]
+    if where is None:
+        return [f"{head}; wall time depends on the cluster's slots: give --workers N for an estimate at N runs "
+                "at once"]
+    if cost.wall_s is None or hi.wall_s is None:
+        return [f"{head}; wall time unknown: {_no_speed(hi if hi.wall_s is None else cost)}"]
+    wall = (f"about {_duration(cost.wall_s)} at min seeds, {_duration(hi.wall_s)} at max seeds" if pair
+            else f"{ceiling}about {_duration(cost.wall_s)}")
+    plural = "run" if cost.workers == 1 else "runs"
+    return [f"{head}; {wall} {where} at {cost.workers} {plural} at once",
+            f"  speed: {_speed_text(hi, here)}"]
+
+
+def _speed_text(cost: Cost, here: str) -> str:
+    from ..plan.cost import Source
+
+    earlier, bench = cost.measurements.earlier, cost.measurements.bench
+    parts = []
+    for source, count in cost.sources.items():
+        if source is Source.OWN:
+            text = "earlier runs of these variants in this sweep folder"
+        elif source is Source.OTHERS:
+            text = "earlier runs of its other variants (same algorithm and n_envs)"
+        else:
+            assert bench is not None
+            text = (f"`sweep bench` of {bench.env}/{bench.algo.upper()} on {bench.measured_at[:10]} at "
+                    f"{bench.at_once} runs at once (start-up and evaluation included)")
+        if source is not Source.BENCH and earlier is not None:
+            notes = [f"measured with up to {earlier.at_once} at once"] if earlier.at_once else []
+            elsewhere = [h for h in earlier.hosts if h != here]
+            if here and elsewhere:
+                notes.append("on " + ", ".join(elsewhere[:3]) + (" and others" if len(elsewhere) > 3 else ""))
+            text += f" ({', '.join(notes)})" if notes else ""
+        parts.append(text + (f" for {count} run{'s' if count > 1 else ''}" if len(cost.sources) > 1 else ""))
+    low, high = cost.fps_low or 0.0, cost.fps_high or 0.0
+    fps = f"{low:,.0f}" if round(low) == round(high) else f"{low:,.0f} to {high:,.0f}"
+    text = f"{fps} env steps/s per run"
+    if cost.overhead_s >= 0.5:
+        text += f" plus up to {_duration(cost.overhead_s, approx=False)} each for start-up, saving and evaluation"
+    return f"{text}, from {'; '.join(parts)}; retries not counted"
+
+
+def _no_speed(cost: Cost) -> str:
+    """Why a cost has no wall time, and how to get one."""
+    bench = cost.measurements.bench
+    what = ", ".join(cost.unpriced[:3]) + (f" and {len(cost.unpriced) - 3} more" if len(cost.unpriced) > 3 else "")
+    text = f"no run of {what} finished here"
+    benchable = [env for env, algo, n_envs in cost.unpriced_kinds if (algo, n_envs) == ("ppo", 1)]
+    if bench is None:
+        text += " and no `sweep bench` result"
+    else:
+        kinds = ", ".join(f"{env}/{algo.upper()}" + (f" with {n} envs" if n > 1 else "")
+                          for env, algo, n in cost.unpriced_kinds)
+        text += f", and `sweep bench` measured {bench.env}/{bench.algo.upper()}, not {kinds}"
+    if benchable:
+        return text + f"; run `sweep bench --env {benchable[0]}` for an estimate"
+    return text + "; `sweep bench` measures PPO with one env: the speed comes once a run of each has finished here"
+
+
+def _steps(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1e6:,.1f}M"
+    if n >= 10_000:
+        return f"{n / 1e3:,.0f}k"
+    return f"{n:,}"
+
+
+def _duration(seconds: float, approx: bool = True) -> str:
+    """'45 s', '12 min', '2 h 10 min': rounded as an estimate should be."""
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    minutes = round(seconds / 60)
+    if minutes < 90:
+        return f"{minutes} min"
+    hours, rest = divmod(minutes, 60)
+    if approx and hours >= 10:
+        return f"{hours} h"
+    return f"{hours} h {rest} min" if rest else f"{hours} h"
 
 
 def sbatch_preview(out: Console, plan: SweepPlan, planned: list[PlannedRun], workers: int | None) -> None:
