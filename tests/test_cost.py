@@ -14,8 +14,9 @@ from helpers.models import REPO, TINY_LONG_XML
 from mjsweep.bench import recommend
 from mjsweep.plan.cost import BenchSpeed, EarlierRuns, Measurements, Source, Speed, estimate, queue_wall_s
 from mjsweep.plan.speeds import earlier_runs
+from mjsweep.search.record import append
 from mjsweep.sweepdir.files import SweepDir
-from mjsweep.sweepdir.models import RunState, RunStatus
+from mjsweep.sweepdir.models import RunState, RunStatus, TrialRecord, TrialState
 from mjsweep.ui.tables import cost_lines
 
 
@@ -146,3 +147,33 @@ def test_the_dry_run_prices_by_earlier_runs_else_by_the_bench_and_writes_nothing
     assert ("from earlier runs of these variants in this sweep folder for 1 run; earlier runs of its other "
             "variants (same algorithm and n_envs) for 2 runs") in _cost(again.stdout)[1]
     assert sorted(p for p in tmp_path.rglob("*")) == before
+
+
+def test_a_search_dry_run_prints_its_budget_at_most_less_the_trials_that_ended(tmp_path: Path, tiny_spec):
+    tiny_spec.pop("seeds", None)
+    tiny_spec["search"] = {"method": "random", "trials": 4, "seeds_per_trial": 2, "seed": 3,
+                           "space": {"ppo.learning_rate": {"log_uniform": [1.0e-5, 1.0e-3]},
+                                     "total_timesteps": {"int": [256, 1024]}}}
+    spec = write_spec(tmp_path, tiny_spec)
+    recommend.save(2, len(os.sched_getaffinity(0)), "HalfCheetah-v5", 400.0)
+    fresh = run_sweep("run", str(spec), "--dry-run", cwd=tmp_path)
+    assert fresh.returncode == 0, fresh.stdout + fresh.stderr
+    # 8 runs of at most 1024 steps at the bench's 200/s per run, 2 at once: 4 rounds of 5.12 s.
+    assert _cost(fresh.stdout)[0] == ("cost: at most 8 runs (1 study x 4 trials x 2 seeds, each to the space's "
+                                      "largest total_timesteps), 8,192 env steps; at most about 20 s on "
+                                      "this machine at 2 runs at once")
+    assert not (tmp_path / "runs").exists()
+
+    sweep = tmp_path / "runs" / "tiny"
+    trial = run_spec("walker", 0, total=1024, run_id="t000_walker_s0")
+    make_run(sweep, trial, RunState.SUCCEEDED, result=result(1.0, fps=100.0, timesteps=1024))
+    append(sweep / "trials.jsonl", TrialRecord(study="walker", number=0, params={}, runs=[trial.run_id],
+                                               state=TrialState.COMPLETE, value=1.0, seeds_ok=1))
+    before = sorted(tmp_path.rglob("*"))
+    again = run_sweep("run", str(spec), "--dry-run", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    # 3 trials x 2 seeds at the ended trial's 100/s, 2 at once: 3 rounds of 10.24 s.
+    assert _cost(again.stdout)[0].startswith("cost: at most 6 runs (3 trials left of 1 study x 4 trials x 2 seeds")
+    assert "at most about 31 s on this machine at 2 runs at once" in _cost(again.stdout)[0]
+    assert "from earlier runs of these variants" in _cost(again.stdout)[1]
+    assert sorted(tmp_path.rglob("*")) == before

@@ -1,5 +1,6 @@
 """A search as sweep.execute runs it: its trials as a source of runs, once what a dead launcher left is
-settled; and what a dry run shows (the space, the first trials each study's sampler proposes)."""
+settled; and what a dry run shows (the space, the first trials each study's sampler proposes, the budget
+left at most)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from ..engine.recorder import StatusRecorder
 from ..engine.scheduler import Event, EventKind
 from ..engine.sweep import Runs, RunsOpener, SweepPlan, kill_orphan
 from ..plan.planned import Action, PlannedRun, Reason
-from ..sweepdir.files import SweepDir, now_iso
-from ..sweepdir.models import RunState, TrialRecord, TrialState
+from ..plan.runs import make_run
+from ..sweepdir.files import CorruptFileError, SweepDir, now_iso, read_model
+from ..sweepdir.models import RunSpec, RunState, TrialRecord, TrialState
+from .record import replay
 from .samplers import make_sampler
 from .source import SearchSource
 from .trials import Study, studies
@@ -71,4 +74,53 @@ def preview(plan: SweepPlan, count: int = PREVIEW_TRIALS) -> list[Preview]:
     for study in studies(plan.spec, [c.variant for c in plan.checks]):
         sampler = make_sampler(search.method, study.dims, search.seed, study.index, search.maximize, [])
         out.append(Preview(study, [sampler.propose(n) for n in range(min(count, search.trials))]))
+    return out
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a search may still run, at most: every trial not yet ended runs all its seeds to the largest
+    total_timesteps its space allows (pruning and failures can only stop trials earlier)."""
+
+    runs: list[RunSpec]
+    """One run per seed of each trial still to ask or still running, its study's variant and grid point."""
+    studies: int
+    trials_left: int
+    trials_ended: int
+    ended_runs: list[RunSpec]
+    """The runs of trials on record (trials.jsonl) whose folders hold a spec.json: what measured a speed."""
+
+
+def budget(plan: SweepPlan) -> Budget:
+    search = plan.spec.search
+    assert search is not None
+    records = replay(plan.sweep_dir.trials_jsonl)
+    ended: dict[str, int] = {}
+    for rec in records:
+        if rec.state is not TrialState.RUNNING:
+            ended[rec.study] = ended.get(rec.study, 0) + 1
+    longest = search.space.get("total_timesteps")
+    point_steps = {"total_timesteps": int(max(longest.numbers()))} if longest is not None else {}
+    runs: list[RunSpec] = []
+    trials_left = 0
+    all_studies = studies(plan.spec, [c.variant for c in plan.checks])
+    for study in all_studies:
+        left = max(0, search.trials - ended.get(study.key, 0))
+        trials_left += left
+        point = {**study.grid, **point_steps}
+        runs += [make_run(plan.spec, study.variant, point, seed)
+                 for _ in range(left) for seed in range(search.seeds_per_trial)]
+    return Budget(runs, len(all_studies), trials_left, sum(ended.values()), _specs(plan.sweep_dir, records))
+
+
+def _specs(sweep_dir: SweepDir, records: list[TrialRecord]) -> list[RunSpec]:
+    out = []
+    for rec in records:
+        for run_id in rec.runs:
+            try:
+                spec = read_model(sweep_dir.run(run_id).spec_json, RunSpec)
+            except CorruptFileError:
+                continue
+            if spec is not None:
+                out.append(spec)
     return out

@@ -182,6 +182,14 @@ def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, 
             show.preview(out, plan.spec, searchlib.preview(plan))
         except ImportError as exc:
             raise InputError(str(exc)) from None
+        budget = searchlib.budget(plan)
+        search = plan.spec.search
+        studies = f"{budget.studies} {'study' if budget.studies == 1 else 'studies'} x {search.trials} trials"
+        note = (f"{budget.trials_left} trials left of {studies}" if budget.trials_ended else studies) + \
+            f" x {search.seeds_per_trial} seeds" + \
+            (", each to the space's largest total_timesteps" if "total_timesteps" in search.space else "") + \
+            ("; pruning may end trials sooner" if search.prune else "")
+        print_cost(out, plan, budget.runs, workers, backend, measured=budget.ended_runs, note=note, at_most=True)
         raise typer.Exit(0)
     if backend == "slurm":
         raise InputError("a search makes its runs as slots free up: use --backend local or ray, not slurm")

@@ -124,7 +124,7 @@ def cost_lines(cost: Cost, *, skipped: int = 0, note: str = "", at_max: Cost | N
     if notes:
         runs += f" ({'; '.join(notes)})"
     steps = f"{_steps(cost.env_steps)} to {_steps(hi.env_steps)}" if pair else _steps(cost.env_steps)
-    head = f"cost: {runs}, {ceiling if pair else ''}{steps} env steps"
+    head = f"cost: {runs}, {steps} env steps"
     if not cost.runs and not hi.runs:
         return [f"{head}; nothing left to run"]
     if where is None:
