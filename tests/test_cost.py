@@ -100,10 +100,15 @@ def test_the_lines_say_the_time_the_speed_and_where_it_comes_from():
 def test_without_a_measurement_the_wall_time_is_unknown_and_the_line_says_how_to_get_one():
     runs = [run_spec("v", 0, total=1000)]
     assert cost_lines(estimate(runs, 2, Measurements())) == [
-        "cost: 1 run, 1,000 env steps; wall time unknown: no run of v finished here and no `sweep bench` result; "
-        "run `sweep bench --env HalfCheetah-v5` for an estimate"]
+        "cost: 1 run, 1,000 env steps; wall time unknown: no run of these variants finished here and no "
+        "`sweep bench` result; run `sweep bench --env HalfCheetah-v5` for an estimate"]
+    own_env = [run_spec("v", 0, env="mjsweep/Locomotion-v0")]
+    assert cost_lines(estimate(own_env, 2, Measurements()))[0].endswith(
+        "run `sweep bench --env mjsweep/Locomotion-v0 --xml XML` (a variant's model) for an estimate")
+    half = estimate([*runs, run_spec("w", 0, algo="sac")], 2, Measurements(measured(100.0).earlier))
+    assert "wall time unknown: no run of w finished here and no `sweep bench` result" in cost_lines(half)[0]
     ant = Measurements(bench=BenchSpeed("Ant-v5", "ppo", 1, 250.0, 2, "2025-01-01"))
-    assert ("wall time unknown: no run of v finished here, and `sweep bench` measured Ant-v5/PPO, not "
+    assert ("wall time unknown: no run of these variants finished here, and `sweep bench` measured Ant-v5/PPO, not "
             "HalfCheetah-v5/PPO; run `sweep bench --env HalfCheetah-v5`") in cost_lines(estimate(runs, 2, ant))[0]
     sac = [run_spec("v", 0, algo="sac")]
     assert "`sweep bench` measures PPO with one env" in cost_lines(estimate(sac, 2, Measurements()))[0]
@@ -116,7 +121,7 @@ def _cost(stdout: str) -> list[str]:
 def test_the_dry_run_of_the_smoke_config_prints_its_cost_and_writes_nothing(tmp_path: Path):
     done = run_sweep("run", str(REPO / "configs" / "smoke.yaml"), "--dry-run", "--runs-dir", str(tmp_path / "runs"))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert _cost(done.stdout) == ["cost: 4 runs, 8,192 env steps; wall time unknown: no run of walker, walker-long "
+    assert _cost(done.stdout) == ["cost: 4 runs, 8,192 env steps; wall time unknown: no run of these variants "
                                   "finished here and no `sweep bench` result; run `sweep bench --env "
                                   "HalfCheetah-v5` for an estimate"]
     assert not (tmp_path / "runs").exists()

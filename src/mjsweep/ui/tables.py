@@ -172,7 +172,7 @@ def _no_speed(cost: Cost) -> str:
     """Why a cost has no wall time, and how to get one."""
     bench = cost.measurements.bench
     what = ", ".join(cost.unpriced[:3]) + (f" and {len(cost.unpriced) - 3} more" if len(cost.unpriced) > 3 else "")
-    text = f"no run of {what} finished here"
+    text = f"no run of {what if cost.sources else 'these variants'} finished here"
     benchable = [env for env, algo, n_envs in cost.unpriced_kinds if (algo, n_envs) == ("ppo", 1)]
     if bench is None:
         text += " and no `sweep bench` result"
@@ -181,7 +181,10 @@ def _no_speed(cost: Cost) -> str:
                           for env, algo, n in cost.unpriced_kinds)
         text += f", and `sweep bench` measured {bench.env}/{bench.algo.upper()}, not {kinds}"
     if benchable:
-        return text + f"; run `sweep bench --env {benchable[0]}` for an estimate"
+        env = benchable[0]
+        # The bench trains on an env's own XML, and an env of mjsweep's or a module:Class has none.
+        xml = " --xml XML` (a variant's model)" if ":" in env or env.startswith("mjsweep/") else "`"
+        return text + f"; run `sweep bench --env {env}{xml} for an estimate"
     return text + "; `sweep bench` measures PPO with one env: the speed comes once a run of each has finished here"
 
 
