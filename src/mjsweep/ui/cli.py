@@ -243,7 +243,7 @@ def print_cost(out, plan, runs: Sequence[RunSpec], workers: int | None, backend:
     where = None if at_once is None else "on this machine" if backend == "local" else \
         f"on the {backend} cluster at the speeds measured here"
     cost = estimate(runs, at_once or 1, measurements, done_steps)
-    top = estimate(at_max, at_once or 1, measurements) if at_max is not None else None
+    top = estimate(at_max, at_once or 1, measurements, done_steps) if at_max is not None else None
     for line in tables.cost_lines(cost, skipped=skipped, note=note, at_max=top, at_most=at_most, where=where,
                                   here=socket.gethostname()):
         out.print(line, markup=False, highlight=False, soft_wrap=True)
