@@ -14,8 +14,8 @@ from helpers.models import REPO, TINY_LONG_XML
 from mjsweep.bench import recommend
 from mjsweep.plan.cost import BenchSpeed, EarlierRuns, Measurements, Source, Speed, estimate, queue_wall_s
 from mjsweep.plan.speeds import earlier_runs
-from mjsweep.search.record import append
 from mjsweep.sweepdir.files import SweepDir
+from mjsweep.sweepdir.files import append_line as append
 from mjsweep.sweepdir.models import RunState, RunStatus, TrialRecord, TrialState
 from mjsweep.ui.tables import cost_lines
 

@@ -17,7 +17,7 @@ from helpers.models import REPO, TINY_XML
 from mjsweep.errors import SpecError
 from mjsweep.robots import variants as variantlib
 from mjsweep.search import prune
-from mjsweep.search.record import append, replay
+from mjsweep.search.record import replay
 from mjsweep.search.results import best_block, ranked, to_dicts, to_markdown
 from mjsweep.search.samplers import RandomSampler, SobolSampler, make_sampler
 from mjsweep.search.source import SearchSource
@@ -25,6 +25,7 @@ from mjsweep.search.trials import studies
 from mjsweep.spec import sweepspec as speclib
 from mjsweep.spec.searchspace import Dimension, SearchSpec
 from mjsweep.sweepdir.files import SweepDir
+from mjsweep.sweepdir.files import append_line as append
 from mjsweep.sweepdir.models import RunState, TrialRecord, TrialState
 
 SEARCH = {

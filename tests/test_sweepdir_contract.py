@@ -9,8 +9,9 @@ from pathlib import Path
 
 import mjsweep
 from mjsweep.results.report import eval_auc
-from mjsweep.search.record import append, replay
+from mjsweep.search.record import replay
 from mjsweep.sweepdir.files import IN_RUN, SweepDir, read_model, write_model
+from mjsweep.sweepdir.files import append_line as append
 from mjsweep.sweepdir.models import SCHEMA, CrossResult, RunSpec, TrialRecord, TrialState
 from mjsweep.sweepdir.tables import (
     EVALUATION_COLUMNS,

@@ -16,7 +16,7 @@ from typing import Any
 from ..engine.scheduler import Event, EventKind
 from ..engine.sweep import write_run_dir
 from ..spec.sweepspec import SweepSpec
-from ..sweepdir.files import CorruptFileError, SweepDir
+from ..sweepdir.files import CorruptFileError, SweepDir, append_line
 from ..sweepdir.models import RunSpec, RunState, TrialRecord, TrialState, succeeded
 from . import prune as prunelib
 from . import record as recordlib
@@ -129,14 +129,14 @@ class SearchSource:
         except TrialBuildError as exc:
             rec = TrialRecord(study=study.key, number=number, params=params, runs=[], state=TrialState.FAILED,
                               note=str(exc))
-            recordlib.append(self.sweep_dir.trials_jsonl, rec)
+            append_line(self.sweep_dir.trials_jsonl, rec)
             self.trials[rec.key] = _Trial(rec, study, {}, None)
             self.samplers[study.key].tell(rec)
             self.on_event(Event(EventKind.TRIAL, None, f"trial {number} of {study.key} failed: {exc}"))
             return None
         rec = TrialRecord(study=study.key, number=number, params=params, runs=[r.run_id for r in runs],
                           state=TrialState.RUNNING)
-        recordlib.append(self.sweep_dir.trials_jsonl, rec)  # on record before any of its runs starts
+        append_line(self.sweep_dir.trials_jsonl, rec)  # on record before any of its runs starts
         trial = _Trial(rec, study, {r.run_id: r for r in runs}, variant.xml_text, queue=[r.run_id for r in runs])
         self._register(trial)
         return trial
@@ -153,7 +153,7 @@ class SearchSource:
             return
         if [r.run_id for r in runs] != rec.runs:  # the spec changed what these parameters run: the new runs
             rec = rec.model_copy(update={"runs": [r.run_id for r in runs]})
-            recordlib.append(self.sweep_dir.trials_jsonl, rec)
+            append_line(self.sweep_dir.trials_jsonl, rec)
         trial = _Trial(rec, study, {r.run_id: r for r in runs}, variant.xml_text)
         self._register(trial)
         for run in runs:
@@ -206,7 +206,7 @@ class SearchSource:
     def _finish(self, trial: _Trial, state: TrialState, value: float | None, seeds_ok: int, note: str = "") -> None:
         trial.record = trial.record.model_copy(update={"state": state, "value": value, "seeds_ok": seeds_ok,
                                                        "note": note})
-        recordlib.append(self.sweep_dir.trials_jsonl, trial.record)
+        append_line(self.sweep_dir.trials_jsonl, trial.record)
         self.samplers[trial.study.key].tell(trial.record)
         shown = f" = {value:.4g}" if value is not None else (f" ({note})" if note else "")
         number, key = trial.record.number, trial.study.key

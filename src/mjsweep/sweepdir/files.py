@@ -98,6 +98,30 @@ def write_model(path: Path, record: FileModel) -> None:
     write_json_atomic(path, record.to_file())
 
 
+def append_line(path: Path, record: FileModel) -> None:
+    """One line more of an append-only record (trials.jsonl, seeds.jsonl), synced before it returns."""
+    line = json.dumps(record.to_file()) + "\n"
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(line)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def read_lines(path: Path, model: type[M]) -> list[M]:
+    """Every line of an append-only record, in order; a line cut short by a kill mid-write is skipped."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(model.from_json(line))
+        except (ValueError, ValidationError):
+            continue
+    return out
+
+
 def read_bytes(path: Path) -> bytes:
     """The whole file."""
     # os-level calls: `sweep status` reads three of these per run, for 10,000 runs, and pathlib's
