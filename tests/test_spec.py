@@ -48,6 +48,13 @@ def test_good_spec_loads_and_resolves_paths(tmp_path):
     assert spec.variants[0].xml == TINY_XML
 
 
+def test_adaptive_seeds_load_with_every_seed_a_run_may_train(tmp_path):
+    spec = speclib.load(write(tmp_path, GOOD.replace("seeds: 2", "seeds: {min: 3, max: 5, until: separated}")))
+    assert spec.adaptive_seeds == speclib.AdaptiveSeeds(min=3, max=5, until="separated", confidence=0.95)
+    assert spec.seed_list == [0, 1, 2, 3, 4]
+    assert speclib.load(write(tmp_path, GOOD)).adaptive_seeds is None
+
+
 def test_relative_paths_resolve_against_the_spec_folder(tmp_path):
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "w.xml").write_bytes(TINY_XML.read_bytes())
@@ -67,6 +74,17 @@ def test_relative_paths_resolve_against_the_spec_folder(tmp_path):
     (GOOD.replace("name: demo\n", ""), "spec.yaml:1: name: required key is missing"),
     (GOOD.replace("seeds: 2", "seeds: [1, 1]"), "spec.yaml:6: seeds: seeds repeat"),
     (GOOD.replace("seeds: 2", "seeds: 0"), "spec.yaml:6: seeds: a seed count must be at least 1"),
+    (GOOD.replace("seeds: 2", "seeds: [1, x]"), "spec.yaml:6: seeds[1]: Input should be a valid integer"),
+    (GOOD.replace("seeds: 2", "seeds: {min: 3, max: 2}"), "spec.yaml:6: seeds.max: max (2) is below min (3)"),
+    (GOOD.replace("seeds: 2", "seeds: {min: 1, max: 4}"),
+     "spec.yaml:6: seeds.min: Input should be greater than or equal to 2 (got 1)"),
+    (GOOD.replace("seeds: 2", "seeds: {max: 4}"), "spec.yaml:6: seeds.min: required key is missing"),
+    (GOOD.replace("seeds: 2", "seeds: {min: 2, max: 4, until: forever}"),
+     "spec.yaml:6: seeds.until: Input should be 'separated' (got 'forever')"),
+    (GOOD.replace("seeds: 2", "seeds: {min: 2, max: 4, confidence: 0.3}"),
+     "spec.yaml:6: seeds.confidence: Input should be greater than 0.5"),
+    (GOOD.replace("seeds: 2", "seeds: {min: 2, max: 4, mni: 2}"),
+     "spec.yaml:6: seeds.mni: unknown key (allowed: min, max, until, confidence)"),
 ])
 def test_syntax_keys_and_types(tmp_path, text, expected):
     message = error_of(tmp_path, text)

@@ -21,6 +21,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -176,6 +177,27 @@ class TrackingSpec(_Strict):
     wandb: WandbSpec | None = None
 
 
+class AdaptiveSeeds(_Strict):
+    """`seeds: {min: 3, max: 10, until: separated}`: every group (variant x grid point) trains `min` seeds,
+    then one more seed a round goes to the groups not yet separated from the best one (docs/statistics.md)."""
+
+    min: int = Field(ge=2)
+    """Seeds every group trains first: a comparison needs at least 2 on each side."""
+    max: int
+    """Seeds a group trains at most."""
+    until: Literal["separated"] = "separated"
+    """When to stop adding: once the best group is separated from every other."""
+    confidence: float = Field(0.95, gt=0.5, lt=1)
+    """Of the interval of P(best > other) that must leave out 0.5."""
+
+    @field_validator("max")
+    @classmethod
+    def _max_at_least_min(cls, value: int, info: ValidationInfo) -> int:
+        if "min" in info.data and value < info.data["min"]:
+            raise ValueError(f"max ({value}) is below min ({info.data['min']})")
+        return value
+
+
 class SweepSpec(_Strict):
     name: SafeName
     """Sweep name; runs go to <runs_dir>/<name>/."""
@@ -189,8 +211,8 @@ class SweepSpec(_Strict):
     """Explicit XML variants."""
     xml_glob: str | None = None
     """One more variant per matching file, named by the file's stem."""
-    seeds: int | list[int] = Field(1)
-    """A count n (seeds 0..n-1) or an explicit list."""
+    seeds: int | list[int] | AdaptiveSeeds = Field(1)
+    """A count n (seeds 0..n-1), an explicit list, or adaptive seeds (0..max-1, as many as the answer needs)."""
     total_timesteps: WholeInt = Field(gt=0)
     """Environment steps per run (1e6 is read as 1000000)."""
     algo: Literal["ppo", "sac", "td3", "a2c"] = "ppo"
@@ -247,7 +269,7 @@ class SweepSpec(_Strict):
 
     @field_validator("seeds")
     @classmethod
-    def _check_seeds(cls, seeds: int | list[int]) -> int | list[int]:
+    def _check_seeds(cls, seeds: int | list[int] | AdaptiveSeeds) -> int | list[int] | AdaptiveSeeds:
         if isinstance(seeds, int) and seeds < 1:
             raise ValueError("a seed count must be at least 1")
         if isinstance(seeds, list):
@@ -292,7 +314,14 @@ class SweepSpec(_Strict):
 
     @property
     def seed_list(self) -> list[int]:
+        """Every seed a run may train: with adaptive seeds, 0..max-1 (the first `min` start)."""
+        if isinstance(self.seeds, AdaptiveSeeds):
+            return list(range(self.seeds.max))
         return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+
+    @property
+    def adaptive_seeds(self) -> AdaptiveSeeds | None:
+        return self.seeds if isinstance(self.seeds, AdaptiveSeeds) else None
 
     @property
     def zoo_entry(self) -> str | None:
@@ -382,7 +411,7 @@ def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
         # A value that may be true/false or a mapping (normalize) fails both ways: the way that fits
         # the value written is the one to report, and its key path drops pydantic's union tags.
         err: dict[str, Any] = min((dict(e) for e in exc.errors()),
-                                  key=lambda e: (e["type"] != "extra_forbidden", _wrong_union_member(e)))
+                                  key=lambda e: (_wrong_union_member(e, data), e["type"] != "extra_forbidden"))
         loc = tuple(part for part in err["loc"] if part not in UNION_TAGS)
         raise locator.error(loc, _explain({**err, "loc": loc})) from None
     spec._locator = locator
@@ -395,12 +424,28 @@ def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
     return spec
 
 
-UNION_TAGS = ("bool", "NormalizeSpec")
+SCALAR_TAGS = ("bool", "int", "list[int]")
+MODEL_TAGS = ("NormalizeSpec", "AdaptiveSeeds")
+UNION_TAGS = SCALAR_TAGS + MODEL_TAGS
 
 
-def _wrong_union_member(err: dict[str, Any]) -> bool:
-    """An error of the union member the value was not written as (a mapping checked as a bool)."""
-    return "bool" in err["loc"] and isinstance(err.get("input"), dict)
+def _wrong_union_member(err: dict[str, Any], data: dict[str, Any]) -> bool:
+    """An error of the union member the value was not written as: a mapping checked as a bool or a count,
+    a list checked as a count, a number checked as a mapping."""
+    loc = list(err["loc"])
+    tag = next((i for i, part in enumerate(loc) if part in UNION_TAGS), None)
+    if tag is None:
+        return False
+    written: Any = data
+    for part in loc[:tag]:
+        written = written[part] if isinstance(written, dict | list) and _has(written, part) else None
+    if loc[tag] in MODEL_TAGS:
+        return not isinstance(written, dict)
+    return isinstance(written, dict) or isinstance(written, list) != (loc[tag] == "list[int]")
+
+
+def _has(container: dict | list, key: str | int) -> bool:
+    return key in container if isinstance(container, dict) else isinstance(key, int) and key < len(container)
 
 
 def _explain(err: dict[str, Any]) -> str:
