@@ -8,7 +8,7 @@ import os
 
 from helpers.fake_launcher import FakeClock, FakeLauncher, Script, scheduler
 from helpers.fake_sweep import every_state, make_run, numbered_run, result, run_spec
-from mjsweep.engine.sweep import _reindex
+from mjsweep.engine.sweep import reindex
 from mjsweep.plan.planned import Action, PlannedRun
 from mjsweep.results.runview import index_entry
 from mjsweep.sweepdir import index as runindex
@@ -107,7 +107,7 @@ def test_a_launcher_keeps_the_lines_of_runs_it_leaves_alone(tmp_path):
     entries = runindex.ended_entries(sweep.index_jsonl)
     runindex.rewrite(sweep.index_jsonl, [entries[k] for k in ("v_s0", "v_s1", "v_s2")])
 
-    _reindex(sweep, [PlannedRun(kept, Action.SKIP), PlannedRun(rerun, Action.START),
+    reindex(sweep, [PlannedRun(kept, Action.SKIP), PlannedRun(rerun, Action.START),
                      PlannedRun(unindexed, Action.SKIP)])
     after = runindex.ended_entries(sweep.index_jsonl)
     assert sorted(after) == ["v_s0", "v_s2", "v_s3"]  # the run to start again is read from its files
@@ -124,7 +124,7 @@ def test_a_line_from_before_training_fps_is_read_again_from_the_files(tmp_path):
     sweep.index_jsonl.write_text(json.dumps({**older, "fps": 212.9}) + "\n")  # as the previous version wrote it
     (view,) = read_sweep(tmp_path, load1=0.0, cores=2).runs
     assert view.fps == 512.0  # from result.json's rollout + update, not the line's wall-time fps
-    _reindex(sweep, [PlannedRun(spec, Action.SKIP)])
+    reindex(sweep, [PlannedRun(spec, Action.SKIP)])
     assert runindex.ended_entries(sweep.index_jsonl)["v_s0"] == index_entry(sweep.run("v_s0"))  # rebuilt
 
 

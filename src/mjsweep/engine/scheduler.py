@@ -51,6 +51,7 @@ class EventKind(str, Enum):
     WARNING = "warning"
     PRUNED = "pruned"
     TRIAL = "trial"  # a search's trial ended (run_id None; the message says which and how)
+    SEEDS = "seeds"  # adaptive seeds decided a round (run_id None; the message says what and why)
 
 
 @dataclass(frozen=True)

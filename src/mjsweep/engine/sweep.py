@@ -230,7 +230,7 @@ def planned_runs(plan: SweepPlan, order: Order = Order.BREADTH) -> RunsOpener:
     """A grid: every run of the plan that has not succeeded yet, started in the given order (order.py)."""
     def open_runs(_recorder: StatusRecorder, _on_event: Callable[[Event], None]) -> Runs:
         planned = decide(plan)
-        _reindex(plan.sweep_dir, planned)
+        reindex(plan.sweep_dir, planned)
         return Runs(
             planned,
             runs=[p.run for p in in_start_order(plan, planned, order) if p.action is not Action.SKIP],
@@ -264,7 +264,7 @@ def execute(plan: SweepPlan, runs: RunsOpener, launcher: Launcher, options: Sche
         return outcome
 
 
-def _reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
+def reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
     """Start the index afresh: every ended run this launcher leaves alone keeps its line (a skipped run
     without one gets it now); the runs it will start are read from their files until they end again."""
     old = runindex.ended_entries(sweep_dir.index_jsonl)

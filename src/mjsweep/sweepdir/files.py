@@ -247,6 +247,7 @@ class SweepDir:
     lock_file = property(lambda self: self.path / "sweep.lock")
     index_jsonl = property(lambda self: self.path / "index.jsonl")
     trials_jsonl = property(lambda self: self.path / "trials.jsonl")
+    seeds_jsonl = property(lambda self: self.path / "seeds.jsonl")
     variants_json = property(lambda self: self.path / "variants.json")
     report_csv = property(lambda self: self.path / "report.csv")
     report_html = property(lambda self: self.path / "report.html")

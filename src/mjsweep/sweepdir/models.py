@@ -337,6 +337,54 @@ class TrialRecord(FileModel):
 
 
 
+class SeedVerdict(str, Enum):
+    BEST = "best"            # the group every other is compared with: highest mean final return
+    SEPARATED = "separated"  # P(best > it) has an interval that leaves out 0.5
+    OPEN = "open"            # not separated yet: one more seed this round
+    AT_MAX = "at max"        # not separated, but it has trained its `max` seeds
+    NO_RETURN = "no return"  # none of its seeds gave a final return (all failed): no more seeds
+
+
+class SeedGroup(BaseModel):
+    """One group's state in a round of adaptive seeds."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    group: str
+    seeds: int
+    """Seeds it had before this round's decision."""
+    returns: int
+    """How many of them gave a final return."""
+    mean: float | None = None
+    p: float | None = None
+    """P(best > this group) with its interval; None for the best group, or with fewer than 2 returns."""
+    low: float | None = None
+    high: float | None = None
+    verdict: SeedVerdict
+    add: bool = False
+    """It gets one more seed."""
+
+
+class SeedRound(FileModel):
+    """A line of seeds.jsonl: one decision of adaptive seeds (results/seeding.py), on record before any seed
+    it adds starts, so that a resumed sweep continues from the seeds it granted."""
+
+    round: int
+    """1 for the decision after every group's `min` seeds, then one more each round."""
+    best: str | None
+    confidence: float
+    groups: list[SeedGroup]
+
+    @property
+    def done(self) -> bool:
+        """No group gets a seed: the best is separated from every other, or the open ones are at max."""
+        return not any(g.add for g in self.groups)
+
+    def granted(self) -> dict[str, int]:
+        """Seeds each group has once this round's seeds are added."""
+        return {g.group: g.seeds + int(g.add) for g in self.groups}
+
+
 class CrossResult(FileModel):
     """cross/<run id>/<variant>.json: one trained policy evaluated on one variant (`sweep evaluate --cross`),
     or why it was not (spaces that differ). Files written before the shared scheme carry their own counter, 1."""

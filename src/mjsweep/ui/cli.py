@@ -122,20 +122,31 @@ def run(
     if plan.spec.search is not None:
         _run_search(plan, dry_run, backend, workers, out, retries=retries, timeout_s=timeout_s, grace=grace,
                     quiet=quiet, gpus=gpus, address=address, start_with=start_with, template=template)
+    policy = plan.spec.adaptive_seeds
     if dry_run:
         tables.variant_table(out, plan)  # what deep validation found, model by model
+        if policy is not None:
+            _adaptive_dry_run(out, plan, policy, start)
+            return
         planned = in_start_order(plan, decide(plan), start)  # reads every run dir: once
         tables.plan_table(out, plan, planned)
         _print_cost(out, plan, planned, workers, backend)
         if backend == "slurm":
             tables.sbatch_preview(out, plan, planned, workers)
         return
+    if policy is not None and backend == "slurm":
+        raise InputError("adaptive seeds add runs as results come in: use --backend local or ray, not slurm")
+    opener = planned_runs(plan, start)
+    if policy is not None:
+        from ..engine.adaptive import adaptive_runs
+
+        opener = adaptive_runs(plan, policy)
     with _launched(plan, out, backend=backend, workers=workers, quiet=quiet, gpus=gpus, address=address,
                    start_with=start_with, template=template, retries=retries, timeout_s=timeout_s,
                    grace=grace) as (launcher, options, progress, default):
         note = None if workers or quiet or not default.source else f"workers: {default.workers} ({default.source})"
         try:
-            outcome = execute(plan, planned_runs(plan, start), launcher, options, on_event=progress.event,
+            outcome = execute(plan, opener, launcher, options, on_event=progress.event,
                               on_planned=_announce_then(note, progress.planned))
         finally:
             if pictures:
@@ -166,6 +177,16 @@ def _launched(plan, out, *, backend: str, workers: int | None, quiet: bool, gpus
             yield launcher, options, progress, default
         finally:
             progress.close()
+
+
+def _adaptive_dry_run(out, plan, policy, start) -> None:
+    """The seeds granted so far (every group's `min` in a new sweep), and how many runs it may come to."""
+    from ..engine.adaptive import AdaptiveSource, granted_plan
+    from ..engine.sweep import in_start_order
+
+    source = AdaptiveSource(plan, policy)
+    tables.plan_table(out, plan, in_start_order(plan, granted_plan(plan, source), start))
+    tables.adaptive_seeds_plan(out, policy, len(source.by_group), sum(source.seeds.values()))
 
 
 def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, retries: int,

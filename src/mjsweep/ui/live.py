@@ -34,7 +34,7 @@ SUMMARY_EVERY_S = 30.0
 EVENT_STATES = {EventKind.STARTED: "running", EventKind.SUCCEEDED: "succeeded", EventKind.FAILED: "failed",
                 EventKind.RETRYING: "pending", EventKind.INTERRUPTED: "interrupted", EventKind.PRUNED: "pruned"}
 LOUD_EVENTS = {EventKind.FAILED, EventKind.RETRYING, EventKind.WARNING, EventKind.WAITING_MEMORY,
-               EventKind.STOPPING, EventKind.TRIAL}
+               EventKind.STOPPING, EventKind.TRIAL, EventKind.SEEDS}
 """Events the live view also prints above its table; the others only change a row."""
 
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..plan.planned import PlannedRun
     from ..results.report import GroupRow
     from ..results.rows import ResultRow
-    from ..spec.sweepspec import SweepSpec
+    from ..spec.sweepspec import AdaptiveSeeds, SweepSpec
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -209,6 +209,14 @@ def _duration(seconds: float, approx: bool = True) -> str:
     return f"{hours} h {rest} min" if rest else f"{hours} h"
 
 
+def adaptive_seeds_plan(out: Console, policy: AdaptiveSeeds, groups: int, granted: int) -> None:
+    """How many runs adaptive seeds may come to, and how it decides."""
+    out.print(f"adaptive seeds: {groups} groups x {policy.min} to {policy.max} seeds: at least "
+              f"{groups * policy.min} runs, at most {groups * policy.max} ({granted} granted so far); after "
+              f"every group's first {policy.min}, one seed a round goes to each group not yet separated from the "
+              f"best (P(best > it) at {policy.confidence:.0%}) and to the best", markup=False, highlight=False)
+
+
 def sbatch_preview(out: Console, plan: SweepPlan, planned: list[PlannedRun], workers: int | None) -> None:
     """The job array `sweep run --backend slurm` would submit: the sbatch call and the script."""
     import shlex
@@ -229,6 +237,9 @@ def sbatch_preview(out: Console, plan: SweepPlan, planned: list[PlannedRun], wor
 def variant_table(out: Console, plan: SweepPlan) -> None:
     search = plan.spec.search
     size = f"a search of {search.trials} trials per study" if search else f"{len(plan.runs)} runs"
+    if (adaptive := plan.spec.adaptive_seeds) is not None:
+        groups = len(plan.runs) // adaptive.max
+        size = f"{groups * adaptive.min} to {groups * adaptive.max} runs (adaptive seeds)"
     table = Table(title=f"sweep {plan.spec.name}: env {plan.spec.env}, {size}")
     for col in ("variant", "xml", "bodies", "joints", "actuators", "mass", "obs", "act", "verdict"):
         table.add_column(col, overflow="fold")

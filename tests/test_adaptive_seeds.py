@@ -1,0 +1,169 @@
+"""Adaptive seeds: the decisions on returns whose answer is known, their record, and real sweeps that add
+seeds, stop, and resume from the same state."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from helpers.commands import run_sweep, write_spec
+from helpers.models import TINY_LONG_XML, TINY_SPEC, TINY_XML
+from mjsweep.results.seeding import explain, next_round
+from mjsweep.spec.sweepspec import AdaptiveSeeds
+from mjsweep.sweepdir.files import append_line, read_lines
+from mjsweep.sweepdir.models import SeedRound, SeedVerdict
+
+POLICY = AdaptiveSeeds(min=3, max=10)
+
+
+def simulate(draw: Callable[[str, int], float], groups: list[str], policy: AdaptiveSeeds = POLICY
+             ) -> list[SeedRound]:
+    """Every round the launcher would decide when seed s of group g returns draw(g, s)."""
+    seeds = dict.fromkeys(groups, policy.min)
+    rounds: list[SeedRound] = []
+    while not rounds or not rounds[-1].done:
+        returns = {g: [draw(g, s) for s in range(n)] for g, n in seeds.items()}
+        rounds.append(next_round(len(rounds) + 1, returns, seeds, policy))
+        seeds = rounds[-1].granted()
+    return rounds
+
+
+def test_groups_far_apart_are_separated_with_min_seeds_and_get_none_more():
+    rounds = simulate(lambda g, s: (100.0 if g == "strong" else 0.0) + s, ["weak", "strong"])
+    assert len(rounds) == 1 and rounds[0].done
+    assert rounds[0].best == "strong"
+    weak = rounds[0].groups[0]
+    assert (weak.verdict, weak.p, weak.low, weak.high, weak.add) == (SeedVerdict.SEPARATED, 1.0, 1.0, 1.0, False)
+    assert rounds[0].granted() == {"weak": 3, "strong": 3}
+
+
+def test_identical_groups_are_never_separated_and_stop_at_max():
+    rounds = simulate(lambda g, s: float(s % 4), ["a", "b"])  # the same returns seed by seed
+    assert [r.round for r in rounds] == list(range(1, 9))  # 3 seeds, then one a round up to 10
+    assert all(g.p == 0.5 for r in rounds for g in r.groups if g.verdict is not SeedVerdict.BEST)
+    assert [g.verdict for g in rounds[-1].groups] == [SeedVerdict.BEST, SeedVerdict.AT_MAX]
+    assert rounds[-1].granted() == {"a": 10, "b": 10}
+
+
+def test_with_one_clearly_best_group_seeds_go_only_to_the_close_pair():
+    def draw(group: str, seed: int) -> float:
+        wobble = [0.0, 3.0, 1.0, 2.0][seed % 4]
+        return {"best": 11.0 + wobble, "close": 10.0 + wobble, "far": wobble}[group]
+
+    rounds = simulate(draw, ["far", "close", "best"])
+    assert len(rounds) > 1
+    assert all(r.best == "best" for r in rounds)
+    assert all(r.groups[0].verdict is SeedVerdict.SEPARATED and not r.groups[0].add for r in rounds)
+    assert rounds[-1].granted()["far"] == 3
+    assert rounds[-1].granted()["close"] == rounds[-1].granted()["best"] > 3
+    assert [g.add for g in rounds[0].groups] == [False, True, True]
+
+
+def test_a_close_pair_is_separated_once_enough_seeds_show_the_gap():
+    rounds = simulate(lambda g, s: (1.0 if g == "b" else 0.0) + [0.0, 1.5, 0.5, 1.2, 0.3][s % 5], ["a", "b"])
+    assert rounds[0].groups[0].verdict is SeedVerdict.OPEN
+    assert rounds[-1].groups[0].verdict is SeedVerdict.SEPARATED
+    assert 3 < rounds[-1].granted()["a"] < 10
+
+
+def test_decisions_are_deterministic_given_the_results():
+    returns = {"a": [1.0, 2.5, 0.7, 1.9], "b": [1.2, 2.0, 0.9, 2.4], "c": [5.0, 5.5, 4.0, 6.1]}
+    seeds = {"a": 4, "b": 4, "c": 4}
+    first = next_round(2, returns, seeds, POLICY)
+    assert all(next_round(2, returns, seeds, POLICY) == first for _ in range(3))
+    assert first.best == "c"
+
+
+def test_a_group_whose_seeds_all_failed_gets_no_more_and_the_others_go_on():
+    decision = next_round(1, {"a": [1.0, 2.0, 3.0], "b": []}, {"a": 3, "b": 3}, POLICY)
+    assert decision.best == "a"
+    assert [(g.verdict, g.add) for g in decision.groups] == [(SeedVerdict.BEST, False), (SeedVerdict.NO_RETURN, False)]
+    assert decision.done
+
+
+def test_a_group_with_one_return_is_open():
+    decision = next_round(1, {"a": [1.0, 2.0, 3.0], "b": [0.0]}, {"a": 3, "b": 3}, POLICY)
+    assert (decision.groups[1].verdict, decision.groups[1].p, decision.groups[1].add) == (SeedVerdict.OPEN, None, True)
+    assert decision.granted() == {"a": 4, "b": 4}
+
+
+def test_the_explanation_says_what_was_decided_and_why():
+    open_ = next_round(1, {"a": [1.0, 2.0, 3.0], "b": [1.5, 2.5, 0.5]}, {"a": 3, "b": 3}, POLICY)
+    line = explain(open_)
+    assert line.startswith("round 1: best a; b: open, P(best > it) = ")
+    assert line.endswith("with 3 seeds; one more seed to a, b")
+    done = next_round(1, {"a": [10.0, 11.0, 12.0], "b": [1.0, 2.0, 3.0]}, {"a": 3, "b": 3}, POLICY)
+    assert explain(done) == "round 1: best a; b: separated, P(best > it) = 1.00 [1.00, 1.00] with 3 seeds; done"
+
+
+def test_the_record_reads_back_and_skips_a_line_cut_short(tmp_path):
+    path = tmp_path / "seeds.jsonl"
+    decision = next_round(1, {"a": [1.0, 2.0, 3.0], "b": [1.5, 2.5, 0.5]}, {"a": 3, "b": 3}, POLICY)
+    append_line(path, decision)
+    with open(path, "a") as fh:
+        fh.write('{"schema": 2, "round": 2, "be')
+    assert read_lines(path, SeedRound) == [decision]
+
+
+# -- real sweeps ---------------------------------------------------------------------------------------
+
+
+def adaptive_spec(tmp_path: Path, seeds: dict, long_xml: Path = TINY_LONG_XML) -> Path:
+    spec = {**TINY_SPEC, "name": "adaptive", "seeds": seeds, "total_timesteps": 256, "max_episode_steps": 50,
+            "ppo": {"n_steps": 64, "batch_size": 32}, "eval": {"episodes": 2},
+            "variants": [{"name": "walker", "xml": str(TINY_XML)}, {"name": "twin", "xml": str(long_xml)}]}
+    return write_spec(tmp_path, spec)
+
+
+def decisions(sweep: Path) -> list[dict]:
+    return [json.loads(line) for line in (sweep / "seeds.jsonl").read_text().splitlines()]
+
+
+def test_identical_variants_train_every_seed_up_to_max_and_resume_from_the_same_state(tmp_path):
+    # The same XML twice: the same seed trains the same returns, so the pair is never separated.
+    spec = adaptive_spec(tmp_path, {"min": 2, "max": 4, "until": "separated"}, long_xml=TINY_XML)
+    sweep = tmp_path / "runs" / "adaptive"
+    dry = run_sweep("run", str(spec), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "adaptive seeds: 2 groups x 2 to 4 seeds: at least 4 runs, at most 8" in dry.stdout
+    assert not sweep.exists()
+
+    done = run_sweep("run", str(spec))
+    assert done.returncode == 0, done.stdout + done.stderr
+    first = decisions(sweep)
+    assert [(d["round"], [(g["seeds"], g["verdict"], g["add"]) for g in d["groups"]]) for d in first] == [
+        (1, [(2, "best", True), (2, "open", True)]),
+        (2, [(3, "best", True), (3, "open", True)]),
+        (3, [(4, "best", False), (4, "at max", False)])]
+    assert "round 3: best walker; twin: at max" in done.stdout
+    runs = sorted(p.name for p in sweep.iterdir() if (p / "spec.json").exists())
+    assert len(runs) == 8
+
+    # A launcher that died while the seeds of round 2 trained: round 3 was never decided.
+    (sweep / "seeds.jsonl").write_text("".join(json.dumps(d) + "\n" for d in first[:2]))
+    for seed_dir in [p for p in sweep.iterdir() if "_s3_" in p.name]:
+        shutil.rmtree(seed_dir)
+    again = run_sweep("run", str(spec))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "2 runs: 2 to run" in again.stdout
+    assert decisions(sweep) == first
+
+    # Nothing left to decide: a third invocation runs nothing and writes no line.
+    third = run_sweep("run", str(spec))
+    assert third.returncode == 0
+    assert decisions(sweep) == first
+
+
+def test_variants_far_apart_stop_at_min_and_slurm_is_refused(tmp_path):
+    spec = adaptive_spec(tmp_path, {"min": 2, "max": 5})
+    refused = run_sweep("run", str(spec), "--backend", "slurm")
+    assert refused.returncode == 2
+    assert "adaptive seeds add runs as results come in: use --backend local or ray, not slurm" in refused.stderr
+    done = run_sweep("run", str(spec))
+    assert done.returncode == 0, done.stdout + done.stderr
+    sweep = tmp_path / "runs" / "adaptive"
+    [decision] = decisions(sweep)
+    assert decision["round"] == 1 and not any(g["add"] for g in decision["groups"])
+    assert len([p for p in sweep.iterdir() if (p / "spec.json").exists()]) == 4
