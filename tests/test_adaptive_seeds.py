@@ -155,6 +155,19 @@ def test_identical_variants_train_every_seed_up_to_max_and_resume_from_the_same_
     assert third.returncode == 0
     assert decisions(sweep) == first
 
+    # The report says what was decided, in every format.
+    table = run_sweep("report", str(sweep))
+    assert "adaptive seeds, as decided: round 3: best walker; twin: at max, P(best > it) = 0.50" in table.stdout
+    markdown = run_sweep("report", str(sweep), "--format", "md").stdout
+    assert "## Adaptive seeds\n\n3 decisions, done; seeds per group: walker 4, twin 4." in markdown
+    assert "- round 1: best walker; twin: open, P(best > it) = 0.50 [0.00, 1.00] with 2 seeds; one more seed to " \
+           "walker, twin" in markdown
+    as_json = json.loads(run_sweep("report", str(sweep), "--format", "json").stdout)
+    assert as_json["seed_rounds"] == first
+    assert run_sweep("report", str(sweep), "--format", "html").returncode == 0
+    page = (sweep / "report.html").read_text()
+    assert "<h2>adaptive seeds</h2><p>3 decisions, done; seeds per group: walker 4, twin 4</p>" in page
+
 
 def test_variants_far_apart_stop_at_min_and_slurm_is_refused(tmp_path):
     spec = adaptive_spec(tmp_path, {"min": 2, "max": 5})

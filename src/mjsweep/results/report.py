@@ -178,10 +178,12 @@ def to_markdown(groups: list[GroupRow], title: str, warnings: list[str]) -> str:
 
 def to_json(groups: list[GroupRow], warnings: list[str], problems: list[str],
             comparisons: list[dict[str, Any]] | None = None, matrix: dict[str, Any] | None = None,
-            performance_profile: dict[str, Any] | None = None) -> str:
-    """The report as JSON; what `--compare` adds (comparisons, the matrix, the profiles) only when given."""
+            performance_profile: dict[str, Any] | None = None, seed_rounds: list[dict[str, Any]] | None = None) -> str:
+    """The report as JSON; what `--compare` adds (comparisons, the matrix, the profiles) and adaptive seeds'
+    decisions only when given."""
     data: dict[str, Any] = {"groups": [asdict(g) for g in groups], "warnings": warnings, "problems": problems}
-    extra = {"comparisons": comparisons, "matrix": matrix, "performance_profile": performance_profile}
+    extra = {"comparisons": comparisons, "matrix": matrix, "performance_profile": performance_profile,
+             "seed_rounds": seed_rounds}
     data.update({key: value for key, value in extra.items() if value is not None})
     return json.dumps(data, indent=2) + "\n"
 

@@ -61,3 +61,22 @@ def _why(group: SeedGroup) -> str:
         return f"{group.verdict.value} ({group.returns} of {group.seeds} seeds gave a return)"
     return f"{group.verdict.value}, P(best > it) = {group.p:.2f} [{group.low:.2f}, {group.high:.2f}] " \
            f"with {group.seeds} seeds"
+
+
+def standing(rounds: list[SeedRound]) -> list[SeedRound]:
+    """Each round's decision as it stands: a round decided again (a failed seed rerun, a larger max) keeps
+    its last line."""
+    latest = {decision.round: decision for decision in rounds}
+    return [latest[number] for number in sorted(latest)]
+
+
+def to_markdown(rounds: list[SeedRound]) -> str:
+    """report.md's section: every decision, and where the seeds went."""
+    kept = standing(rounds)
+    last = kept[-1]
+    seeds = ", ".join(f"{group} {n}" for group, n in last.granted().items())
+    state = "done" if last.done else "still adding seeds"
+    lines = ["## Adaptive seeds", "", f"{len(kept)} decision{'s' if len(kept) != 1 else ''}, {state}; seeds per "
+             f"group: {seeds}. A group got one more seed a round while P(best > it) had a "
+             f"{last.confidence:.0%} interval that held 0.5 (seeds.jsonl has the numbers).", ""]
+    return "\n".join(lines + [f"- {explain(d)}" for d in kept]) + "\n"

@@ -402,6 +402,11 @@ def report(
         md_text += "\n" + comparisons_markdown(comparisons)
     if decisions is not None:
         md_text += "\n" + decisions.markdown(folder)
+    rounds = _seed_rounds(folder)
+    if rounds:
+        from ..results.seeding import to_markdown as seeds_markdown
+
+        md_text += "\n" + seeds_markdown(rounds)
     write_text_atomic(folder.report_csv, csv_text)
     write_text_atomic(folder.report_md, md_text)
     if fmt == "table":
@@ -411,6 +416,10 @@ def report(
         if decisions is not None:
             print(f"figures: {folder.report_matrix_png}, {folder.report_profile_png}" if decisions.drawn
                   else f"no figures: {decisions.why_no_figures}")
+        if rounds:
+            from ..results.seeding import explain
+
+            print(f"adaptive seeds, as decided: {explain(rounds[-1])}")
         if trials is not None:
             from .trials import trials_table
 
@@ -425,7 +434,8 @@ def report(
         text = {"csv": csv_text, "md": md_text}.get(fmt) or reportlib.to_json(
             groups, warnings, problems, [c.to_json() for c in comparisons] if comparisons is not None else None,
             decisions.matrix.to_json() if decisions is not None else None,
-            decisions.profiles.to_json() if decisions is not None else None)
+            decisions.profiles.to_json() if decisions is not None else None,
+            [r.to_file() for r in rounds] if rounds else None)
         if fmt == "json" and trials is not None:
             import json
 
@@ -453,6 +463,15 @@ def _comparisons(groups, returns: dict[str, list[float]], names: list[str]):
     except ValueError as exc:
         raise InputError(str(exc)) from None
     return comparelib.compare(returns, pairs)
+
+
+def _seed_rounds(folder):
+    """Adaptive seeds' decisions as they stand (results/seeding.py); none for fixed seeds."""
+    from ..results.seeding import standing
+    from ..sweepdir.files import read_lines
+    from ..sweepdir.models import SeedRound
+
+    return standing(read_lines(folder.seeds_jsonl, SeedRound))
 
 
 def _search_trials(folder):

@@ -46,6 +46,7 @@ def build(folder: SweepDir, groups: list[GroupRow], rows: list[ResultRow], warni
              _table(groups)]
     parts += [f'<p class="warning">warning: {html.escape(w)}</p>' for w in warnings]
     parts += [f'<p class="warning">warning: {html.escape(p)}</p>' for r in rows for p in r.problems]
+    parts += _seed_rounds(folder)
     parts += _figures(folder, rows)
     if decisions is not None:
         parts += _decisions(folder, decisions)
@@ -72,6 +73,21 @@ def _table(groups: list[GroupRow]) -> str:
                  f"{m.bodies}/{m.joints}/{m.actuators}" if m else "-")
         body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _seed_rounds(folder: SweepDir) -> list[str]:
+    """Adaptive seeds' decisions, one line each; nothing for a sweep with fixed seeds."""
+    from ..results.seeding import explain, standing
+    from ..sweepdir.files import read_lines
+    from ..sweepdir.models import SeedRound
+
+    rounds = standing(read_lines(folder.seeds_jsonl, SeedRound))
+    if not rounds:
+        return []
+    state = "done" if rounds[-1].done else "still adding seeds"
+    items = "".join(f"<li>{html.escape(explain(r))}</li>" for r in rounds)
+    return [f"<h2>adaptive seeds</h2><p>{len(rounds)} decisions, {state}; seeds per group: "
+            f"{html.escape(', '.join(f'{g} {n}' for g, n in rounds[-1].granted().items()))}</p><ul>{items}</ul>"]
 
 
 def _figures(folder: SweepDir, rows: list[ResultRow]) -> list[str]:
