@@ -132,6 +132,26 @@ def test_a_search_runs_its_trials_on_the_cluster(cluster, tmp_path):
             <= max(r["eval_mean_return"] for r in results)
 
 
+@pytest.mark.slow
+def test_adaptive_seeds_add_their_rounds_on_the_cluster(cluster, tmp_path):
+    """The launcher decides each round from the results the nodes sent back: the tiny walker under two names
+    trains the same returns seed by seed, so every round adds a seed to both, up to max."""
+    spec = one_variant_spec(tmp_path, "ray-adaptive", total=512)
+    data = yaml.safe_load(spec.read_text())
+    data["variants"].append({"name": "twin", "xml": str(TINY_XML)})
+    data["seeds"] = {"min": 2, "max": 3, "until": "separated"}
+    spec = write_spec(tmp_path, data)
+    done = run_sweep("run", str(spec), "--backend", "ray", "--address", cluster.address, timeout=WAIT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    sweep_dir = tmp_path / "runs" / "ray-adaptive"
+    rounds = [json.loads(line) for line in (sweep_dir / "seeds.jsonl").read_text().splitlines()]
+    assert [[(g["seeds"], g["verdict"], g["add"]) for g in r["groups"]] for r in rounds] == [
+        [(2, "best", True), (2, "open", True)], [(3, "best", False), (3, "at max", False)]]
+    node_ids = {n.node_id for n in cluster.list_all_nodes()}
+    results = [read_json(run / "result.json") for run in run_dirs(sweep_dir)]
+    assert len(results) == 6 and all(r["node"] in node_ids for r in results)
+
+
 def wait_until_both_train(sweep_dir: Path) -> tuple[list[str], list[Path]]:
     """Both runs training on their nodes: their ids and the nodes' copies of their run dirs."""
     wait_for(lambda: len(run_dirs(sweep_dir)) == 2 and all(
