@@ -128,6 +128,7 @@ def test_identical_variants_train_every_seed_up_to_max_and_resume_from_the_same_
     dry = run_sweep("run", str(spec), "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "adaptive seeds: 2 groups x 2 to 4 seeds: at least 4 runs, at most 8" in dry.stdout
+    assert "cost: 4 to 8 runs (min to max seeds), 1,024 to 2,048 env steps" in dry.stdout
     assert not sweep.exists()
 
     done = run_sweep("run", str(spec))

@@ -126,7 +126,7 @@ def run(
     if dry_run:
         tables.variant_table(out, plan)  # what deep validation found, model by model
         if policy is not None:
-            _adaptive_dry_run(out, plan, policy, start)
+            _adaptive_dry_run(out, plan, policy, start, workers, backend)
             return
         planned = in_start_order(plan, decide(plan), start)  # reads every run dir: once
         tables.plan_table(out, plan, planned)
@@ -179,14 +179,17 @@ def _launched(plan, out, *, backend: str, workers: int | None, quiet: bool, gpus
             progress.close()
 
 
-def _adaptive_dry_run(out, plan, policy, start) -> None:
-    """The seeds granted so far (every group's `min` in a new sweep), and how many runs it may come to."""
+def _adaptive_dry_run(out, plan, policy, start, workers: int | None, backend: str) -> None:
+    """The seeds granted so far (every group's `min` in a new sweep), how many runs it may come to, and what
+    they cost at the seeds granted and at max."""
     from ..engine.adaptive import AdaptiveSource, granted_plan
-    from ..engine.sweep import in_start_order
+    from ..engine.sweep import decide, in_start_order
 
     source = AdaptiveSource(plan, policy)
-    tables.plan_table(out, plan, in_start_order(plan, granted_plan(plan, source), start))
+    granted = in_start_order(plan, granted_plan(plan, source), start)
+    tables.plan_table(out, plan, granted)
     tables.adaptive_seeds_plan(out, policy, len(source.by_group), sum(source.seeds.values()))
+    _print_cost(out, plan, granted, workers, backend, at_max=in_start_order(plan, decide(plan), start))
 
 
 def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, retries: int,
@@ -227,15 +230,17 @@ def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, 
     raise typer.Exit(outcome.exit_code)
 
 
-def _print_cost(out, plan, planned, workers: int | None, backend: str) -> None:
-    """A grid's dry run: the cost of the runs to start or resume, priced by those that succeeded."""
+def _print_cost(out, plan, planned, workers: int | None, backend: str, at_max=None) -> None:
+    """A grid's dry run: the cost of the runs to start or resume, priced by those that succeeded. at_max:
+    adaptive seeds' every possible run, `planned` being the seeds granted so far."""
     from ..plan.planned import Action
     from ..sweepdir.files import CorruptFileError
 
     todo = [p.run for p in planned if p.action is not Action.SKIP]
     done = [p.run for p in planned if p.action is Action.SKIP]
+    most = [p.run for p in at_max if p.action is not Action.SKIP] if at_max is not None else None
     trained: dict[str, int] = {}
-    for p in planned:
+    for p in at_max or planned:
         if p.action is Action.RESUME:
             try:
                 checkpoint = plan.sweep_dir.run(p.run.run_id).read_checkpoint()
@@ -243,7 +248,7 @@ def _print_cost(out, plan, planned, workers: int | None, backend: str) -> None:
                 checkpoint = None
             if checkpoint is not None:
                 trained[p.run.run_id] = checkpoint.timesteps
-    print_cost(out, plan, todo, workers, backend, measured=done, skipped=len(done), done_steps=trained)
+    print_cost(out, plan, todo, workers, backend, measured=done, skipped=len(done), done_steps=trained, at_max=most)
 
 
 def print_cost(out, plan, runs: Sequence[RunSpec], workers: int | None, backend: str, *,
