@@ -30,6 +30,17 @@ def test_groups_far_apart_are_separated_and_the_verdict_names_the_better_and_the
     assert reverse.verdict() == "good > bad (P = 1.00 [1.00, 1.00], 5 seeds each)"  # said of the better one
 
 
+def test_a_complete_order_of_few_seeds_says_how_often_chance_alone_gives_it():
+    [three] = compare({"good": [10.0, 11.0, 12.0], "bad": [0.0, 1.0, 2.0]})
+    assert (three.low, three.high, three.orderings) == (1.0, 1.0, 20)
+    assert three.verdict() == ("good > bad (P = 1.00 [1.00, 1.00], 3 seeds each); every seed of good beat every "
+                               "seed of bad, which chance alone does 1 time in 20")
+    [reverse] = compare({"bad": [0.0, 1.0], "good": [10.0, 11.0, 12.0]})
+    assert reverse.orderings == 10 and reverse.verdict().endswith("which chance alone does 1 time in 10")
+    [overlap] = compare({"good": [10.0, 11.0, 1.5], "bad": [0.0, 1.0, 2.0]})
+    assert overlap.orderings is None
+
+
 def test_close_groups_are_not_separated_and_the_verdict_says_how_many_seeds_would_do():
     returns = {"a": [10.0, 12.0, 9.0, 14.0], "b": [9.5, 11.0, 8.0, 10.0]}
     [c] = compare(returns)

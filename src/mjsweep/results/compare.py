@@ -50,6 +50,15 @@ class Comparison:
         return max(math.ceil(min(self.seeds_a, self.seeds_b) * (half / abs(self.p - 0.5)) ** 2),
                    min(self.seeds_a, self.seeds_b) + 1)
 
+    @property
+    def orderings(self) -> int | None:
+        """When every seed of one group beat every seed of the other (P = 1 or 0): in how many equally likely
+        orders of the seeds chance alone gives that one, C(n + m, n). The bootstrap interval of such a pair is
+        [1.00, 1.00] however few the seeds, so the verdict says it while that is fewer than a hundred."""
+        if self.p not in (0.0, 1.0):
+            return None
+        return math.comb(self.seeds_a + self.seeds_b, self.seeds_a)
+
     def verdict(self) -> str:
         seeds = self._seeds()
         if self.p is None or self.low is None or self.high is None:
@@ -57,7 +66,11 @@ class Comparison:
         if self.separated:
             better, worse, p, low, high = (self.a, self.b, self.p, self.low, self.high) if self.p > 0.5 else \
                 (self.b, self.a, 1 - self.p, 1 - self.high, 1 - self.low)
-            return f"{better} > {worse} (P = {p:.2f} [{low:.2f}, {high:.2f}], {seeds})"
+            said = f"{better} > {worse} (P = {p:.2f} [{low:.2f}, {high:.2f}], {seeds})"
+            if self.orderings is not None and self.orderings < 100:
+                said += (f"; every seed of {better} beat every seed of {worse}, which chance alone does 1 time in "
+                         f"{self.orderings}")
+            return said
         said = (f"{self.a} vs {self.b}: not separated with {seeds} "
                 f"(P({self.a} > {self.b}) = {self.p:.2f} [{self.low:.2f}, {self.high:.2f}])")
         if self.seeds_needed is None:
