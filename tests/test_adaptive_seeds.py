@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from helpers.commands import run_sweep, write_spec
-from helpers.models import TINY_LONG_XML, TINY_SPEC, TINY_XML
+from helpers.models import REPO, TINY_LONG_XML, TINY_SPEC, TINY_XML
 from mjsweep.results.seeding import explain, next_round
 from mjsweep.spec.sweepspec import AdaptiveSeeds
 from mjsweep.sweepdir.files import append_line, read_lines
@@ -181,3 +181,13 @@ def test_variants_far_apart_stop_at_min_and_slurm_is_refused(tmp_path):
     [decision] = decisions(sweep)
     assert decision["round"] == 1 and not any(g["add"] for g in decision["groups"])
     assert len([p for p in sweep.iterdir() if (p / "spec.json").exists()]) == 4
+
+
+def test_the_example_config_validates_and_its_dry_run_says_what_it_may_cost(tmp_path):
+    config = str(REPO / "configs" / "smoke_adaptive.yaml")
+    assert run_sweep("validate", config).returncode == 0
+    dry = run_sweep("run", config, "--dry-run", "--runs-dir", str(tmp_path))
+    assert dry.returncode == 0, dry.stderr
+    assert "adaptive seeds: 4 groups x 3 to 6 seeds: at least 12 runs, at most 24 (12 granted so far)" in dry.stdout
+    assert "cost: 12 to 24 runs (min to max seeds), 49k to 98k env steps" in dry.stdout
+    assert list(tmp_path.iterdir()) == []
