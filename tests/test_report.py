@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import re
 
 import mujoco
 import numpy as np
@@ -13,9 +15,11 @@ from typer.testing import CliRunner
 
 from helpers.fake_sweep import make_run, result, run_spec
 from helpers.models import TINY_XML
+from mjsweep.engine.sweep import sweep_lock
 from mjsweep.results import stats
 from mjsweep.results.report import aggregate
 from mjsweep.results.rows import collect
+from mjsweep.sweepdir.files import SweepDir
 from mjsweep.sweepdir.models import RunResult, RunState
 from mjsweep.ui.cli import app
 
@@ -195,3 +199,26 @@ def test_rank_by_best_evaluation_and_the_area_under_the_evaluation_curve(tmp_pat
     assert by_best[1].mean_eval_auc is None
     assert to_csv(by_best).splitlines()[0].endswith(",mean_best_return,mean_eval_auc,mean_checkpoint_s,"
                                                      "mean_checkpoint_mb")
+
+
+def html_state(text: str) -> str:
+    """The line under report.html's title."""
+    match = re.search(r'<p id="sweep-state"[^>]*>([^<]*)</p>', text)
+    assert match, "no state line"
+    return match.group(1)
+
+
+def test_report_html_says_whether_the_sweep_runs(tmp_path):
+    sweep = tmp_path / "fake"
+    make_run(sweep, run_spec("walker", 0), RunState.SUCCEEDED, result=result(4.0))
+    make_run(sweep, run_spec("walker", 1), RunState.RUNNING, pid=os.getpid())
+    make_run(sweep, run_spec("walker", 2))
+    with sweep_lock(SweepDir(sweep)):  # as a launcher holds it while it runs the sweep
+        proc = CliRunner().invoke(app, ["report", str(sweep), "--format", "html"])
+        assert proc.exit_code == 0, proc.output
+        running = html_state((sweep / "report.html").read_text())
+    assert re.fullmatch(r"sweep running: 1 of 3 runs ended, last updated \d\d:\d\d:\d\d; reload for more", running)
+    assert CliRunner().invoke(app, ["report", str(sweep), "--format", "html"]).exit_code == 0
+    ended = html_state((sweep / "report.html").read_text())
+    assert re.fullmatch(r"sweep ended: 1 of 3 runs ended, 1 succeeded \(sweep run runs the others again\); "
+                        r"report written [\d-]+ [\d:]+", ended)

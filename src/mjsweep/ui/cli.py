@@ -393,7 +393,8 @@ def report(
         from .decision_figures import decide
 
         decisions = decide(folder, returns, f"sweep {folder.path.name}")
-    warnings = [str(w) for w in read_sweep(folder.path).warnings]
+    view = read_sweep(folder.path)
+    warnings = [str(w) for w in view.warnings]
     csv_text = reportlib.to_csv(groups)
     md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings)
     trials = _search_trials(folder)
@@ -430,9 +431,10 @@ def report(
 
             trials_table(tables.make_console(), *trials)
     elif fmt == "html":
-        from .html_report import build
+        from .html_report import build, sweep_state
 
-        write_text_atomic(folder.report_html, build(folder, groups, rows, warnings, decisions))
+        # While a launcher runs the sweep, the page says so (under its title: how far it got).
+        write_text_atomic(folder.report_html, build(folder, groups, rows, warnings, decisions, sweep_state(view)))
         print(folder.report_html)
     else:
         problems = [p for r in rows for p in r.problems]

@@ -9,9 +9,13 @@ from __future__ import annotations
 import base64
 import html
 import tempfile
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..sweepdir.index import ENDED_STATES
+from ..sweepdir.models import RunState
 from .tables import fixed
 
 if TYPE_CHECKING:
@@ -19,6 +23,7 @@ if TYPE_CHECKING:
     from ..results.rows import ResultRow
     from ..sweepdir.files import SweepDir
     from .decision_figures import Decisions
+    from .status import SweepView
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
@@ -30,17 +35,20 @@ figure { margin: 1.5em 0; }
 img, video { max-width: 100%; }
 .videos { display: flex; flex-wrap: wrap; gap: 1em; }
 .warning { color: #a40; }
+.sweep-state { padding: 4px 8px; background: #f6f6f6; border-left: 4px solid #888; }
+.sweep-state.running { background: #eef6ff; border-left-color: #36c; }
 """
 COLUMNS = ("variant", "grid", "runs ok", "failed", "mean", "std", "IQM", "95% CI", "mean fps", "mass",
            "bodies/joints/act")
 
 
 def build(folder: SweepDir, groups: list[GroupRow], rows: list[ResultRow], warnings: list[str],
-          decisions: Decisions | None = None) -> str:
-    """The whole report as one HTML document; with `decisions`, which group beats which, every pair."""
+          decisions: Decisions | None = None, state: SweepState | None = None) -> str:
+    """The whole report as one HTML document; with `decisions`, which group beats which, every pair; `state`
+    says under the title whether the sweep still runs."""
     name = html.escape(folder.path.name)
     parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sweep {name}</title>",
-             f"<style>{STYLE}</style></head><body>", f"<h1>sweep {name}</h1>",
+             f"<style>{STYLE}</style></head><body>", f"<h1>sweep {name}</h1>", *_state(state),
              f"<p>{sum(g.succeeded for g in groups)} of {len(rows)} runs succeeded; final evaluation return over "
              "seeds, best first (IQM: interquartile mean; CI: 95% percentile bootstrap of the mean).</p>",
              _table(groups)]
@@ -59,6 +67,41 @@ def build(folder: SweepDir, groups: list[GroupRow], rows: list[ResultRow], warni
         parts.append("</div>")
     parts.append("</body></html>\n")
     return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class SweepState:
+    """Whether a launcher runs the sweep (it holds sweep.lock) and how far it got, when the report was built."""
+
+    running: bool
+    ended: int
+    succeeded: int
+    runs: int
+    at: datetime
+
+    def line(self) -> str:
+        if self.running:
+            return (f"sweep running: {self.ended} of {self.runs} runs ended, last updated {self.at:%H:%M:%S}; "
+                    "reload for more")
+        written = f"report written {self.at:%Y-%m-%d %H:%M:%S}"
+        if self.succeeded == self.runs:
+            return f"sweep ended: all {self.runs} runs succeeded; {written}"
+        return (f"sweep ended: {self.ended} of {self.runs} runs ended, {self.succeeded} succeeded (sweep run "
+                f"runs the others again); {written}")
+
+
+def sweep_state(view: SweepView, at: datetime | None = None) -> SweepState:
+    """What `sweep status` sees now (view), as the line under the report's title."""
+    ended = sum(1 for r in view.runs if r.state in ENDED_STATES)
+    succeeded = sum(1 for r in view.runs if r.state == RunState.SUCCEEDED.value)
+    return SweepState(view.launcher_pid is not None, ended, succeeded, len(view.runs), at or datetime.now())
+
+
+def _state(state: SweepState | None) -> list[str]:
+    if state is None:
+        return []
+    running = " running" if state.running else ""
+    return [f'<p id="sweep-state" class="sweep-state{running}">{html.escape(state.line())}</p>']
 
 
 def _table(groups: list[GroupRow]) -> str:
