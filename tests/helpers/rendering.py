@@ -1,5 +1,5 @@
 """Skip markers for tests that need a GL backend or a browser: they skip on a bare machine and fail in CI,
-which installs both (MJSWEEP_REQUIRE_RENDER=1)."""
+which installs both (MJSWEEP_REQUIRE_RENDER=1); and the headless Chromium that opens report.html."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,3 +48,23 @@ def needs_browser(test):
     skip = pytest.mark.skipif(not REQUIRED and not browser_works(),
                               reason="no Chromium here (apt-get install chromium chromium-driver); CI has it")
     return pytest.mark.browser(skip(test))
+
+
+@contextmanager
+def chromium(profile: Path, window: str = "1300,2400") -> Iterator[Any]:
+    """A real headless Chromium driven by selenium, with its profile in `profile` and its console kept."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", f"--window-size={window}",
+                 f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()

@@ -108,11 +108,13 @@ class Scheduler:
     memory.py's; status.json and index.jsonl are written by the StatusRecorder alone."""
 
     def __init__(self, launcher: Launcher, sweep_dir: SweepDir, options: SchedulerOptions, *,
-                 on_event: Callable[[Event], None] = lambda e: None,
+                 on_event: Callable[[Event], None] = lambda e: None, on_poll: Callable[[], None] = lambda: None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
                  available_mb: Callable[[], float] = lambda: psutil.virtual_memory().available / 2**20):
         self.launcher, self.sweep_dir, self.options = launcher, sweep_dir, options
-        self.on_event, self.clock, self.sleep = on_event, clock, sleep
+        self.on_event, self.on_poll, self.clock, self.sleep = on_event, on_poll, clock, sleep
+        """on_poll: called once per polling round, on this thread, for work that must go on while runs run
+        and must be quick (the live report's tick: livereport.py)."""
         self.available_mb = available_mb
         self.recorder = StatusRecorder(sweep_dir, warn=self._warn)
         self._stop_requests = 0
@@ -138,6 +140,7 @@ class Scheduler:
                     self._prune(pending)
                     self._fill_slots(pending, outcome)
                     self._enforce_timeouts()
+                    self.on_poll()
                     if pending or self._active or self._more_to_come():
                         self._wait()
             finally:

@@ -243,13 +243,14 @@ def planned_runs(plan: SweepPlan, order: Order = Order.BREADTH) -> RunsOpener:
 
 def execute(plan: SweepPlan, runs: RunsOpener, launcher: Launcher, options: SchedulerOptions,
             on_event: Callable[[Event], None] = lambda e: None,
-            on_planned: Callable[[list[PlannedRun]], None] = lambda p: None) -> SweepOutcome:
-    """Run what `runs` says under the sweep's lock, a grid's runs and a search's alike. Raises an InputError
-    before any run starts: SweepLockedError if another launcher runs it, LauncherConfigError if the launcher
-    cannot queue the runs."""
+            on_planned: Callable[[list[PlannedRun]], None] = lambda p: None,
+            on_poll: Callable[[], None] = lambda: None) -> SweepOutcome:
+    """Run what `runs` says under the sweep's lock, a grid's runs and a search's alike; on_poll is called once per
+    polling round of the scheduler. Raises an InputError before any run starts: SweepLockedError if another
+    launcher runs it, LauncherConfigError if the launcher cannot queue the runs."""
     plan.sweep_dir.path.mkdir(parents=True, exist_ok=True)
     with sweep_lock(plan.sweep_dir):
-        scheduler = Scheduler(launcher, plan.sweep_dir, options, on_event=on_event)
+        scheduler = Scheduler(launcher, plan.sweep_dir, options, on_event=on_event, on_poll=on_poll)
         work = runs(scheduler.recorder, on_event)
         on_planned(work.planned)
         for note in work.notes:

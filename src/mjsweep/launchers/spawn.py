@@ -38,14 +38,17 @@ def spawn_worker(command: list[str], cwd: Path, log: Path, env: dict[str, str]) 
                                 preexec_fn=_unblocked_dying_with(os.getpid()))
 
 
-def _unblocked_dying_with(parent_pid: int) -> Callable[[], None]:
+def _unblocked_dying_with(parent_pid: int, niceness: int = 0) -> Callable[[], None]:
     """A preexec_fn. A child inherits its parent's signal mask, and Ray runs actor methods with SIGINT
     blocked: unblock every signal, or the worker never sees the SIGINT that asks it to checkpoint. Then
-    the kernel SIGKILLs the child when its parent dies, however it dies."""
+    the kernel SIGKILLs the child when its parent dies, however it dies. `niceness` lowers the child's
+    CPU priority (engine/livereport.py's report builds: 19)."""
     prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before fork, not in the child
 
     def preexec() -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        if niceness:
+            os.nice(niceness)
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent_pid:  # the parent died before prctl took effect
             os._exit(1)

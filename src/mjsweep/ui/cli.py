@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..sweepdir.models import RunSpec
 
 EXIT_INVALID = 2
+EXIT_INTERRUPTED = 130
 PICTURES_HELP = "Render every variant in its start pose into DIR: a PNG each and contact_sheet.png."
 
 
@@ -98,6 +99,9 @@ def run(
     start_with: str = typer.Option("auto", "--start", help="How local runs begin: template (forked from a process "
                               "that has imported torch once; CPU runs), exec (a fresh interpreter each) or auto "
                               "(template on Linux)."),
+    report_every: str = typer.Option("60s", "--report-every", help="Rewrite SWEEP_DIR/report.html while the sweep "
+                                     "runs, at most this often and only after a run ended (e.g. 30s, 5m); 0 or "
+                                     "off: never."),
 ) -> None:
     """Train every variant x grid point x seed, each as its own single-threaded process."""
     from ..launchers import early_template
@@ -113,6 +117,7 @@ def run(
     except ValueError:
         raise InputError(f"--order {order!r}: expected breadth or variant") from None
     timeout_s = parse_duration(timeout) if timeout else None
+    report_every_s = None if report_every in ("0", "off") else parse_duration(report_every) or None
     out = tables.make_console()
     plan = prepare(spec_file, runs_dir)
     tables.warn_spec(plan.spec)
@@ -121,7 +126,8 @@ def run(
         _render_pictures(plan, pictures)
     if plan.spec.search is not None:
         _run_search(plan, dry_run, backend, workers, out, retries=retries, timeout_s=timeout_s, grace=grace,
-                    quiet=quiet, gpus=gpus, address=address, start_with=start_with, template=template)
+                    quiet=quiet, gpus=gpus, address=address, start_with=start_with, template=template,
+                    report_every_s=report_every_s)
     policy = plan.spec.adaptive_seeds
     if dry_run:
         tables.variant_table(out, plan)  # what deep validation found, model by model
@@ -143,14 +149,17 @@ def run(
         opener = adaptive_runs(plan, policy)
     with _launched(plan, out, backend=backend, workers=workers, quiet=quiet, gpus=gpus, address=address,
                    start_with=start_with, template=template, retries=retries, timeout_s=timeout_s,
-                   grace=grace) as (launcher, options, progress, default):
-        note = None if workers or quiet or not default.source else f"workers: {default.workers} ({default.source})"
+                   grace=grace, report_every_s=report_every_s) as (launcher, options, progress, default, report):
+        notes = [] if workers or quiet or not default.source else [f"workers: {default.workers} ({default.source})"]
         try:
-            outcome = execute(plan, opener, launcher, options, on_event=progress.event,
-                              on_planned=_announce_then(note, progress.planned))
+            outcome = execute(plan, opener, launcher, options,
+                              on_event=_each(progress.event, report.event), on_poll=report.tick,
+                              on_planned=_announce_then([*notes, *_report_note(plan, report, quiet)],
+                                                        progress.planned))
         finally:
             if pictures:
                 _keep_contact_sheet(pictures, plan.sweep_dir)
+        report.finish(stopped=outcome.exit_code == EXIT_INTERRUPTED)
     tables.outcome_summary(out, plan, outcome)
     raise typer.Exit(outcome.exit_code)
 
@@ -158,10 +167,11 @@ def run(
 @contextmanager
 def _launched(plan, out, *, backend: str, workers: int | None, quiet: bool, gpus: str | None,
               address: str | None, start_with: str, template, retries: int, timeout_s: float | None,
-              grace: float) -> Iterator[tuple[Any, Any, Any, Any]]:
-    """The launcher (adopting the early template), the scheduler's options and the progress display that a
-    grid and a search both run under."""
-    from ..engine.scheduler import SchedulerOptions
+              grace: float, report_every_s: float | None) -> Iterator[tuple[Any, Any, Any, Any, Any]]:
+    """The launcher (adopting the early template), the scheduler's options, the progress display and the live
+    report.html that a grid and a search both run under. No report build outlives it."""
+    from ..engine.livereport import LiveReport
+    from ..engine.scheduler import Event, EventKind, SchedulerOptions
     from ..launchers import build_launcher
     from . import live
 
@@ -173,9 +183,15 @@ def _launched(plan, out, *, backend: str, workers: int | None, quiet: bool, gpus
         options = SchedulerOptions(max_workers=launcher.slots(workers, default.workers), retries=retries,
                                    timeout_s=timeout_s, grace_s=grace, memory_guard=backend == "local")
         progress = live.make_progress(out, plan.sweep_dir, quiet=quiet)
+        # report.html is `sweep report --format html` itself, run by the same Python in a child process.
+        command = [sys.executable, "-m", "mjsweep.ui.cli", "report", str(plan.sweep_dir.path.absolute()),
+                   "--format", "html"]
+        report = LiveReport(command, report_every_s, by_hand=f"sweep report {plan.sweep_dir.path} --format html",
+                            warn=lambda message: progress.event(Event(EventKind.WARNING, None, message)))
         try:
-            yield launcher, options, progress, default
+            yield launcher, options, progress, default, report
         finally:
+            report.close()
             progress.close()
 
 
@@ -194,7 +210,7 @@ def _adaptive_dry_run(out, plan, policy, start, workers: int | None, backend: st
 
 def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, retries: int,
                 timeout_s: float | None, grace: float, quiet: bool, gpus: str | None, address: str | None,
-                start_with: str, template) -> None:
+                start_with: str, template, report_every_s: float | None) -> None:
     """`sweep run` on a spec with a search section (docs/search.md); exits when done."""
     from ..engine.sweep import execute
     from ..search import execute as searchlib
@@ -223,9 +239,11 @@ def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, 
         raise InputError(str(exc)) from None
     with _launched(plan, out, backend=backend, workers=workers, quiet=quiet, gpus=gpus, address=address,
                    start_with=start_with, template=template, retries=retries, timeout_s=timeout_s,
-                   grace=grace) as (launcher, options, progress, _):
-        outcome = execute(plan, searchlib.search_runs(plan), launcher, options, on_event=progress.event,
-                          on_planned=progress.planned)
+                   grace=grace, report_every_s=report_every_s) as (launcher, options, progress, _, report):
+        outcome = execute(plan, searchlib.search_runs(plan), launcher, options,
+                          on_event=_each(progress.event, report.event), on_poll=report.tick,
+                          on_planned=_announce_then(_report_note(plan, report, quiet), progress.planned))
+        report.finish(stopped=outcome.exit_code == EXIT_INTERRUPTED)
     tables.outcome_summary(out, plan, outcome)
     raise typer.Exit(outcome.exit_code)
 
@@ -296,14 +314,29 @@ def _default_workers(backend: str):
     return default_workers(usable_cores())
 
 
-def _announce_then(note: str | None, planned):
-    """on_planned that first says on stderr where the worker count came from: only once the sweep's lock
-    is held, so a refused second launcher prints its one error line and nothing else."""
+def _announce_then(notes: list[str], planned):
+    """on_planned that first says on stderr where the worker count came from and where report.html is: only
+    once the sweep's lock is held, so a refused second launcher prints its one error line and nothing else."""
     def on_planned(items) -> None:
-        if note:
+        for note in notes:
             print(note, file=sys.stderr, flush=True)
         planned(items)
     return on_planned
+
+
+def _report_note(plan, report, quiet: bool) -> list[str]:
+    """Where the live report.html is, said once at the start."""
+    if quiet or report.every_s is None:
+        return []
+    return [f"report: {plan.sweep_dir.report_html} (rewritten while runs end, at most every {report.every_s:g}s)"]
+
+
+def _each(*handlers):
+    """One on_event that hands each event to every handler, in order."""
+    def on_event(event) -> None:
+        for handler in handlers:
+            handler(event)
+    return on_event
 
 
 def _render_pictures(plan, folder: Path) -> None:

@@ -1,0 +1,182 @@
+"""report.html kept current while a sweep runs: the ui's `sweep report --format html` rebuilt, now and then,
+in a child process of its own (docs/observability.md, "The live report.html").
+
+The launcher only decides when, on the scheduler's thread: its events say that a run ended, and one tick
+per polling round starts a build when one is due and notices one that ended (a waitpid, no blocking).
+The build itself is the child's: at nice 19 and with one thread per pool so that the runs keep their
+cores, in a session of its own so that a Ctrl-C at the terminal is the launcher's to handle, its output
+away from the terminal so that it never garbles the live view, and killed by the kernel should the
+launcher die.
+
+When: only once something changed since the last build started (a run or a trial ended), one build at a
+time, and never sooner than `every_s` after the last build ended, so that a build slower than the
+interval (a sweep of thousands of runs) still leaves the machine alone in between. At the end one more
+build, which finds the sweep's lock free and says that the sweep ended; after a Ctrl-C it gets
+STOPPED_WAIT_S, and a second Ctrl-C ends it at once. No build outlives the launcher.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from ..launchers.spawn import _unblocked_dying_with, worker_env
+from .scheduler import Event, EventKind
+
+NICENESS = 19
+CHANGES = frozenset({EventKind.SUCCEEDED, EventKind.FAILED, EventKind.INTERRUPTED, EventKind.PRUNED,
+                     EventKind.TRIAL})
+"""Events after which the report has something new to show."""
+FINAL_WAIT_S = 600.0
+"""The most the final build may take once the runs ended; a bound on a hang, not a budget."""
+STOPPED_WAIT_S = 5.0
+"""The most the final build may add to a Ctrl-C."""
+
+
+class Build(Protocol):
+    """One build in flight."""
+
+    def poll(self) -> int | None:
+        """Its exit code once it ended, else None; never blocks."""
+
+    def wait(self, timeout: float) -> int | None:
+        """Its exit code, or None if it still runs after `timeout` seconds."""
+
+    def error(self) -> str:
+        """Why it failed, in one line."""
+
+    def end(self) -> None:
+        """Kill it if it still runs, reap it, release what it holds."""
+
+
+class ChildBuild:
+    """`command` in a child process: nice 19, single-threaded pools, its own session, dying with us."""
+
+    def __init__(self, command: list[str]):
+        self._stderr = tempfile.TemporaryFile()
+        try:
+            self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=self._stderr, env=worker_env(), start_new_session=True,
+                                         close_fds=True, preexec_fn=_unblocked_dying_with(os.getpid(), NICENESS))
+        except BaseException:
+            self._stderr.close()
+            raise
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def wait(self, timeout: float) -> int | None:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def error(self) -> str:
+        self._stderr.seek(0, os.SEEK_END)
+        self._stderr.seek(max(0, self._stderr.tell() - 4096))
+        lines = self._stderr.read().decode(errors="replace").strip().splitlines()
+        return lines[-1].strip() if lines else f"exit {self.proc.returncode}"
+
+    def end(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)  # its group: the session it leads
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        self._stderr.close()
+
+
+class LiveReport:
+    """When to rebuild report.html while the scheduler runs; `event` and `tick` come from its thread."""
+
+    def __init__(self, command: list[str], every_s: float | None, *, warn: Callable[[str], None], by_hand: str = "",
+                 clock: Callable[[], float] = time.monotonic, start: Callable[[list[str]], Build] = ChildBuild):
+        """every_s None: off, nothing is ever built (`sweep run --report-every off`). by_hand: the command a user
+        types to build the report, for the warning when the final build is cut short."""
+        if every_s is not None and every_s <= 0:
+            raise ValueError(f"every_s {every_s}: a positive interval, or None for off")
+        self.command, self.every_s, self.warn, self.clock, self.start = command, every_s, warn, clock, start
+        self.by_hand = by_hand or " ".join(command)
+        self.builds = 0
+        """Builds started, the final one included."""
+        self._build: Build | None = None
+        self._changed = False
+        self._last_end = float("-inf")
+        self._warned: set[str] = set()
+
+    def event(self, event: Event) -> None:
+        if event.kind in CHANGES and self.every_s is not None:
+            self._changed = True
+
+    def tick(self) -> None:
+        """Notice a build that ended; start one if something changed and the interval has passed."""
+        if self._build is not None:
+            code = self._build.poll()
+            if code is None:
+                return
+            self._ended(code)
+        if self._changed and self.every_s is not None and self.clock() - self._last_end >= self.every_s:
+            self._start()
+
+    def finish(self, stopped: bool) -> None:
+        """The final build, once the sweep's lock is free: the report then says that the sweep ended. A build
+        in flight read a sweep that still ran: it is ended first. `stopped` (a Ctrl-C): the user wants out,
+        so the build gets STOPPED_WAIT_S, and a second Ctrl-C skips it."""
+        if self._build is not None:
+            self._build.end()
+            self._build = None
+        if not (self._changed or self.builds):
+            return  # nothing ended and no live report was written: nothing to say
+        build = self._start()
+        if build is None:
+            return
+        try:
+            code = build.wait(STOPPED_WAIT_S if stopped else FINAL_WAIT_S)
+        except KeyboardInterrupt:  # the Ctrl-C that skips it; the sweep's own exit code stands
+            code = None
+        if code is None:
+            self.close()
+            self._say(f"report.html: the final build was cut short, so it may still say that the sweep runs; "
+                      f"{self.by_hand} rewrites it")
+            return
+        self._ended(code)
+
+    def close(self) -> None:
+        """End a build still in flight (the launcher is leaving)."""
+        if self._build is not None:
+            self._build.end()
+            self._build = None
+
+    def _start(self) -> Build | None:
+        self._changed = False
+        self.builds += 1
+        try:
+            self._build = self.start(self.command)
+        except OSError as exc:  # cannot fork now: the runs matter more; the next change tries again
+            self._last_end = self.clock()
+            self._say(f"report.html not rewritten: cannot start its build: {exc}")
+            return None
+        return self._build
+
+    def _ended(self, code: int) -> None:
+        assert self._build is not None
+        if code != 0:
+            self._say(f"report.html not rewritten: {self._build.error()}")
+        self._build.end()
+        self._build = None
+        self._last_end = self.clock()
+
+    def _say(self, message: str) -> None:
+        if message not in self._warned:  # a build that fails the same way each time says so once
+            self._warned.add(message)
+            self.warn(message)
