@@ -38,6 +38,13 @@ def _private_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("MJSWEEP_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
 
 
+@pytest.fixture(autouse=True)
+def _no_live_report(monkeypatch):
+    """Every real `sweep run` would end with a report build of a second or two; tests/test_live_report.py
+    asks for it with --report-every."""
+    monkeypatch.setenv("MJSWEEP_REPORT_EVERY", "off")
+
+
 @pytest.fixture
 def tiny_spec() -> dict:
     """A fresh deep copy of TINY_SPEC to modify."""

@@ -99,9 +99,9 @@ def run(
     start_with: str = typer.Option("auto", "--start", help="How local runs begin: template (forked from a process "
                               "that has imported torch once; CPU runs), exec (a fresh interpreter each) or auto "
                               "(template on Linux)."),
-    report_every: str = typer.Option("60s", "--report-every", help="Rewrite SWEEP_DIR/report.html while the sweep "
-                                     "runs, at most this often and only after a run ended (e.g. 30s, 5m); 0 or "
-                                     "off: never."),
+    report_every: str = typer.Option("60s", "--report-every", envvar="MJSWEEP_REPORT_EVERY",
+                                     help="Rewrite SWEEP_DIR/report.html while the sweep runs, at most this often "
+                                     "and only after a run ended (e.g. 30s, 5m); 0 or off: never."),
 ) -> None:
     """Train every variant x grid point x seed, each as its own single-threaded process."""
     from ..launchers import early_template
