@@ -86,31 +86,6 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class VariantSpec(_Strict):
-    name: SafeName
-    """Unique name; the run family's folder names start with it."""
-    xml: Path | None = None
-    """The MuJoCo XML; relative to the spec file's folder; or 'menagerie:NAME[/ENTRY]'."""
-    base: Path | None = None
-    """Instead of xml: the XML that 'edits' change; relative to the spec file's folder, or a Menagerie name."""
-    edits: list[EditSpec] = []
-    """Applied in order to 'base' with MuJoCo's MjSpec."""
-    edit_grid: dict[str, list[Any]] = {}
-    """label -> values; one variant per combination, named '<name>_<label>=<value>...'."""
-    env_kwargs: dict[str, Any] = {}
-    """Merged over the sweep's env_kwargs for this variant only."""
-    normalize: NormalizeValue | None = None
-    """This variant's normalization; default: the sweep's `normalize`."""
-
-    @model_validator(mode="after")
-    def _source(self) -> VariantSpec:
-        if (self.xml is None) == (self.base is None):
-            raise ValueError("give exactly one of 'xml' (a file as is) and 'base' (a file plus 'edits')")
-        if self.xml is not None and (self.edits or self.edit_grid):
-            raise ValueError("'edits' and 'edit_grid' apply to 'base', not 'xml'")
-        return self
-
-
 class NormalizeSpec(_Strict):
     """stable-baselines3 VecNormalize arguments (RL Zoo's `normalize`)."""
 
@@ -137,6 +112,31 @@ def normalize_kwargs(value: NormalizeValue | dict[str, Any] | None, ppo_gamma: f
     if kwargs["gamma"] is None:
         kwargs["gamma"] = ppo_gamma
     return kwargs
+
+
+class VariantSpec(_Strict):
+    name: SafeName
+    """Unique name; the run family's folder names start with it."""
+    xml: Path | None = None
+    """The MuJoCo XML; relative to the spec file's folder; or 'menagerie:NAME[/ENTRY]'."""
+    base: Path | None = None
+    """Instead of xml: the XML that 'edits' change; relative to the spec file's folder, or a Menagerie name."""
+    edits: list[EditSpec] = []
+    """Applied in order to 'base' with MuJoCo's MjSpec."""
+    edit_grid: dict[str, list[Any]] = {}
+    """label -> values; one variant per combination, named '<name>_<label>=<value>...'."""
+    env_kwargs: dict[str, Any] = {}
+    """Merged over the sweep's env_kwargs for this variant only."""
+    normalize: NormalizeValue | None = None
+    """This variant's normalization; default: the sweep's `normalize`."""
+
+    @model_validator(mode="after")
+    def _source(self) -> VariantSpec:
+        if (self.xml is None) == (self.base is None):
+            raise ValueError("give exactly one of 'xml' (a file as is) and 'base' (a file plus 'edits')")
+        if self.xml is not None and (self.edits or self.edit_grid):
+            raise ValueError("'edits' and 'edit_grid' apply to 'base', not 'xml'")
+        return self
 
 
 class EvalSpec(_Strict):
