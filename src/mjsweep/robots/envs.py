@@ -7,7 +7,7 @@ import importlib
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,11 @@ class EnvProbe:
     """Degenerate-env findings the spec chose to only warn about (warn_only)."""
     notes: tuple[str, ...] = ()
     """Other things worth knowing, from the env's probe_notes() (a height check that is off)."""
+    obs_itemsize: int = 8
+    """Bytes per observation element (MuJoCo's envs observe float64): a replay buffer stores them as they are."""
+    episode_steps: float | None = None
+    """The probe's steps per episode (the unfinished one counted as one): random actions end episodes
+    sooner than a learning policy does, so this errs towards more monitor.csv rows. None: not probed."""
 
 
 def make_env(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps: int | None = None):
@@ -148,6 +153,7 @@ def _probe(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps: i
         _check_observation(instance, obs, "after reset")
         instance.action_space.seed(0)
         observed, lengths, length = [], [], 0
+        begun = 1  # episodes the random steps took part in
         for step in range(1, steps + 1):
             obs, reward, terminated, truncated, _ = instance.step(instance.action_space.sample())
             where = f"at random step {step}"
@@ -162,8 +168,9 @@ def _probe(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps: i
             if terminated or truncated:
                 obs, _ = instance.reset()
                 length = 0
+                begun += step < steps
         findings = _degenerate(instance, lengths, length, observed)
-        return _verdict(instance, findings, warn_only)
+        return replace(_verdict(instance, findings, warn_only), episode_steps=steps / begun)
     except EnvBuildError:
         raise
     except Exception as exc:  # noqa: BLE001
@@ -217,6 +224,7 @@ def _verdict(instance, findings: list[tuple[str, str]], warn_only: frozenset[str
                     start=start_note() if callable(start_note) else None,
                     keyframe=_keyframe_of(instance.unwrapped),
                     notes=tuple(_probe_notes(instance.unwrapped)),
+                    obs_itemsize=np.dtype(instance.observation_space.dtype or np.float64).itemsize,
                     warnings=tuple(f"{message} [check {check}]" for check, message in findings))
 
 

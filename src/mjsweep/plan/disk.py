@@ -1,0 +1,244 @@
+"""How much disk a sweep will take at its peak, before it starts. Pure: runs, their envs' probes, the checkpoints
+a run keeps and the runs at once in, a DiskEstimate out; judge() weighs it against the free space.
+
+A run's files, at the sizes stable-baselines3 writes them (tests/test_disk.py compares each with a real file):
+- a replay buffer (SAC, TD3): SB3's ReplayBuffer pickled whole, `buffer_size` rows however few it holds;
+  per row: observation and next observation at the env's dtype (one only with optimize_memory_usage),
+  the action as float32, reward, done and timeout as float32;
+- a model zip: the policy's parameters (from net_arch) and the optimizer's state for those it trains (Adam:
+  two more copies, RMSprop one), as float32, plus what torch.save and the zip add per tensor;
+- VecNormalize's statistics (normalize), the logs (monitor, progress, evaluations) and the small JSON files.
+
+A running run holds `kept` checkpoints (model, statistics, buffer) and writes one more beside them before
+the oldest goes, plus its final model and up to two best models; a finished run keeps its checkpoints (the
+worker deletes none at the end), its final model, its best model and its logs. The sweep is at its peak
+when every other run has finished and the `at_once` runs with the most to add are at theirs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from ..robots.envs import EnvProbe
+from ..spec.algos import ALGOS
+from ..sweepdir.models import RunSpec
+
+# SB3's defaults, for what a run's section leaves out.
+DEFAULT_BUFFER_SIZE = 1_000_000
+DEFAULT_NET_ARCH = {"ppo": [64, 64], "a2c": [64, 64], "sac": [256, 256], "td3": [400, 300]}
+DEFAULT_N_STEPS = {"ppo": 2048, "a2c": 5}
+FLOAT32 = 4
+# Measured on SB3 2.x files (tests/test_disk.py holds the estimate to the real sizes).
+ZIP_BYTES = 10_000
+"""A model zip's data, version and system info entries."""
+TENSOR_BYTES = 360
+"""What torch.save and the zip add per tensor (parameter, optimizer state, step count)."""
+SPACE_BYTES_PER_OBS = 60
+"""The pickled observation space in a model zip, per observation element."""
+BUFFER_PICKLE_BYTES = 2_000
+BUFFER_PICKLE_BYTES_PER_OBS = 20
+VECNORMALIZE_BYTES = 1_700
+VECNORMALIZE_BYTES_PER_OBS = 36
+MONITOR_ROW_BYTES = 32
+PROGRESS_ROW_BYTES = 64
+EVALUATION_ROW_BYTES = 48
+EVALUATION_BYTES_PER_EPISODE = 24
+RUN_FILES_BYTES = 48_000
+"""spec.json, status.json, result.json, checkpoint.json, best.json, log.txt and the folders, in 4 KB blocks."""
+DEFAULT_EPISODE_STEPS = 1000
+"""Steps per episode for monitor.csv's rows when the probe did not run: Gymnasium's MuJoCo time limit."""
+
+
+@dataclass(frozen=True)
+class Parts:
+    """Bytes by kind of file."""
+
+    buffers: int = 0
+    models: int = 0
+    """Model zips and VecNormalize statistics."""
+    logs: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.buffers + self.models + self.logs
+
+    def __add__(self, other: Parts) -> Parts:
+        return Parts(self.buffers + other.buffers, self.models + other.models, self.logs + other.logs)
+
+    def __sub__(self, other: Parts) -> Parts:
+        return Parts(self.buffers - other.buffers, self.models - other.models, self.logs - other.logs)
+
+
+@dataclass(frozen=True)
+class RunDisk:
+    buffer: int
+    """One replay buffer file (0 without one)."""
+    model: int
+    """One model zip."""
+    kept: Parts
+    """What the run's folder holds once it has finished."""
+    peak: Parts
+    """The most it holds while it runs."""
+
+
+@dataclass(frozen=True)
+class DiskEstimate:
+    runs: int
+    at_once: int
+    kept_checkpoints: int
+    peak: Parts
+    """The sweep's runs' files at the sweep's peak."""
+    buffer_runs: int
+    """Runs with a replay buffer."""
+    largest_buffer: int
+    algos: tuple[str, ...]
+
+    @property
+    def bytes(self) -> int:
+        return self.peak.total
+
+
+def estimate(runs: Sequence[RunSpec], probes: Mapping[str, EnvProbe], kept_checkpoints: int,
+             at_once: int) -> DiskEstimate:
+    """The peak of `runs` (probes: each variant's env probe) on `at_once` slots, each run keeping the last
+    `kept_checkpoints` checkpoints."""
+    disks = [run_disk(run, probes[run.variant], kept_checkpoints) for run in runs]
+    adding = sorted((d.peak - d.kept for d in disks), key=lambda p: p.total, reverse=True)
+    peak = sum((d.kept for d in disks), Parts())
+    for extra in adding[:max(1, at_once)]:
+        peak += extra
+    return DiskEstimate(len(runs), min(max(1, at_once), len(runs)), kept_checkpoints, peak,
+                        sum(d.buffer > 0 for d in disks), max((d.buffer for d in disks), default=0),
+                        tuple(dict.fromkeys(ALGOS[run.algo].label for run in runs)))
+
+
+def run_disk(run: RunSpec, probe: EnvProbe, kept_checkpoints: int) -> RunDisk:
+    obs, act = math.prod(probe.obs_shape), math.prod(probe.act_shape)
+    buffer = replay_buffer_bytes(run, obs, act, probe.obs_itemsize) if ALGOS[run.algo].off_policy else 0
+    model = model_bytes(run.algo, run.hyperparams, obs, act)
+    stats = vecnormalize_bytes(obs) if run.normalize is not None else 0
+    checkpoint = model + stats
+    best = checkpoint if run.eval_every else 0
+    logs = Parts(logs=log_bytes(run, probe))
+    kept = Parts(kept_checkpoints * buffer, kept_checkpoints * checkpoint + model + stats + best) + logs
+    peak = Parts((kept_checkpoints + 1) * buffer, (kept_checkpoints + 1) * checkpoint + model + stats + 2 * best) + logs
+    return RunDisk(buffer, model, kept, peak)
+
+
+def replay_buffer_bytes(run: RunSpec, obs: int, act: int, obs_itemsize: int) -> int:
+    """SB3's ReplayBuffer as save_replay_buffer pickles it: every row it allocated, filled or not."""
+    params = run.hyperparams
+    n_envs = max(1, run.n_envs)
+    rows = max(int(params.get("buffer_size", DEFAULT_BUFFER_SIZE)) // n_envs, 1) * n_envs
+    observations = 1 if (params.get("optimize_memory_usage") or False) else 2
+    row = observations * obs * obs_itemsize + act * FLOAT32 + 3 * FLOAT32  # + reward, done, timeout
+    return rows * row + BUFFER_PICKLE_BYTES + BUFFER_PICKLE_BYTES_PER_OBS * obs
+
+
+def model_bytes(algo: str, hyperparams: Mapping[str, Any], obs: int, act: int) -> int:
+    """A saved model's zip: its floats and tensors (model_tensors) and SB3's own entries."""
+    stored = model_tensors(algo, hyperparams, obs, act)
+    return stored.floats * FLOAT32 + stored.count * TENSOR_BYTES + ZIP_BYTES + SPACE_BYTES_PER_OBS * obs
+
+
+@dataclass(frozen=True)
+class Tensors:
+    floats: int
+    count: int
+
+    def __add__(self, other: Tensors) -> Tensors:
+        return Tensors(self.floats + other.floats, self.count + other.count)
+
+    def times(self, n: int) -> Tensors:
+        return Tensors(self.floats * n, self.count * n)
+
+
+def model_tensors(algo: str, hyperparams: Mapping[str, Any], obs: int, act: int) -> Tensors:
+    """What a model zip stores: each network's parameters, and per trained tensor its optimizer's state and
+    step count. PPO, A2C: an actor and a critic MLP, action and value heads, log_std; SAC: an actor with mean
+    and log_std heads, n_critics Q networks and their targets, log_ent_coef; TD3: an actor, n_critics Q
+    networks, and targets of both."""
+    policy_kwargs = hyperparams.get("policy_kwargs") or {}
+    pi, qf = _net_arch(algo, policy_kwargs)
+    if not ALGOS[algo].off_policy:
+        log_std = Tensors(act, 1)
+        actor = _mlp([obs, *pi]) + _mlp([pi[-1] if pi else obs, act]) + log_std
+        critic = _mlp([obs, *qf]) + _mlp([qf[-1] if qf else obs, 1])
+        adam = algo == "ppo" or hyperparams.get("use_rms_prop") is False
+        return _trained(actor + critic, optimizer_states=2 if adam else 1)
+    q = _mlp([obs + act, *qf, 1]).times(int(policy_kwargs.get("n_critics", 2)))
+    if algo == "sac":
+        heads = _mlp([pi[-1] if pi else obs, act]).times(2)
+        log_ent_coef = Tensors(1, 1)
+        return _trained(_mlp([obs, *pi]) + heads + q + log_ent_coef) + q  # + the critics' targets
+    actor = _mlp([obs, *pi, act])
+    return _trained(actor + q) + actor + q  # + the targets of both
+
+
+def _mlp(sizes: Sequence[int]) -> Tensors:
+    """Linear layers from each size to the next: a weight and a bias each."""
+    pairs = list(zip(sizes, sizes[1:], strict=False))
+    return Tensors(sum(a * b + b for a, b in pairs), 2 * len(pairs))
+
+
+def _trained(params: Tensors, optimizer_states: int = 2) -> Tensors:
+    """The parameters with their optimizer's state (Adam: exp_avg and exp_avg_sq; RMSprop: square_avg) and a
+    step count per tensor."""
+    return Tensors(params.floats * (1 + optimizer_states), params.count * (2 + optimizer_states))
+
+
+def _net_arch(algo: str, policy_kwargs: Mapping[str, Any]) -> tuple[list[int], list[int]]:
+    """The actor's and the critic's hidden layers, as SB3 reads net_arch: a list for both, or a dict with
+    pi and vf (PPO, A2C) or qf (SAC, TD3)."""
+    arch = policy_kwargs.get("net_arch", DEFAULT_NET_ARCH[algo])
+    if isinstance(arch, Mapping):
+        critic = "qf" if ALGOS[algo].off_policy else "vf"
+        return list(arch.get("pi", [])), list(arch.get(critic, []))
+    return list(arch), list(arch)
+
+
+def vecnormalize_bytes(obs: int) -> int:
+    """VecNormalize pickled: running mean and variance of the observation (float64) and of the return."""
+    return VECNORMALIZE_BYTES + VECNORMALIZE_BYTES_PER_OBS * obs
+
+
+def log_bytes(run: RunSpec, probe: EnvProbe) -> int:
+    """monitor.csv (a row per episode), progress.csv (a row per iteration, at most one per row_steps),
+    evaluations.csv (a row per eval_every) and the run's small files."""
+    episode = min(probe.episode_steps or DEFAULT_EPISODE_STEPS, run.max_episode_steps or DEFAULT_EPISODE_STEPS)
+    monitor = math.ceil(run.total_timesteps / max(1.0, episode)) * MONITOR_ROW_BYTES
+    iteration = run.n_envs * (int(run.hyperparams.get("n_steps", DEFAULT_N_STEPS.get(run.algo, 1))))
+    progress = math.ceil(run.total_timesteps / max(1, iteration, ALGOS[run.algo].row_steps)) * PROGRESS_ROW_BYTES
+    evaluations = (math.ceil(run.total_timesteps / run.eval_every)
+                   * (EVALUATION_ROW_BYTES + EVALUATION_BYTES_PER_EPISODE * run.eval_episodes)) if run.eval_every else 0
+    return monitor + progress + evaluations + RUN_FILES_BYTES
+
+
+class Verdict(str, Enum):
+    FITS = "fits"
+    TIGHT = "tight"
+    """Over WARN_SHARE of the free space: warned."""
+    SHORT = "short"
+    """More than the free space: refused."""
+
+
+WARN_SHARE = 0.8
+
+
+def judge(needed: int, free: int) -> Verdict:
+    if needed > free:
+        return Verdict.SHORT
+    return Verdict.TIGHT if needed > WARN_SHARE * free else Verdict.FITS
+
+
+def human_bytes(n: float) -> str:
+    """Decimal units, as disk sizes are sold: 1.7 GB, 310 MB, 48 KB."""
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= size:
+            value = n / size
+            return f"{value:.1f} {unit}" if value < 10 else f"{value:.0f} {unit}"
+    return f"{n:.0f} B"
