@@ -1,10 +1,16 @@
-"""The disk a sweep needs at its peak (plan/disk.py): each file's estimate against the file stable-baselines3
-really writes (a replay buffer to the byte but for its pickle's header, model zips within 2%: measured under
-0.7% for PPO, A2C, SAC and TD3 on the tiny walker and Ant-v5), and the sweep's arithmetic by hand."""
+"""The disk a sweep needs at its peak (plan/disk.py) and `sweep run`'s check of it: each file's estimate against
+the file stable-baselines3 really writes (a replay buffer to the byte but for its pickle's header, model zips
+within 2%: measured under 0.7% for PPO, A2C, SAC and TD3 on the tiny walker and Ant-v5), the sweep's arithmetic
+by hand, and the real command on a real tmpfs too small for its runs (refused, nothing written) and on one just
+large enough (warned, and the runs finish within it)."""
 
 from __future__ import annotations
 
 import math
+import os
+import re
+import subprocess
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -12,10 +18,13 @@ from stable_baselines3 import A2C, PPO, SAC, TD3
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.save_util import save_to_pkl
 
+from helpers.commands import sweep_exe, write_spec
 from helpers.fake_sweep import run_spec
 from helpers.models import TINY_XML
+from mjsweep.engine.sweep import prepare
 from mjsweep.plan.disk import Verdict, estimate, judge, model_bytes, replay_buffer_bytes, run_disk
 from mjsweep.robots.envs import EnvProbe, probe_env
+from mjsweep.ui.cli import KEPT_CHECKPOINTS
 
 ANT = EnvProbe((105,), (8,), episode_steps=1000.0)  # Ant-v5's spaces
 CLASSES = {"ppo": PPO, "a2c": A2C, "sac": SAC, "td3": TD3}
@@ -90,3 +99,53 @@ def test_more_than_the_free_space_is_refused_and_over_80_percent_warned():
     assert judge(101, 100) is Verdict.SHORT
     assert judge(81, 100) is Verdict.TIGHT
     assert judge(80, 100) is Verdict.FITS
+
+
+def _in_tmpfs(size: int, folder: Path, script: str) -> str:
+    """`script` run by sh with a tmpfs of `size` bytes mounted on `folder`, in a mount namespace of its own (the
+    mount ends with it): its output, stderr included."""
+    base = ["unshare", "--mount"] + ([] if os.geteuid() == 0 else ["--map-root-user"])
+    if subprocess.run([*base, "true"], capture_output=True).returncode != 0:
+        pytest.skip("no mount namespace here (unshare --mount)")
+    folder.mkdir(parents=True, exist_ok=True)
+    mount = f"mount -t tmpfs -o size={size} tmpfs {folder}"
+    done = subprocess.run([*base, "sh", "-c", f"{mount} && {script}"], capture_output=True, text=True,
+                          env={**os.environ, "NO_COLOR": "1"}, timeout=600)
+    assert "mount:" not in done.stderr, done.stderr
+    return done.stdout + done.stderr
+
+
+def test_a_sweep_too_big_for_its_disk_is_refused_before_anything_is_written(tmp_path, tiny_spec):
+    tiny_spec.update({"algo": "sac", "ppo": {}, "sac": {"buffer_size": 1_000_000}, "seeds": 2})
+    spec = write_spec(tmp_path, tiny_spec)
+    runs = tmp_path / "small"
+    out = _in_tmpfs(4_000_000, runs, f"{sweep_exe()} run {spec} -w 2 --runs-dir {runs}; echo rc=$?; "
+                    f"{sweep_exe()} validate {spec} --runs-dir {runs}; echo rc=$?; "
+                    f"{sweep_exe()} run {spec} --dry-run -w 2 --runs-dir {runs}; echo rc=$?; "
+                    f"find {runs} -mindepth 1 | sed 's/^/written: /'")
+    # 2 SAC runs of the tiny walker: SB3's buffer of 1e6 rows of 164 bytes, 3 at a time while a checkpoint is written.
+    refusal = (f"error: {runs}/tiny: needs about 1.0 GB at peak (2 SAC runs, 2 at once, 2 checkpoints kept each: "
+               "984 MB replay buffers at 164 MB each, ")
+    assert out.count(refusal) == 2, out
+    assert re.search(r"logs and run files\), 4\.0 MB free on tmpfs: free space, a --runs-dir on a larger disk, "
+                     r"lower buffer_size or fewer --workers\n", out), out
+    assert out.count("rc=2") == 2, out  # run and validate
+    assert "disk: about 1.0 GB at peak" in out and "warning: sweep run would refuse: " in out and "rc=0" in out
+    assert "written:" not in out  # no lock, no sweep.yaml, no run folder
+
+
+def test_a_sweep_that_fits_its_disk_but_tightly_is_warned_and_finishes_within_the_estimate(tmp_path, tiny_spec):
+    tiny_spec.update({"grid": {"algo": ["ppo", "sac"]}, "total_timesteps": 400, "checkpoint_every": 200,
+                      "sac": {"buffer_size": 2000, "learning_starts": 100, "batch_size": 32},
+                      "eval": {"episodes": 1, "every": 200}})
+    spec = write_spec(tmp_path, tiny_spec)
+    runs = tmp_path / "tight"
+    plan = prepare(spec, runs)
+    needed = estimate(plan.runs, {c.variant.name: c.probe for c in plan.checks}, KEPT_CHECKPOINTS, 2).bytes
+    size = math.ceil(needed / 0.9 / 4096) * 4096  # the estimate is 90% of the disk
+    out = _in_tmpfs(size, runs, f"{sweep_exe()} run {spec} -w 2 -q --report-every 0 --runs-dir {runs}; echo rc=$?; "
+                    f"du -sb {runs}/tiny")
+    assert re.search(rf"warning: {runs}/tiny: needs about .* over 80% of the .* free on tmpfs", out), out
+    assert "2 succeeded, 0 failed" in out and "rc=0" in out, out  # the runs' real peak fit in the disk
+    written = int(re.search(rf"(\d+)\s+{runs}/tiny", out).group(1))
+    assert written <= needed  # what the finished runs keep (one checkpoint each today) is under the estimate

@@ -122,6 +122,8 @@ def run(
     plan = prepare(spec_file, runs_dir)
     tables.warn_spec(plan.spec)
     tables.warn_missing_tensorboard(plan.spec)
+    if plan.spec.search is None and not dry_run:
+        _check_disk(plan, _runs_to_run(decide(plan)), workers, backend)  # before pictures, lock or folders
     if pictures:
         _render_pictures(plan, pictures)
     if plan.spec.search is not None:
@@ -137,6 +139,7 @@ def run(
         planned = in_start_order(plan, decide(plan), start)  # reads every run dir: once
         tables.plan_table(out, plan, planned)
         _print_cost(out, plan, planned, workers, backend)
+        _check_disk(plan, _runs_to_run(planned), workers, backend, out=out, refuse=False)
         if backend == "slurm":
             tables.sbatch_preview(out, plan, planned, workers)
         return
@@ -205,7 +208,9 @@ def _adaptive_dry_run(out, plan, policy, start, workers: int | None, backend: st
     granted = in_start_order(plan, granted_plan(plan, source), start)
     tables.plan_table(out, plan, granted)
     tables.adaptive_seeds_plan(out, policy, len(source.by_group), sum(source.seeds.values()))
-    _print_cost(out, plan, granted, workers, backend, at_max=in_start_order(plan, decide(plan), start))
+    at_max = in_start_order(plan, decide(plan), start)
+    _print_cost(out, plan, granted, workers, backend, at_max=at_max)
+    _check_disk(plan, _runs_to_run(at_max), workers, backend, out=out, refuse=False)
 
 
 def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, retries: int,
@@ -293,6 +298,39 @@ def print_cost(out, plan, runs: Sequence[RunSpec], workers: int | None, backend:
         out.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
+KEPT_CHECKPOINTS = 2  # the checkpoints a run keeps: the worker's default, its last 2
+
+
+def _runs_to_run(planned) -> list[RunSpec]:
+    from ..plan.planned import Action
+
+    return [p.run for p in planned if p.action is not Action.SKIP]
+
+
+def _check_disk(plan, runs: Sequence[RunSpec], workers: int | None, backend: str, *, out=None,
+                refuse: bool = True) -> None:
+    """The peak disk use of `runs` (plan/disk.py) against the free space where the sweep writes: refused (an
+    InputError) when it needs more than that, or only said when not `refuse` (a dry run); a warning when it
+    needs most of it. With `out`, the estimate's line too."""
+    from ..engine.diskspace import room
+    from ..plan.disk import WARN_SHARE, Verdict, estimate, human_bytes, judge
+
+    at_once = workers or (_default_workers(backend).workers if backend == "local" else len(runs))
+    needed = estimate(runs, {c.variant.name: c.probe for c in plan.checks}, KEPT_CHECKPOINTS, at_once)
+    free = room(plan.sweep_dir.path)
+    if out is not None:
+        out.print(tables.disk_line(needed, free), markup=False, highlight=False, soft_wrap=True)
+    verdict = judge(needed.bytes, free.free)
+    if verdict is Verdict.SHORT:
+        shortage = tables.disk_shortage(plan.sweep_dir.path, needed, free)
+        if refuse:
+            raise InputError(shortage)
+        print(f"warning: sweep run would refuse: {shortage}", file=sys.stderr, flush=True)
+    elif verdict is Verdict.TIGHT:
+        print(f"warning: {plan.sweep_dir.path}: needs {tables.disk_needs(needed)}, over {100 * WARN_SHARE:.0f}% "
+              f"of the {human_bytes(free.free)} free on {free.device}", file=sys.stderr, flush=True)
+
+
 def _bench_speed():
     """What `sweep bench` kept for this machine as a per-run speed (it trains PPO on one env per run)."""
     from ..bench.recommend import load
@@ -368,8 +406,9 @@ def validate(
     runs_dir: Path | None = typer.Option(None, "--runs-dir", help="Overrides the spec's runs_dir."),
     pictures: Path | None = typer.Option(None, "--pictures", help=PICTURES_HELP),
 ) -> None:
-    """Check the spec; compile every variant, build its env and take random steps; one row per variant."""
-    from ..engine.sweep import BrokenVariantsError, prepare
+    """Check the spec; compile every variant, build its env and take random steps; one row per variant; the
+    disk the runs will need at their peak against the free space."""
+    from ..engine.sweep import BrokenVariantsError, decide, prepare
 
     try:
         plan = prepare(spec_file, runs_dir)
@@ -379,7 +418,10 @@ def validate(
     tables.warn_spec(plan.spec)
     tables.warn_missing_tensorboard(plan.spec)
     tables.zoo_hyperparameters(plan.spec)
-    tables.variant_table(tables.make_console(), plan)
+    out = tables.make_console()
+    tables.variant_table(out, plan)
+    if plan.spec.search is None:
+        _check_disk(plan, _runs_to_run(decide(plan)), None, "local", out=out)
     if pictures:
         _render_pictures(plan, pictures)
 

@@ -11,9 +11,11 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from ..crosseval.plan import Cell
+    from ..engine.diskspace import Room
     from ..engine.scheduler import SweepOutcome
     from ..engine.sweep import SweepPlan
     from ..plan.cost import Cost
+    from ..plan.disk import DiskEstimate
     from ..plan.planned import PlannedRun
     from ..results.report import GroupRow
     from ..results.rows import ResultRow
@@ -137,6 +139,40 @@ def cost_lines(cost: Cost, *, skipped: int = 0, note: str = "", at_max: Cost | N
     plural = "run" if cost.workers == 1 else "runs"
     return [f"{head}; {wall} {where} at {cost.workers} {plural} at once",
             f"  speed: {_speed_text(hi, here)}"]
+
+
+def disk_needs(estimate: DiskEstimate) -> str:
+    """The estimate of plan/disk.py in words: 'about 26 GB at peak (20 SAC runs, 4 at once, ...)'."""
+    from ..plan.disk import human_bytes as size
+
+    peak = estimate.peak
+    plural = "" if estimate.runs == 1 else "s"
+    runs = f"{estimate.runs} {estimate.algos[0]} run{plural}" if len(estimate.algos) == 1 else \
+        f"{estimate.runs} run{plural} ({', '.join(estimate.algos)})"
+    buffers = (f"{size(peak.buffers)} replay buffers at {size(estimate.largest_buffer)} each, "
+               if estimate.buffer_runs else "")
+    return (f"about {size(estimate.bytes)} at peak ({runs}, {estimate.at_once} at once, "
+            f"{estimate.kept_checkpoints} checkpoints kept each: {buffers}{size(peak.models)} models, "
+            f"{size(peak.logs)} logs and run files)")
+
+
+def disk_line(estimate: DiskEstimate, room: Room) -> str:
+    """The dry run's and `sweep validate`'s line about disk space."""
+    from ..plan.disk import human_bytes
+
+    if not estimate.runs:
+        return f"disk: nothing left to run; {human_bytes(room.free)} free on {room.device}"
+    return f"disk: {disk_needs(estimate)}; {human_bytes(room.free)} free on {room.device}"
+
+
+def disk_shortage(where: object, estimate: DiskEstimate, room: Room) -> str:
+    """The refusal's one line: what is needed, what is free, and what to change."""
+    from ..plan.disk import human_bytes
+
+    remedies = ["free space", "a --runs-dir on a larger disk", *(["lower buffer_size"] if estimate.buffer_runs else []),
+                "fewer --workers"]
+    return (f"{where}: needs {disk_needs(estimate)}, {human_bytes(room.free)} free on {room.device}: "
+            f"{', '.join(remedies[:-1])} or {remedies[-1]}")
 
 
 def _speed_text(cost: Cost, here: str) -> str:
