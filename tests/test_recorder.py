@@ -21,12 +21,13 @@ def test_status_for_every_change_and_an_index_line_for_each_end(tmp_path):
     recorder.restarting("r0")
     recorder.record(run_dir, RunStatus(state=RunState.RUNNING, attempts=1))
     assert recorder.previous(run_dir).state is RunState.RUNNING
-    assert recorder.measured_peaks_mb() == {}
-    recorder.record(run_dir, RunStatus(state=RunState.SUCCEEDED, attempts=1, peak_rss_mb=321.0))
+    assert recorder.measured_peaks().for_admission() == {}
+    recorder.record(run_dir, RunStatus(state=RunState.SUCCEEDED, attempts=1, peak_rss_mb=321.0, peak_uss_mb=45.0))
     lines = [json.loads(line) for line in sweep.index_jsonl.read_text().splitlines()]
     assert lines[0] == {"run_id": "r0", "state": "running"}
     assert [(line["run_id"], line["state"]) for line in lines] == [("r0", "running"), ("r0", "succeeded")]
-    assert recorder.measured_peaks_mb() == {"ppo": [321.0]} and warnings == []
+    peaks = recorder.measured_peaks()
+    assert (peaks.uss_mb, peaks.rss_mb) == ({"ppo": [45.0]}, {"ppo": [321.0]}) and warnings == []
 
 
 def test_a_status_that_cannot_be_written_is_a_warning(tmp_path):

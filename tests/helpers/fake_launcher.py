@@ -58,6 +58,9 @@ class FakeHandle:
     def peak_rss_mb(self):
         return 100.0
 
+    def peak_uss_mb(self):
+        return None  # as Ray and SLURM: the admission counts the RSS
+
 
 class FakeLauncher(Launcher):
     """Starts no process: each run ends on the fake clock as its Script says, and what ran together is kept."""

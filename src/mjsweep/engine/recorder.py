@@ -8,6 +8,7 @@ from ..results.runview import index_entry
 from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_json
 from ..sweepdir.index import ENDED_STATES, IndexWriter
 from ..sweepdir.models import RunStatus
+from .memory import MeasuredPeaks
 
 
 class StatusRecorder:
@@ -25,12 +26,12 @@ class StatusRecorder:
         except CorruptFileError:
             return None
 
-    def measured_peaks_mb(self) -> dict[str, list[float]]:
+    def measured_peaks(self) -> MeasuredPeaks:
         """Peak memory of every run that recorded one, in earlier invocations too, by algorithm."""
-        peaks: dict[str, list[float]] = {}
+        peaks = MeasuredPeaks()
         for run_dir in self.sweep_dir.run_dirs():
-            if (status := self.previous(run_dir)) and status.peak_rss_mb:
-                peaks.setdefault(_algo_of(run_dir), []).append(status.peak_rss_mb)
+            if (status := self.previous(run_dir)) and (status.peak_uss_mb or status.peak_rss_mb):
+                peaks.add(_algo_of(run_dir), status.peak_uss_mb, status.peak_rss_mb)
         return peaks
 
     def restarting(self, run_id: str) -> None:

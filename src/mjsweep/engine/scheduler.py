@@ -23,7 +23,7 @@ from ..launchers.base import Launcher, RunExit, RunHandle
 from ..sweepdir.files import SweepDir, now_iso
 from ..sweepdir.models import FailureClass, RunSpec, RunState, RunStatus
 from .failures import classify, should_retry
-from .memory import memory_admits, run_memory_mb
+from .memory import MeasuredPeaks, memory_admits, run_memory_mb
 from .recorder import StatusRecorder
 
 
@@ -119,7 +119,7 @@ class Scheduler:
         self.recorder = StatusRecorder(sweep_dir, warn=self._warn)
         self._stop_requests = 0
         self._active: dict[str, _Active] = {}
-        self._measured_rss_mb: dict[str, list[float]] = {}
+        self._measured = MeasuredPeaks()
         """Peak memory of the ended runs, by algorithm."""
         self._waiting_for_memory = False
         self._source: RunSource | None = None
@@ -132,7 +132,7 @@ class Scheduler:
         outcome = SweepOutcome()
         pending = deque((run, 0) for run in runs)
         self._source = source
-        self._measured_rss_mb = self.recorder.measured_peaks_mb()  # from earlier invocations too
+        self._measured = self.recorder.measured_peaks()  # from earlier invocations too
         with self._signals_handled():
             try:
                 while (pending or self._active or self._more_to_come()) and not self._stop_requests:
@@ -215,7 +215,7 @@ class Scheduler:
     def _memory_allows_another(self, algo: str) -> bool:
         if not self.options.memory_guard:
             return True
-        available_mb, needed_mb = self.available_mb(), run_memory_mb(self._measured_rss_mb, algo)
+        available_mb, needed_mb = self.available_mb(), run_memory_mb(self._measured.for_admission(), algo)
         if memory_admits(available_mb, needed_mb, running=len(self._active)):
             self._waiting_for_memory = False
             return True
@@ -276,11 +276,11 @@ class Scheduler:
         stopped = (bool(self._stop_requests) and active.interrupted_at is not None) or active.pruned_at is not None
         failure = classify(end, stopped=stopped, timed_out=active.timed_out_at is not None,
                            succeeded=run_dir.has_complete_result())
-        peak = active.handle.peak_rss_mb()
-        if peak:
-            self._measured_rss_mb.setdefault(active.run.algo, []).append(peak)
+        peak_rss, peak_uss = active.handle.peak_rss_mb(), active.handle.peak_uss_mb()
+        self._measured.add(active.run.algo, peak_uss, peak_rss)
         code = end.returncode
-        ended = {"returncode": code, "ended_at": now_iso(), "peak_rss_mb": peak, "pid": active.status.pid}
+        ended = {"returncode": code, "ended_at": now_iso(), "peak_rss_mb": peak_rss, "peak_uss_mb": peak_uss,
+                 "pid": active.status.pid}
         if failure is None:
             self.recorder.record(run_dir, active.status.model_copy(update={"state": RunState.SUCCEEDED, **ended}))
             outcome.succeeded.append(active.run.run_id)

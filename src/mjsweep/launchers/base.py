@@ -85,7 +85,11 @@ class RunHandle(Protocol):
         """Stop the run and everything it started, at once."""
 
     def peak_rss_mb(self) -> float | None:
-        """Largest resident memory seen so far for the run's processes, if known."""
+        """Largest resident memory (RSS, shared pages included) seen so far for the run's processes, if known."""
+
+    def peak_uss_mb(self) -> float | None:
+        """Largest unique memory (USS: pages no process outside the run shares) seen so far, what one more
+        run like it adds; None where not measured (Ray, SLURM: the worker reports its RSS only)."""
 
 
 class Launcher(ABC):

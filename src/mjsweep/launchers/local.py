@@ -7,12 +7,9 @@ import os
 import signal
 import socket
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
-
-import psutil
 
 from ..sweepdir.files import RunDir
 from ..sweepdir.models import RunSpec
@@ -20,13 +17,9 @@ from .base import Launcher, RunExit
 from .gpus import GpuSlots
 from .spawn import spawn_worker, worker_command, worker_env
 from .template_client import TemplateError, TemplateProcess
+from .treememory import TreeMemory, uss_readable
 
 STARTS = ("exec", "template")
-
-TREE_EVERY_S = 10.0
-"""How often a worker's process tree is listed again. Listing children makes psutil read the stat file of
-every process on the machine (milliseconds, per run, per poll: most of the launcher's CPU); reading the
-RSS of the processes already known takes microseconds and is done at every poll."""
 
 
 class WorkerProcess(Protocol):
@@ -40,17 +33,15 @@ class WorkerProcess(Protocol):
 
 
 class LocalHandle:
-    def __init__(self, proc: WorkerProcess, on_exit: Callable[[], None] = lambda: None):
+    def __init__(self, proc: WorkerProcess, on_exit: Callable[[], None] = lambda: None, read_uss: bool = True):
         self.proc = proc
         self.pid = proc.pid
         self.host = socket.gethostname()
-        self._peak_rss = 0.0
-        self._tree: list[psutil.Process] = []
-        self._tree_at = float("-inf")
+        self.memory = TreeMemory(proc.pid, read_uss)
         self._on_exit = on_exit
 
     def poll(self) -> RunExit | None:
-        self._sample_rss()
+        self.memory.sample()
         code = self.proc.poll()
         if code is None:
             return None
@@ -69,29 +60,16 @@ class LocalHandle:
         return self.proc.wait(timeout)
 
     def peak_rss_mb(self) -> float | None:
-        return round(self._peak_rss / 2**20, 1) if self._peak_rss else None
+        return self.memory.peak_rss_mb()
+
+    def peak_uss_mb(self) -> float | None:
+        return self.memory.peak_uss_mb()
 
     def _signal_group(self, sig: int) -> None:
         try:
             os.killpg(self.pid, sig)  # the worker leads its own group (start_new_session)
         except (ProcessLookupError, PermissionError):
             pass
-
-    def _sample_rss(self) -> None:
-        now = time.monotonic()
-        if now - self._tree_at >= TREE_EVERY_S:
-            try:
-                root = psutil.Process(self.pid)
-                self._tree, self._tree_at = [root, *root.children(recursive=True)], now
-            except psutil.Error:
-                return
-        rss = 0
-        for proc in self._tree:
-            try:
-                rss += proc.memory_info().rss
-            except psutil.Error:  # a child that has ended since the tree was listed
-                pass
-        self._peak_rss = max(self._peak_rss, rss)
 
 
 class LocalLauncher(Launcher):
@@ -114,6 +92,8 @@ class LocalLauncher(Launcher):
         self.gpu_slots = GpuSlots(gpus or [], runs_per_gpu)
         self.start_with = start_with
         self._template = template  # one started early (launchers.early_template), or None
+        self._read_uss: bool | None = None
+        """Whether runs' USS can be read here; decided at the first start."""
 
     def submit(self, runs: list[RunSpec], sweep_dir) -> None:
         if self.start_with == "template" and any(run.device == "cpu" for run in runs):
@@ -140,7 +120,8 @@ class LocalLauncher(Launcher):
             if gpu is not None:
                 self.gpu_slots.give_back(gpu)
             raise
-        return LocalHandle(proc, on_exit=(lambda: self.gpu_slots.give_back(gpu)) if gpu is not None else lambda: None)
+        return LocalHandle(proc, on_exit=(lambda: self.gpu_slots.give_back(gpu)) if gpu is not None else lambda: None,
+                           read_uss=self._uss_readable())
 
     def news_fd(self) -> int | None:
         """The template's socket while forked runs are running (an exec'd run's end waits for the poll)."""
@@ -150,6 +131,16 @@ class LocalLauncher(Launcher):
         if self._template is not None:
             self._template.close()
             self._template = None
+
+    def _uss_readable(self) -> bool:
+        """Asked once; where USS cannot be read, says so in one line and the admission counts RSS."""
+        if self._read_uss is None:
+            why = uss_readable()
+            if why is not None:
+                print(f"mjsweep: cannot read the runs' unique memory (USS: {why}); memory admission counts "
+                      "their RSS, shared pages included", file=sys.stderr, flush=True)
+            self._read_uss = why is None
+        return self._read_uss
 
     def _forkable(self, command: list[str]) -> bool:
         """Whether the template can run this command line: this interpreter with -m, -c or a script."""

@@ -86,6 +86,9 @@ class RayHandle:
         except CorruptFileError:
             return None
 
+    def peak_uss_mb(self) -> float | None:
+        return None  # the worker measures its own RSS only; the admission goes by that
+
     def _unavailable(self, now: float) -> None:
         self._unavailable_since = self._unavailable_since or now
         if now - self._unavailable_since > UNAVAILABLE_LIMIT_S:

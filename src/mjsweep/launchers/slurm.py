@@ -163,6 +163,9 @@ class SlurmHandle:
         except CorruptFileError:
             return None
 
+    def peak_uss_mb(self) -> float | None:
+        return None  # the worker measures its own RSS only; the admission goes by that
+
 
 def _scancel(*args: str) -> None:
     subprocess.run(["scancel", *args], capture_output=True, stdin=subprocess.DEVNULL)

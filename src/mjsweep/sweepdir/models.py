@@ -232,6 +232,12 @@ class RunStatus(FileModel):
     error_tail: str | None = None
     """Last lines of log.txt when the run failed."""
     peak_rss_mb: float | None = None
+    """The largest resident set (RSS) of the run's processes: every page they map, those shared with other
+    processes too (a forked run's template, shared libraries)."""
+    peak_uss_mb: float | None = None
+    """The largest unique set (USS) of a local run's processes: the pages no other process shares, what one
+    more run like it adds (the memory admission's measure). None for Ray and SLURM runs and in files
+    written before it was measured: the admission then counts peak_rss_mb."""
 
 
 def succeeded(status: RunStatus | None, result: RunResult | None) -> bool:
