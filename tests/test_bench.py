@@ -14,6 +14,7 @@ import pytest
 from helpers.commands import run_sweep, write_spec
 from helpers.models import TINY_XML
 from mjsweep.bench import Batch, BenchConfig, BenchReport, ScaleFigures, batch_sizes, recommend
+from mjsweep.bench.batches import mjsweep_batch
 from mjsweep.bench.contender import MISSING, command, gnu_parallel, parallel_batch
 from mjsweep.bench.figures import LaunchFigures
 from mjsweep.bench.launch import measure_launch
@@ -55,6 +56,7 @@ def test_tiny_bench_reports_every_figure_consistently(tmp_path: Path):
         assert b["torch_threads"] == 1
         assert 0 < b["startup_s"] < b["wall_s"]
         assert b["peak_rss_mb"] > 50 and b["run_fps"] > 0
+        assert 0 < b["peak_uss_mb"] < b["peak_rss_mb"]
         assert b["rollout_s"] > 0 and b["train_s"] > 0
         assert b["spread_s"] >= 0 and (b["n"] > 1 or b["spread_s"] == 0)
         assert 0 <= b["launcher_cpu"] < 1
@@ -244,6 +246,32 @@ def test_the_gnu_parallel_contender_has_its_row_its_ratio_its_memory_and_a_targe
     assert "- mjsweep at N=2: 1.05x GNU parallel's 1489 env-steps/s" in text
     assert "- memory per run (largest peak RSS): mjsweep 330 MiB, GNU parallel 350 MiB" in text
     assert "| >= 1.0x GNU parallel at N = 2 | 1.05x | yes |" in text
+
+
+def test_the_memory_per_run_is_what_one_more_run_adds_beside_the_rss():
+    base = _report()
+    mj = [_batch("mjsweep", 1, 10.0, peak_uss_mb=240.0), _batch("mjsweep", 2, 10.5, peak_uss_mb=120.4),
+          _batch("mjsweep", 4, 20.5, peak_uss_mb=118.0)]
+    report = BenchReport(base.config, mj, base.naive, base.scale, "host", "cpu", 0.1)
+    assert [b["peak_uss_mb"] for b in report.to_dict()["mjsweep"]] == [240.0, 120.4, 118.0]
+    assert report.to_dict()["naive"]["peak_uss_mb"] is None
+    text = render(report)
+    header = next(line for line in text.splitlines() if line.startswith("| batch |")).split(" | ")
+    rows = {tuple(line.split(" | ")[:2]): line.split(" | ") for line in text.splitlines() if line.startswith("| ")}
+    uss, rss = header.index("peak USS MiB"), header.index("peak RSS MiB")
+    assert (rows["| mjsweep", "2"][rss], rows["| mjsweep", "2"][uss]) == ("330", "120")
+    assert rows["| naive", "2"][uss] == "-"  # the contenders' own memory is not measured apart
+    assert "- what one more run adds (largest peak USS, the memory admission's measure): mjsweep 120 MiB at N=2" in text
+
+
+def test_an_mjsweep_batch_reports_its_runs_uss_as_the_launcher_measured_it(tmp_path: Path):
+    config = BenchConfig(env="HalfCheetah-v5", steps=STEPS, ppo={"n_steps": N_STEPS}, max_episode_steps=100,
+                         cores=2)
+    batch = mjsweep_batch(config, TINY_XML, 2, tmp_path / "bench")
+    statuses = [json.loads(path.read_text()) for path in (tmp_path / "bench" / "runs").glob("*/*/status.json")]
+    assert batch.failed == 0 and len(statuses) == 2
+    assert batch.peak_uss_mb == max(status["peak_uss_mb"] for status in statuses)
+    assert 0 < batch.peak_uss_mb < batch.peak_rss_mb
 
 
 def test_a_skipped_contender_is_one_line_and_no_figure():

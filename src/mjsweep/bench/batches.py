@@ -52,6 +52,7 @@ def mjsweep_batch(config: BenchConfig, xml: Path, n: int, folder: Path) -> Batch
     outcome, wall, cpu, workers_cpu = _timed_execute(plan, n)
     results = [_result(plan.sweep_dir.run(run.run_id)) for run in plan.runs]
     done = [r for r in results if r is not None]
+    uss = [peak for run in plan.runs if (peak := _peak_uss_mb(plan.sweep_dir.run(run.run_id))) is not None]
     return Batch(
         kind="mjsweep", n=n, wall_s=round(wall, 3), timesteps=sum(r.timesteps or 0 for r in done),
         run_fps=round(mean(training_fps(r.timesteps or 0, r.rollout_s or 0.0, r.train_s or 0.0) for r in done), 1)
@@ -60,7 +61,7 @@ def mjsweep_batch(config: BenchConfig, xml: Path, n: int, folder: Path) -> Batch
         startup_s=_max(done, "startup_s"), peak_rss_mb=_max(done, "peak_rss_mb"),
         torch_threads=int(_max(done, "torch_threads") or 0) or None, spread_s=_spread(done, "attempt_wall_s"),
         workers_cpu_s=round(workers_cpu, 2), launcher_cpu=round(cpu / wall, 4) if wall > 0 else None,
-        failed=len(outcome.failed) + len(outcome.interrupted),
+        failed=len(outcome.failed) + len(outcome.interrupted), peak_uss_mb=max(uss) if uss else None,
     )
 
 
@@ -135,6 +136,15 @@ def _result(run_dir: RunDir) -> RunResult | None:
         return run_dir.read_result()
     except CorruptFileError:
         return None
+
+
+def _peak_uss_mb(run_dir: RunDir) -> float | None:
+    """The launcher's measure of the run's own memory, from its status.json."""
+    try:
+        status = run_dir.read_status()
+    except CorruptFileError:
+        return None
+    return status.peak_uss_mb if status else None
 
 
 def _mean(results: list[RunResult], key: str) -> float | None:

@@ -46,7 +46,7 @@ class Batch:
     startup_s: float | None
     """Slowest run's time from process start to its first env step."""
     peak_rss_mb: float | None
-    """Largest peak RSS of one worker process."""
+    """Largest peak RSS of one worker process (the pages it shares with other processes included)."""
     torch_threads: int | None
     """Intra-op threads torch used in the runs (the largest seen)."""
     spread_s: float | None = None
@@ -57,6 +57,9 @@ class Batch:
     launcher_cpu: float | None = None
     """CPU the launcher used while it ran the batch, as a fraction of one core."""
     failed: int = 0
+    peak_uss_mb: float | None = None
+    """Largest peak USS of one run's processes, as the launcher measured it for its memory admission: the
+    pages no other process shares, what one more run adds. mjsweep batches only (None for the contenders)."""
 
     @property
     def aggregate(self) -> float:

@@ -9,7 +9,7 @@ from ..ui.tables import fixed
 from .figures import Batch, BenchReport
 
 COLUMNS = ("batch", "N", "wall s", "env-steps/s", "efficiency", "cores busy", "CPU s/run", "run fps", "rollout s",
-           "train s", "spread s", "start-up s", "peak RSS MiB", "torch threads", "launcher CPU")
+           "train s", "spread s", "start-up s", "peak RSS MiB", "peak USS MiB", "torch threads", "launcher CPU")
 LABELS = {"parallel": "GNU parallel"}
 
 
@@ -36,7 +36,7 @@ def _cells(report: BenchReport, b: Batch) -> list[str]:
     return [name, str(b.n), f"{b.wall_s:.1f}", f"{b.aggregate:.0f}", f"{report.efficiency(b):.2f}",
             fixed(b.busy(report.config.cores), 2), fixed(cpu_per_run, 1), f"{b.run_fps:.0f}",
             fixed(b.rollout_s, 1), fixed(b.train_s, 1), fixed(b.spread_s, 1), fixed(b.startup_s, 2),
-            fixed(b.peak_rss_mb, 0), fixed(b.torch_threads, 0),
+            fixed(b.peak_rss_mb, 0), fixed(b.peak_uss_mb, 0), fixed(b.torch_threads, 0),
             "-" if b.launcher_cpu is None else f"{100 * b.launcher_cpu:.2f}%"]
 
 
@@ -53,6 +53,9 @@ def _summary(report: BenchReport) -> list[str]:
                      f"env-steps/s (N={p.n}, a plain script, {p.torch_threads} torch thread each)")
         lines.append(f"- memory per run (largest peak RSS): mjsweep {fixed(at.peak_rss_mb, 0)} MiB, GNU parallel "
                      f"{fixed(p.peak_rss_mb, 0)} MiB")
+    if at.peak_uss_mb is not None:
+        lines.append(f"- what one more run adds (largest peak USS, the memory admission's measure): mjsweep "
+                     f"{fixed(at.peak_uss_mb, 0)} MiB at N={at.n}")
     elif report.parallel_skipped:
         lines.append(f"- {report.parallel_skipped}")
     for launch in (report.launch, report.launch_template):
