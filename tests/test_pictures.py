@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 from pathlib import Path
@@ -19,6 +20,20 @@ from helpers.rendering import needs_gl
 from mjsweep.media.camera import AZIMUTH_DEG, ELEVATION_DEG, Box, framing
 from mjsweep.media.gl import RenderUnavailable, run_render_process
 from mjsweep.media.sheet import LABEL_HEIGHT, contact_sheet, label
+
+ROBOTS = Path(__file__).resolve().parents[2] / "shared" / "robots"
+# A model of its own: no skybox, no texture, a big floor (a big extent) and a light 3 m above it.
+BARE_XML = """<mujoco model="bare">
+  <worldbody>
+    <light directional="true" pos="0 0 3" dir="0 0 -1"/>
+    <geom name="floor" type="plane" size="40 40 0.5" rgba="0.5 0.5 0.5 1"/>
+    <body name="block" pos="0 0 0.2">
+      <freejoint/>
+      <geom type="box" size="0.2 0.1 0.1" rgba="0.8 0.3 0.2 1"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
 
 
 def projected(point, pose, fovy_deg: float, aspect: float) -> tuple[float, float]:
@@ -114,6 +129,23 @@ def helpers_importable(monkeypatch) -> None:
     """The render process can import tests/helpers (it starts with PYTHONPATH from the environment)."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(Path(__file__).parent),
                                                                    os.environ.get("PYTHONPATH")])))
+
+
+@needs_gl
+def test_no_shadow_falls_on_the_floor_away_from_the_robot(tmp_path, monkeypatch):
+    """The far floor once came out in dark triangles: a shadow map over metres of distant floor, whose
+    depth missed MuJoCo's shadow offset. Every shadow pixel must now lie under the robot."""
+    bare = tmp_path / "bare.xml"
+    bare.write_text(BARE_XML)
+    models = [XML_DIR / "tiny_walker.xml", XML_DIR / "tiny_walker_long.xml", XML_DIR / "ant.xml", bare,
+              ROBOTS / "unitree_h1" / "scene.xml"]
+    helpers_importable(monkeypatch)
+    job, out = tmp_path / "job.json", tmp_path / "counts.json"
+    job.write_text(json.dumps({"xml": [str(m) for m in models], "out": str(out)}))
+    run_render_process("helpers.stray_shadows", [str(job)])
+    counts = {Path(xml).parent.name if Path(xml).name == "scene.xml" else Path(xml).name: n
+              for xml, n in json.loads(out.read_text()).items()}
+    assert counts == dict.fromkeys(counts, 0)
 
 
 def test_render_falls_back_from_egl_to_osmesa(monkeypatch):

@@ -3,6 +3,7 @@ folder, a video of each variant's policy, and report.html opened in a real headl
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ from helpers.commands import run_sweep, write_spec
 from helpers.fake_sweep import run_spec
 from helpers.models import TINY_LONG_XML, TINY_XML
 from helpers.rendering import CHROMEDRIVER, CHROMIUM, needs_browser, needs_gl
+from mjsweep.media.sheet import LABEL_HEIGHT
 from mjsweep.media.videos import NoVideo, choose
 from mjsweep.results.rows import ResultRow
 from mjsweep.sweepdir.models import RunResult, RunState, RunStatus
@@ -65,6 +67,18 @@ def test_run_with_pictures_keeps_the_contact_sheet_in_the_sweep_folder(trained):
     assert kept.read_bytes() == (trained.parents[1] / "pictures" / "contact_sheet.png").read_bytes()
 
 
+def shadowed_far_floor(frame: np.ndarray, edge: int = 3) -> int:
+    """Pixels of the tiny walker's grey floor in shadow (lit it is about 85, in shadow about 22) between
+    the frame's label and the robot, where no shadow belongs; blurred edges of black (the label, the void
+    beyond the floor's side) are not counted."""
+    band = frame[LABEL_HEIGHT:frame.shape[0] // 3].max(axis=-1)
+    black = np.pad(band < 12, edge)
+    near_black = np.zeros_like(band, dtype=bool)
+    for dy, dx in itertools.product(range(2 * edge + 1), repeat=2):
+        near_black |= black[dy:dy + band.shape[0], dx:dx + band.shape[1]]
+    return int(np.sum((band >= 12) & (band < 30) & ~near_black))
+
+
 @needs_gl
 def test_video_of_each_variant_has_the_frames_its_seconds_ask_for(trained):
     import imageio.v2 as imageio
@@ -82,6 +96,7 @@ def test_video_of_each_variant_has_the_frames_its_seconds_ask_for(trained):
         assert fps == pytest.approx(20.0) and len(frames) == 20
         assert frames[0].shape == (240, 320, 3)
         assert frames[0].std() > 10, "not blank"
+        assert shadowed_far_floor(frames[0]) == 0, "no dark triangles on the far floor"
         assert np.abs(frames[0].astype(int) - frames[-1].astype(int)).mean() > 1, "the robot moves"
         assert Image.open(path.with_suffix(".gif")).n_frames == 20
     assert "frames" in proc.stderr  # progress

@@ -37,6 +37,10 @@ class Box:
     def center(self) -> tuple[float, float, float]:
         return _point((np.asarray(self.low) + np.asarray(self.high)) / 2)
 
+    @property
+    def diagonal(self) -> float:
+        return float(np.linalg.norm(np.subtract(self.high, self.low)))
+
 
 def _point(values) -> tuple[float, float, float]:
     x, y, z = (float(v) for v in values)

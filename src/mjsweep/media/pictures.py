@@ -16,6 +16,7 @@ import numpy as np
 from ..sweepdir.files import CONTACT_SHEET_PNG
 from .camera import Box, CameraPose, framing
 from .gl import open_gl_or_exit, run_job
+from .lighting import cast_shadows_over, fit_shadow_map
 from .sheet import contact_sheet, save_png
 
 
@@ -39,6 +40,8 @@ def robot_box(model, data) -> Box:
 
 
 def render(mujoco, model, data, pose: CameraPose, width: int, height: int) -> np.ndarray:
+    robot = robot_box(model, data)
+    fit_shadow_map(model, robot)
     model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
     model.vis.global_.offheight = max(model.vis.global_.offheight, height)
     camera = mujoco.MjvCamera()
@@ -48,6 +51,7 @@ def render(mujoco, model, data, pose: CameraPose, width: int, height: int) -> np
     renderer = mujoco.Renderer(model, height, width)
     try:  # closed here: a Renderer left to the garbage collector raises at interpreter exit
         renderer.update_scene(data, camera=camera)
+        cast_shadows_over(mujoco, model, renderer.scene, robot.center)
         return renderer.render().copy()
     finally:
         renderer.close()

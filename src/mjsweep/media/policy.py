@@ -20,6 +20,7 @@ from ..worker.normalization import load_frozen
 from ..worker.policy import load_policy
 from .camera import framing
 from .gl import open_gl_or_exit, run_job
+from .lighting import cast_shadows_over, fit_shadow_map
 from .pictures import robot_box
 from .sheet import label
 
@@ -48,18 +49,21 @@ def rollout_frames(mujoco, item: dict, width: int, height: int, seconds: float):
     frames = max(1, round(seconds * fps))
     yield fps, frames
     obs = venv.reset()
-    pose = framing(robot_box(model, data), float(model.vis.global_.fovy), width / height)
+    robot = robot_box(model, data)
+    pose = framing(robot, float(model.vis.global_.fovy), width / height)
     camera = mujoco.MjvCamera()
     camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
     camera.trackbodyid = 1  # the robot's root body: the camera keeps it in view as it walks
     camera.distance, camera.azimuth, camera.elevation = pose.distance, pose.azimuth, pose.elevation
     model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
     model.vis.global_.offheight = max(model.vis.global_.offheight, height)
+    fit_shadow_map(model, robot)
     renderer = mujoco.Renderer(model, height, width)
     episode_return = 0.0
     try:  # closed here: a Renderer left to the garbage collector raises at interpreter exit
         for frame in range(frames):
             renderer.update_scene(data, camera=camera)
+            cast_shadows_over(mujoco, model, renderer.scene, data.subtree_com[camera.trackbodyid])
             yield label(renderer.render(), [item["title"], f"return {episode_return:9.1f}"])
             if frame == frames - 1:
                 break
