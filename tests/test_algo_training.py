@@ -181,22 +181,24 @@ def test_a_kill_before_checkpoint_json_never_pairs_a_model_with_another_buffer(t
     with pytest.raises(KeyboardInterrupt):
         checkpointer.save(model, 2, Timing(), (0, 0, 0))
     monkeypatch.undo()
-    assert checkpointer.latest() == first
+    assert run.read_checkpoint() == first and checkpointer.damage(first) is None
     # the half buffer, under a name the next save does not write over: a kill's leftover at 40 timesteps
     (run.checkpoints / ".replay_buffer_50.pkl.tmp").rename(run.checkpoints / ".replay_buffer_40.pkl.tmp")
     monkeypatch.setattr(checkpoints, "write_model", killed)
     with pytest.raises(KeyboardInterrupt):
         checkpointer.save(model, 2, Timing(), (0, 0, 0))
     monkeypatch.undo()
-    latest = checkpointer.latest()
-    assert latest == first
+    latest = run.read_checkpoint()
+    assert latest == first and checkpointer.damage(first) is None
     assert load_from_pkl(run.checkpoints / latest.replay_buffer_file).size() == 30
     assert (run.checkpoints / "replay_buffer_50.pkl").exists()  # written, but no checkpoint names it
 
     second = checkpointer.save(model, 2, Timing(), (0, 0, 0))
-    assert checkpointer.latest() == second and second.replay_buffer_size == 50
-    assert sorted(p.name for p in run.checkpoints.iterdir()) == ["checkpoint.json", "model_50.zip",
-                                                                  "replay_buffer_50.pkl"]
+    assert run.read_checkpoint() == second and second.replay_buffer_size == 50 and second.earlier == [first]
+    assert checkpointer.damage(second) is None
+    # the leftovers gone; the first set kept as the one to fall back to (checkpoints_kept: 2)
+    assert sorted(p.name for p in run.checkpoints.iterdir()) == ["checkpoint.json", "model_30.zip", "model_50.zip",
+                                                                  "replay_buffer_30.pkl", "replay_buffer_50.pkl"]
 
 
 def test_an_off_policy_checkpoint_without_its_buffer_is_not_resumable(tmp_path):
@@ -205,8 +207,8 @@ def test_an_off_policy_checkpoint_without_its_buffer_is_not_resumable(tmp_path):
     run = run_dir(tmp_path)
     saved = checkpoints.Checkpointer(run, every=10, off_policy=True).save(model, 1, Timing(), (0, 0, 0))
     (run.checkpoints / saved.replay_buffer_file).unlink()
-    assert checkpoints.Checkpointer(run, every=10, off_policy=True).latest() is None
-    assert checkpoints.Checkpointer(run, every=10, off_policy=False).latest() == saved
+    assert checkpoints.Checkpointer(run, every=10, off_policy=True).damage(saved) == "replay_buffer_10.pkl is missing"
+    assert checkpoints.Checkpointer(run, every=10, off_policy=False).damage(saved) is None
 
 
 def test_warm_up_rows_of_an_off_policy_run_have_no_update_time(tmp_path):
@@ -276,6 +278,8 @@ def test_a_checkpoint_resumes_though_its_schedules_class_has_moved(tmp_path, tin
     assert checkpoint is not None and checkpoint.timesteps == 256
     model_zip = run.checkpoints / checkpoint.model_file
     move_schedules(model_zip, "mjsweep.gone")
+    # as that version's checkpoint.json named it: without checksums
+    run.checkpoint_json.write_text(json.dumps({**json.loads(run.checkpoint_json.read_text()), "sha256": {}}))
     with pytest.raises(ModuleNotFoundError, match="mjsweep.gone"):
         PPO.load(model_zip, device="cpu")  # what the checkpoint holds needs the class where it was
     assert isinstance(load_policy("ppo", str(model_zip)), PPO)  # cross-evaluation and videos load it

@@ -3,6 +3,7 @@ timeline: a kill at any moment, or a resume that drops later evaluations, never 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from mjsweep.sweepdir.files import RunDir
@@ -30,7 +31,7 @@ def top_pair(run: RunDir) -> tuple[str, str]:
     return run.best_model_zip.read_text(), run.best_vecnormalize.read_text()
 
 
-def new_best(best: BestModel, timesteps: int, mean: float, keep: int | None = None) -> None:
+def new_best(best: BestModel, timesteps: int, mean: float, keep: Iterable[int | None] = ()) -> None:
     best.save(Saves(f"model {timesteps}"), Saves(f"stats {timesteps}"), timesteps, mean, keep)
 
 
@@ -84,15 +85,34 @@ def test_a_checkpoint_before_any_evaluation_rewinds_to_no_best(tmp_path):
     assert not run.best_model_zip.exists() and not run.best_vecnormalize.exists() and not run.best_files()
 
 
-def test_a_later_checkpoint_lets_older_pairs_go(tmp_path):
+def test_a_later_checkpoint_lets_older_pairs_go_once_no_kept_checkpoint_needs_them(tmp_path):
     run = RunDir(tmp_path)
-    checkpointer = Checkpointer(run, every=100)
+    checkpointer = Checkpointer(run, every=100)  # two kept: the newest and the one a resume falls back to
     new_best(checkpointer.best, 100, 1.0)
     checkpointer.save(Saves("ckpt", num_timesteps=100), 1, Timing(), (0, 0, 0), None)
     new_best(checkpointer.best, 200, 2.0, keep=checkpointer.kept_best())
     assert run.best_model(100).exists()
     checkpointer.save(Saves("ckpt", num_timesteps=300), 3, Timing(), (0, 0, 0), None)
+    assert run.best_model(100).exists()  # the best of the checkpoint at 100, still kept
+    checkpointer.save(Saves("ckpt", num_timesteps=400), 4, Timing(), (0, 0, 0), None)
     assert sorted(p.name for p in run.best_files()) == ["model_200.zip", "vecnormalize_200.pkl"]
+
+
+def test_a_fall_back_to_an_older_checkpoint_brings_back_its_best(tmp_path):
+    run = RunDir(tmp_path)
+    checkpointer = Checkpointer(run, every=100)
+    evaluations(run, (100, 5.0))
+    new_best(checkpointer.best, 100, 5.0)
+    checkpointer.save(Saves("ckpt", num_timesteps=100), 1, Timing(), (0, 0, 0), None)
+    new_best(checkpointer.best, 200, 9.0, keep=checkpointer.kept_best())
+    checkpointer.save(Saves("ckpt", num_timesteps=200), 2, Timing(), (0, 0, 0), None)
+    new_best(checkpointer.best, 300, 10.0, keep=checkpointer.kept_best())
+    # The checkpoint at 200 is damaged: the resume falls back to the one at 100, and to its best.
+    older, newer = run.read_checkpoint().kept()
+    assert (older.timesteps, older.best_timesteps, newer.best_timesteps) == (100, 100, 200)
+    evaluations(run, (100, 5.0))
+    checkpointer.best.rewind(older)
+    assert top_pair(run) == ("model 100", "stats 100") and checkpointer.best.current().mean_return == 5.0
 
 
 def test_older_checkpoints_leave_the_best_as_it_is(tmp_path):

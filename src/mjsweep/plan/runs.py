@@ -97,6 +97,7 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         env=spec.env, xml=str(variant.xml), xml_sha256=variant.sha256, env_kwargs=env_kwargs,
         max_episode_steps=spec.max_episode_steps, policy=policy, algo=algo, hyperparams=hyperparams,
         total_timesteps=total, n_envs=spec.n_envs, vec_env=spec.vec_env, **checkpoint_interval(spec, algo),
+        checkpoints_kept=spec.checkpoints_kept,
         eval_episodes=spec.eval.episodes, eval_deterministic=spec.eval.deterministic, eval_every=spec.eval.every,
         content_hash=digest, cpus=cpus_per_run(spec), device=spec.device, tensorboard=spec.tensorboard,
         normalize=normalized, wandb=spec.tracking.wandb,

@@ -252,6 +252,9 @@ class SweepSpec(_Strict):
     """Also checkpoint once this many seconds have passed since the last checkpoint (or the start of
     training), whichever comes first; null: by timesteps only. Default: 300, and 900 for SAC and TD3.
     Not part of the run ids."""
+    checkpoints_kept: WholeInt = Field(2, ge=1)
+    """Checkpoints kept per run, each with its files' checksums: a resume that finds the newest damaged (a
+    failing disk, a copy cut short) falls back to the one before. 1: only the newest. Not part of the run ids."""
     runs_dir: Path = Path("runs")
     """Where sweeps are written; relative to the spec file's folder."""
     tensorboard: bool = False

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from .models import CheckpointRecord, FileModel, RunResult, RunStatus, SweepVariants
+from .models import CheckpointRecord, FileModel, ResumeRecord, RunResult, RunStatus, SweepVariants
 
 M = TypeVar("M", bound=FileModel)
 
@@ -167,6 +167,7 @@ class RunDir:
     best_json = property(lambda self: self.path / "best" / "best.json")
     checkpoints = property(lambda self: self.path / "checkpoints")
     checkpoint_json = property(lambda self: self.path / "checkpoints" / "checkpoint.json")
+    resume_json = property(lambda self: self.path / "resume.json")
     variant_xml = property(lambda self: self.path / "variant.xml")
     tensorboard = property(lambda self: self.path / "tensorboard")
 
@@ -220,6 +221,14 @@ class RunDir:
 
     def read_checkpoint(self) -> CheckpointRecord | None:
         return read_model(self.checkpoint_json, CheckpointRecord)
+
+    def checkpoint_files(self) -> list[Path]:
+        """Every checkpoint's files in checkpoints/, and the temporary files of a save a kill cut short."""
+        return [*self.checkpoint_models(), *self.checkpoint_vecnormalizes(), *self.checkpoint_replay_buffers(),
+                *self.checkpoints.glob(".*.tmp")]
+
+    def read_resume(self) -> ResumeRecord | None:
+        return read_model(self.resume_json, ResumeRecord)
 
     def error_tail(self, lines: int = 20) -> str:
         """The end of log.txt, where a traceback's last line is."""

@@ -65,6 +65,8 @@ class IndexEntry(FileModel):
     pid: int | None = None
     host: str | None = None
     problems: tuple[str, ...] = ()
+    fell_back: str | None = None
+    """resume.json's line: an attempt that could not resume from its newest checkpoint, and what it did."""
 
 
 def ended_entries(path: Path) -> dict[str, IndexEntry | None]:

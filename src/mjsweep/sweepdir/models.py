@@ -92,6 +92,10 @@ class RunResult(FileModel):
     attempt_wall_s: float | None = None
     startup_s: float | None = None
     resumed_from: int | None = None
+    """The checkpoint's timesteps this attempt resumed from; None: it started from 0."""
+    fell_back_because: str | None = None
+    """Set when an attempt of the run could not resume from its newest checkpoint (a damaged file): which
+    checkpoint it resumed from instead, or that it started over, and why (resume.json's text)."""
     device: str | None = None
     cuda_visible_devices: str | None = None
     torch_threads: int | None = None
@@ -167,6 +171,42 @@ class CheckpointRecord(FileModel):
     """Size of the checkpoint's files together (model, statistics, buffer)."""
     save_s: float | None = None
     """Seconds writing this checkpoint's files."""
+    sha256: dict[str, str] = {}
+    """Each of the checkpoint's files (by name) and its sha256, which a resume verifies before loading it.
+    Empty in files written before the key: their checkpoint is loaded unverified."""
+    earlier: list[CheckpointRecord] = []
+    """The older checkpoints kept beside this one (the spec's checkpoints_kept), oldest first, each with an
+    empty `earlier`: a resume falls back to them, newest first, when this one is damaged. This record's own
+    fields stay the newest checkpoint's, as in files written before the key."""
+
+    def files(self) -> list[str]:
+        """Names of this checkpoint's files in checkpoints/."""
+        return [n for n in (self.model_file, self.vecnormalize_file, self.replay_buffer_file) if n is not None]
+
+    def kept(self) -> list[CheckpointRecord]:
+        """Every checkpoint this record keeps, oldest first, each as a record of its own: with the ones
+        older than it as its `earlier`, as checkpoint.json would name it alone."""
+        chain = [*self.earlier, self]
+        return [c.model_copy(update={"earlier": chain[:i]}) for i, c in enumerate(chain)]
+
+
+class ResumeRecord(FileModel):
+    """resume.json: the last attempt of a run that could not resume from its newest checkpoint (the worker
+    writes it; `sweep status`, the live view and result.json's fell_back_because show it)."""
+
+    newest: int | None
+    """The newest checkpoint's timesteps (None: checkpoint.json itself could not be read)."""
+    resumed_from: int | None
+    """The older checkpoint the attempt resumed from; None: it started over from 0 timesteps."""
+    because: list[str]
+    """Why each checkpoint was passed over, newest first."""
+
+    @property
+    def text(self) -> str:
+        """One line: what the attempt did instead, and why."""
+        did = (f"resumed from the checkpoint at {self.resumed_from} timesteps" if self.resumed_from is not None
+               else "started over from 0 timesteps, its logs cleared")
+        return f"{did}, no later checkpoint being usable: {'; '.join(self.because)}"
 
 
 class BestRecord(FileModel):
@@ -288,6 +328,9 @@ class RunSpec(FileModel):
     checkpoint_every_s: float | None = 300.0
     """Seconds between checkpoints (whichever comes first with checkpoint_every); not in content_hash,
     as checkpoint_every is not: when a run saves does not change what it computes."""
+    checkpoints_kept: int = 2
+    """Checkpoints kept, the newest and the ones a resume falls back to when it is damaged; not in
+    content_hash either. spec.json files written before the key resume as they did, with 2 from then on."""
     eval_episodes: int
     eval_deterministic: bool
     eval_every: int | None = None

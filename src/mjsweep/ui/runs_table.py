@@ -60,6 +60,7 @@ def sweep_renderable(runs: list[RunView], warnings: Iterable[Contention], compac
     if compact:
         parts.append(Text(ended_counts(runs)))
     parts += [Text(f"warning: {w}", style="yellow") for w in warnings]
+    parts += [Text(f"{r.run_id}: {r.fell_back}", style="yellow") for r in runs if r.fell_back]
     return Group(*parts)
 
 

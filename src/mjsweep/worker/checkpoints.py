@@ -1,15 +1,18 @@
 """The checkpoint protocol: a checkpoint's model, normalization statistics and replay buffer written as one
-set under checkpoints/, the log rows a resume drops, and the best evaluation's model (best/, best_model.zip).
+set under checkpoints/, the last `kept` such sets with each file's sha256, the log rows a resume drops, and
+the best evaluation's model (best/, best_model.zip).
 
 Every file is saved under a temporary name and renamed into place (save_atomic), so a kill never leaves
-half a file where a reader or a resume looks.
+half a file where a reader or a resume looks; the checksums catch what a kill cannot explain (a failing
+disk, a copy cut short), and a resume then falls back to an older checkpoint (worker/resume.py).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 
@@ -18,13 +21,14 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 
-from ..sweepdir.files import RunDir, read_model, write_model
+from ..sweepdir.files import CorruptFileError, RunDir, read_model, write_model
 from ..sweepdir.models import BestRecord, CheckpointRecord, Timing
 from ..sweepdir.tables import read_evaluations
 
 
 def truncate_logs(run: RunDir, checkpoint: CheckpointRecord) -> None:
-    """Drop log rows written after this checkpoint, so a resumed run does not repeat them."""
+    """Drop log rows written after this checkpoint, so a resumed run does not repeat them. The logs only
+    grow between checkpoints, so an older kept checkpoint's sizes are a prefix of the newer one's."""
     for path, size in ((run.monitor_csv, checkpoint.monitor_bytes), (run.progress_csv, checkpoint.progress_bytes),
                        (run.evaluations_csv, checkpoint.evaluations_bytes)):
         if path.exists() and path.stat().st_size > size:
@@ -62,8 +66,9 @@ class BestModel:
         return read_model(self.run.best_json, BestRecord)
 
     def save(self, model: BaseAlgorithm, normalizer: VecNormalize | None, timesteps: int, mean: float,
-             keep: int | None) -> None:
-        """The new best pair, committed; earlier pairs deleted but that of `keep` timesteps (the checkpoint's)."""
+             keep: Iterable[int | None]) -> None:
+        """The new best pair, committed; earlier pairs deleted but those of `keep` timesteps (the kept
+        checkpoints' bests)."""
         self.run.best.mkdir(exist_ok=True)
         model_path = self.run.best_model(timesteps)
         save_atomic(model.save, model_path)
@@ -87,11 +92,12 @@ class BestModel:
                 continue
             save_atomic(partial(os.link, self.run.best / name), top)
 
-    def prune(self, keep: int | None) -> None:
+    def prune(self, keep: Iterable[int | None]) -> None:
         best = self.current()
         wanted = {best.model_file, best.vecnormalize_file} if best else set()
-        if keep is not None:
-            wanted |= {self.run.best_model(keep).name, self.run.best_vecnormalize_at(keep).name}
+        for at in keep:
+            if at is not None:
+                wanted |= {self.run.best_model(at).name, self.run.best_vecnormalize_at(at).name}
         for path in self.run.best_files():
             if path.name not in wanted:
                 path.unlink(missing_ok=True)
@@ -111,13 +117,13 @@ class BestModel:
                     timesteps=at, mean_return=mean, model_file=self.run.best_model(at).name,
                     vecnormalize_file=stats.name if stats.exists() else None))
         self.publish()
-        self.prune(at)
+        self.prune(kept_bests(checkpoint))
 
     def clear(self) -> None:
         """No best yet: a fresh start."""
         self.run.best_json.unlink(missing_ok=True)
         self.publish()
-        self.prune(None)
+        self.prune(())
 
 
 def _evaluation_mean(run: RunDir, timesteps: int) -> float | None:
@@ -125,25 +131,52 @@ def _evaluation_mean(run: RunDir, timesteps: int) -> float | None:
     return next((e.mean_return for e in read_evaluations(run.evaluations_csv) if e.timesteps == timesteps), None)
 
 
+def kept_bests(checkpoint: CheckpointRecord | None) -> set[int | None]:
+    """The best evaluations' timesteps that the checkpoints kept with `checkpoint` may rewind to."""
+    return {c.best_timesteps for c in checkpoint.kept()} if checkpoint else set()
+
+
 class Checkpointer:
     def __init__(self, run: RunDir, every: int, every_s: float | None = None, normalized: bool = False,
-                 off_policy: bool = False):
+                 off_policy: bool = False, kept: int = 2):
         self.run, self.every, self.every_s = run, every, every_s
+        self.kept = kept
+        """Checkpoints kept (the spec's checkpoints_kept): a resume falls back to an older one."""
         self.normalized = normalized
         """The run normalizes: a checkpoint without its statistics cannot be resumed."""
         self.off_policy = off_policy
         """The run learns from a replay buffer: a checkpoint without it cannot be resumed."""
         self.best = BestModel(run)
 
-    def latest(self) -> CheckpointRecord | None:
-        checkpoint = self.run.read_checkpoint()
-        if checkpoint is None or not (self.run.checkpoints / checkpoint.model_file).exists():
-            return None
-        for needed, name in ((self.normalized, checkpoint.vecnormalize_file),
-                             (self.off_policy, checkpoint.replay_buffer_file)):
-            if needed and (name is None or not (self.run.checkpoints / name).exists()):
-                return None
-        return checkpoint
+    def damage(self, checkpoint: CheckpointRecord) -> str | None:
+        """Why the checkpoint cannot be resumed from the files this run needs (one missing, or not as saved),
+        or None."""
+        for needed, name, what in ((True, checkpoint.model_file, "model"),
+                                   (self.normalized, checkpoint.vecnormalize_file, "normalization statistics"),
+                                   (self.off_policy, checkpoint.replay_buffer_file, "replay buffer")):
+            if not needed:
+                continue
+            if name is None:
+                return f"it has no {what}"
+            path = self.run.checkpoints / name
+            if not path.exists():
+                return f"{name} is missing"
+            expected = checkpoint.sha256.get(name)
+            if expected is not None and file_sha256(path) != expected:
+                return f"{name} is damaged (its sha256 is not the one checkpoint.json recorded)"
+        return None
+
+    def keep_until(self, checkpoint: CheckpointRecord) -> None:
+        """After a fall back to `checkpoint`: checkpoint.json names it and the ones before it, and the
+        damaged later ones go, so no later attempt meets them again."""
+        write_model(self.run.checkpoint_json, checkpoint)
+        self._delete_unnamed(checkpoint)
+
+    def discard(self) -> None:
+        """Before a start over: no checkpoint.json (first, so no file it names is ever missing), no file."""
+        self.run.checkpoint_json.unlink(missing_ok=True)
+        if self.run.checkpoints.exists():
+            self._delete_unnamed(None)
 
     def save(self, model: BaseAlgorithm, iteration: int, timing: Timing, log_sizes: tuple[int, ...],
              vecnormalize: VecNormalize | None = None) -> CheckpointRecord:
@@ -153,6 +186,7 @@ class Checkpointer:
         started = time.monotonic()
         self.run.checkpoints.mkdir(exist_ok=True)
         timesteps = int(model.num_timesteps)
+        earlier = self._earlier_than(timesteps)
         path = self.run.checkpoint_model(timesteps)
         save_atomic(model.save, path)
         stats = buffer = None
@@ -163,6 +197,7 @@ class Checkpointer:
             buffer = self.run.checkpoint_replay_buffer(timesteps)
             save_atomic(model.save_replay_buffer, buffer)
         written = [p for p in (path, stats, buffer) if p is not None]
+        sums = {p.name: file_sha256(p) for p in written}  # read back from the page cache the save filled
         best = self.best.current()
         ckpt = CheckpointRecord(timesteps=timesteps, iteration=iteration, model_file=path.name,
                                 monitor_bytes=log_sizes[0], progress_bytes=log_sizes[1],
@@ -172,17 +207,31 @@ class Checkpointer:
                                 replay_buffer_file=buffer.name if buffer else None,
                                 replay_buffer_size=replay_buffer_size(model),
                                 replay_buffer_bytes=file_size(buffer) if buffer else None,
-                                bytes=sum(file_size(p) for p in written),
+                                bytes=sum(file_size(p) for p in written), sha256=sums, earlier=earlier,
                                 save_s=round(time.monotonic() - started, 3))
         write_model(self.run.checkpoint_json, ckpt)
-        keep = {p.name for p in written}
-        # Also the temporary files of a save a kill cut short: a replay buffer's can be gigabytes.
-        for old in [*self.run.checkpoint_models(), *self.run.checkpoint_vecnormalizes(),
-                    *self.run.checkpoint_replay_buffers(), *self.run.checkpoints.glob(".*.tmp")]:
-            if old.name not in keep:
-                old.unlink(missing_ok=True)
-        self.best.prune(ckpt.best_timesteps)  # pairs older than both the best and the checkpoint's best
+        self._delete_unnamed(ckpt)
+        self.best.prune(kept_bests(ckpt))  # pairs older than the best and every kept checkpoint's best
         return ckpt
+
+    def _earlier_than(self, timesteps: int) -> list[CheckpointRecord]:
+        """The kept checkpoints that stay beside a new one at `timesteps`: the last kept - 1 before it. One
+        at the same timesteps (a stop's, rewound to where the last one was taken) has its files written over."""
+        try:
+            saved = self.run.read_checkpoint()
+        except CorruptFileError:
+            saved = None
+        before = [c.model_copy(update={"earlier": []}) for c in (saved.kept() if saved else [])
+                  if c.timesteps < timesteps]
+        return before[max(0, len(before) - self.kept + 1):]
+
+    def _delete_unnamed(self, checkpoint: CheckpointRecord | None) -> None:
+        """Every file in checkpoints/ that `checkpoint` (and the ones kept with it) does not name; also the
+        temporary files of a save a kill cut short: a replay buffer's can be gigabytes."""
+        named = {name for c in (checkpoint.kept() if checkpoint else []) for name in c.files()}
+        for old in self.run.checkpoint_files():
+            if old.name not in named:
+                old.unlink(missing_ok=True)
 
     def load_replay_buffer(self, model: BaseAlgorithm, checkpoint: CheckpointRecord) -> None:
         """Into an off-policy model resumed from `checkpoint`, the replay buffer saved with it."""
@@ -190,10 +239,9 @@ class Checkpointer:
             assert checkpoint.replay_buffer_file, "latest() resumes an off-policy run only with its buffer"
             model.load_replay_buffer(str(self.run.checkpoints / checkpoint.replay_buffer_file))
 
-    def kept_best(self) -> int | None:
-        """The best evaluation's timesteps that the latest checkpoint keeps, if any."""
-        checkpoint = self.run.read_checkpoint()
-        return checkpoint.best_timesteps if checkpoint else None
+    def kept_best(self) -> set[int | None]:
+        """The best evaluations' timesteps that the kept checkpoints keep."""
+        return kept_bests(self.run.read_checkpoint())
 
 
 def replay_buffer(model: BaseAlgorithm) -> ReplayBuffer | None:
@@ -211,3 +259,8 @@ def replay_buffer_size(model: BaseAlgorithm) -> int | None:
 def file_size(path: Path) -> int:
     """The file's size in bytes; 0 if it does not exist."""
     return path.stat().st_size if path.exists() else 0
+
+
+def file_sha256(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()

@@ -16,6 +16,11 @@ from ..sweepdir.models import CheckpointRecord
 
 def make_vec_env(spec: RunSpec, run: RunDir, resume: CheckpointRecord | None) -> VecEnv:
     """n_envs copies (in this process, or one subprocess each), with one monitor.csv in SB3's format."""
+    return normalized_env(spec, run, monitored_env(spec, run, resume), resume)
+
+
+def monitored_env(spec: RunSpec, run: RunDir, resume: CheckpointRecord | None) -> VecMonitor:
+    """The envs and their monitor.csv: appended to on a resume, written anew otherwise."""
     xml = Path(spec.xml)
     factories = [(lambda: make_env(spec.env, xml, spec.env_kwargs, spec.max_episode_steps))
                  for _ in range(spec.n_envs)]
@@ -30,6 +35,12 @@ def make_vec_env(spec: RunSpec, run: RunDir, resume: CheckpointRecord | None) ->
         str(run.monitor_csv), header={"t_start": monitored.t_start, "env_id": spec.env},
         override_existing=resume is None,
     )
+    return monitored
+
+
+def normalized_env(spec: RunSpec, run: RunDir, monitored: VecMonitor, resume: CheckpointRecord | None) -> VecEnv:
+    """VecNormalize over the monitor when the spec normalizes, with the checkpoint's statistics on a resume
+    (reading them raises if their file is damaged)."""
     if spec.normalize is None:
         return monitored
     # Below the normalization, the monitor records the env's own rewards.

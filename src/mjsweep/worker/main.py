@@ -2,9 +2,9 @@
 
 The only module that imports torch and stable-baselines3. It reads RUN_DIR/spec.json, caps every
 thread pool at one thread before torch does any work, trains the run's algorithm (PPO, SAC, TD3 or A2C;
-continuing from the last checkpoint if there is one, with its replay buffer for SAC and TD3), evaluates,
-and writes result.json. Exit codes: 0 done, 1 the training raised (a deterministic error), 130 stopped
-by SIGINT/SIGTERM after saving a checkpoint.
+continuing from the newest usable checkpoint if there is one (worker/resume.py), with its replay buffer
+for SAC and TD3), evaluates, and writes result.json. Exit codes: 0 done, 1 the training raised (a
+deterministic error), 130 stopped by SIGINT/SIGTERM after saving a checkpoint.
 
 SIGINT and SIGTERM only note a stop request; the worker acts on it at points of its own: between set-up
 steps, and at every env step of training and evaluation. Raising from the signal handler would surface
@@ -81,11 +81,10 @@ def _train(run_path: Path) -> int:
     from ..sweepdir.files import RunDir, write_model
     from ..sweepdir.models import RunResult, RunSpec
     from ..sweepdir.tables import read_progress
-    from .checkpoints import Checkpointer, replay_buffer_size, truncate_logs
-    from .envs import make_vec_env
+    from .checkpoints import Checkpointer, replay_buffer_size
     from .evaluation import PeriodicEvaluator, evaluate
-    from .model import build_model
     from .recording import IterationRecorder
+    from .resume import fell_back_because, start
     from .tracking import start_logger
 
     stop_if_requested()
@@ -94,18 +93,11 @@ def _train(run_path: Path) -> int:
     spec = RunSpec.model_validate_json(run.spec_json.read_text(encoding="utf-8"))
     off_policy = ALGOS[spec.algo].off_policy
     checkpointer = Checkpointer(run, spec.checkpoint_every, spec.checkpoint_every_s,
-                                normalized=spec.normalize is not None, off_policy=off_policy)
-    resume = checkpointer.latest()
-    if resume:
-        print(f"mjsweep.worker: resuming {spec.run_id} from {resume.timesteps} timesteps", flush=True)
-        truncate_logs(run, resume)
-        checkpointer.best.rewind(resume)
-    else:
-        checkpointer.best.clear()  # an earlier attempt's, which ended before its first checkpoint
-    venv = make_vec_env(spec, run, resume)
+                                normalized=spec.normalize is not None, off_policy=off_policy,
+                                kept=spec.checkpoints_kept)
+    begun = start(spec, run, checkpointer, stop_if_requested)
+    venv, model, resume = begun.venv, begun.model, begun.resume
     try:
-        stop_if_requested()
-        model = build_model(spec, venv, checkpointer, resume)
         resumed_buffer = replay_buffer_size(model) if resume else None
         if resumed_buffer is not None:
             print(f"mjsweep.worker: replay buffer of {resumed_buffer} transitions loaded", flush=True)
@@ -163,6 +155,7 @@ def _train(run_path: Path) -> int:
         attempt_wall_s=round(time.monotonic() - started, 3),
         startup_s=round(recorder.startup_s, 3) if recorder.startup_s is not None else None,
         resumed_from=resume.timesteps if resume else None,
+        fell_back_because=fell_back_because(run),
         device=spec.device,
         cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
         torch_threads=torch.get_num_threads(),
@@ -175,7 +168,7 @@ def _train(run_path: Path) -> int:
         versions=versions(),
     )
     write_model(run.result_json, result)
-    checkpointer.best.prune(None)  # done: no resume will need the checkpoint's best pair
+    checkpointer.best.prune(())  # done: no resume will need the checkpoint's best pair
     if tracker:
         tracker.finish(result.model_dump(), 0)
     print(f"mjsweep.worker: done, eval return {mean:.2f} +- {std:.2f}", flush=True)
