@@ -26,8 +26,8 @@ PRELOADED = ("numpy", "torch", "torch._dynamo", "gymnasium", "gymnasium.envs.muj
              "stable_baselines3", "mjsweep.robots.envs", "mjsweep.plan.runs", "mjsweep.sweepdir.files",
              "mjsweep.sweepdir.tables", "mjsweep.sweepdir.models", "mjsweep.worker.tracking",
              "mjsweep.worker.checkpoints", "mjsweep.worker.envs", "mjsweep.worker.evaluation",
-             "mjsweep.worker.model", "mjsweep.worker.recording", "mjsweep.worker.main", "torch.utils.serialization",
-             "torch.profiler._cupti_monitor")
+             "mjsweep.worker.model", "mjsweep.worker.recording", "mjsweep.worker.main", "mjsweep.worker.resume",
+             "torch.utils.serialization", "torch.profiler._cupti_monitor")
 """What the worker imports in a run. torch._dynamo is the largest: torch imports it lazily when the first
 optimizer is built; torch.save and torch.load import the last two. tests/test_template.py checks that a
 run imports nothing of torch, SB3, gymnasium, MuJoCo, numpy or mjsweep beyond these."""
