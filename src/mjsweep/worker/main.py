@@ -98,6 +98,7 @@ def _train(run_path: Path) -> int:
     begun = start(spec, run, checkpointer, stop_if_requested)
     venv, model, resume = begun.venv, begun.model, begun.resume
     try:
+        stop_if_requested()  # a stop that came while the env and model were built: before any training
         resumed_buffer = replay_buffer_size(model) if resume else None
         if resumed_buffer is not None:
             print(f"mjsweep.worker: replay buffer of {resumed_buffer} transitions loaded", flush=True)
