@@ -18,13 +18,12 @@ from stable_baselines3 import A2C, PPO, SAC, TD3
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.save_util import save_to_pkl
 
-from helpers.commands import sweep_exe, write_spec
+from helpers.commands import run_sweep, sweep_exe, write_spec
 from helpers.fake_sweep import run_spec
 from helpers.models import TINY_XML
 from mjsweep.engine.sweep import prepare
 from mjsweep.plan.disk import Verdict, estimate, judge, model_bytes, replay_buffer_bytes, run_disk
 from mjsweep.robots.envs import EnvProbe, probe_env
-from mjsweep.ui.cli import KEPT_CHECKPOINTS
 
 ANT = EnvProbe((105,), (8,), episode_steps=1000.0)  # Ant-v5's spaces
 CLASSES = {"ppo": PPO, "a2c": A2C, "sac": SAC, "td3": TD3}
@@ -141,7 +140,7 @@ def test_a_sweep_that_fits_its_disk_but_tightly_is_warned_and_finishes_within_th
     spec = write_spec(tmp_path, tiny_spec)
     runs = tmp_path / "tight"
     plan = prepare(spec, runs)
-    needed = estimate(plan.runs, {c.variant.name: c.probe for c in plan.checks}, KEPT_CHECKPOINTS, 2).bytes
+    needed = estimate(plan.runs, {c.variant.name: c.probe for c in plan.checks}, plan.spec.checkpoints_kept, 2).bytes
     size = math.ceil(needed / 0.9 / 4096) * 4096  # the estimate is 90% of the disk
     out = _in_tmpfs(size, runs, f"{sweep_exe()} run {spec} -w 2 -q --report-every 0 --runs-dir {runs}; echo rc=$?; "
                     f"du -sb {runs}/tiny")
@@ -149,3 +148,13 @@ def test_a_sweep_that_fits_its_disk_but_tightly_is_warned_and_finishes_within_th
     assert "2 succeeded, 0 failed" in out and "rc=0" in out, out  # the runs' real peak fit in the disk
     written = int(re.search(rf"(\d+)\s+{runs}/tiny", out).group(1))
     assert written <= needed  # what the finished runs keep (one checkpoint each today) is under the estimate
+
+
+def test_the_estimate_counts_the_checkpoints_the_spec_keeps(tmp_path, tiny_spec):
+    del tiny_spec["ppo"]
+    tiny_spec.update(algo="sac", checkpoints_kept=1, runs_dir=str(tmp_path / "runs"))
+    one = run_sweep("run", str(write_spec(tmp_path, tiny_spec)), "--dry-run")
+    tiny_spec.update(checkpoints_kept=3)
+    three = run_sweep("run", str(write_spec(tmp_path, tiny_spec)), "--dry-run")
+    assert one.returncode == three.returncode == 0, one.stderr + three.stderr
+    assert "1 checkpoints kept each" in one.stdout and "3 checkpoints kept each" in three.stdout

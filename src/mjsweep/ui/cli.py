@@ -298,9 +298,6 @@ def print_cost(out, plan, runs: Sequence[RunSpec], workers: int | None, backend:
         out.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-KEPT_CHECKPOINTS = 2  # the checkpoints a run keeps: the worker's default, its last 2
-
-
 def _runs_to_run(planned) -> list[RunSpec]:
     from ..plan.planned import Action
 
@@ -316,7 +313,7 @@ def _check_disk(plan, runs: Sequence[RunSpec], workers: int | None, backend: str
     from ..plan.disk import WARN_SHARE, Verdict, estimate, human_bytes, judge
 
     at_once = workers or (_default_workers(backend).workers if backend == "local" else len(runs))
-    needed = estimate(runs, {c.variant.name: c.probe for c in plan.checks}, KEPT_CHECKPOINTS, at_once)
+    needed = estimate(runs, {c.variant.name: c.probe for c in plan.checks}, plan.spec.checkpoints_kept, at_once)
     free = room(plan.sweep_dir.path)
     if out is not None:
         out.print(tables.disk_line(needed, free), markup=False, highlight=False, soft_wrap=True)
