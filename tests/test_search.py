@@ -23,7 +23,7 @@ from mjsweep.search.samplers import RandomSampler, SobolSampler, make_sampler
 from mjsweep.search.source import SearchSource
 from mjsweep.search.trials import studies
 from mjsweep.spec import sweepspec as speclib
-from mjsweep.spec.searchspace import Dimension, SearchSpec
+from mjsweep.spec.searchspace import Dimension, ObjectiveSpec, SearchSpec
 from mjsweep.sweepdir.files import SweepDir
 from mjsweep.sweepdir.files import append_line as append
 from mjsweep.sweepdir.models import RunState, TrialRecord, TrialState
@@ -60,7 +60,7 @@ def spec_error(tmp_path: Path, data: dict) -> str:
 def test_search_section_loads(tmp_path):
     spec = load(tmp_path, spec_data())
     assert spec.search is not None and spec.search.trials == 3 and spec.search.space["ppo.n_epochs"].kind == "int"
-    assert spec.search.objective.metric == "eval_iqm" and spec.search.maximize
+    assert spec.search.metric == "eval_iqm" and spec.search.maximize and not spec.search.multi
 
 
 @pytest.mark.parametrize(("space", "key", "words"), [
@@ -127,7 +127,7 @@ def test_samplers_are_pure_functions_of_seed_study_and_number(kind):
 def test_random_and_sobol_do_not_import_optuna():
     code = ("import sys; from mjsweep.search.samplers import make_sampler; from mjsweep.spec.searchspace import "
             f"SearchSpec; s = SearchSpec.model_validate({SEARCH!r}); "
-            "[make_sampler(m, s.space, 0, 0, True, []).propose(3) for m in ('random', 'sobol')]; "
+            "[make_sampler(m, s.space, 0, 0, s.objective, []).propose(3) for m in ('random', 'sobol')]; "
             "assert 'optuna' not in sys.modules, 'optuna imported'")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -135,7 +135,7 @@ def test_random_and_sobol_do_not_import_optuna():
 
 def test_tpe_learns_from_replayed_trials():
     pytest.importorskip("optuna")
-    sampler = make_sampler("tpe", dims(), 0, 0, True, [])
+    sampler = make_sampler("tpe", dims(), 0, 0, [ObjectiveSpec()], [])
     history = []
     for n in range(4):
         params = sampler.propose(n)
@@ -144,7 +144,7 @@ def test_tpe_learns_from_replayed_trials():
                           value=None if n == 3 else float(n))
         sampler.tell(rec)
         history.append(rec)
-    resumed = make_sampler("tpe", dims(), 0, 0, True, history)
+    resumed = make_sampler("tpe", dims(), 0, 0, [ObjectiveSpec()], history)
     assert [t.state.name for t in resumed.study.trials] == ["COMPLETE", "COMPLETE", "COMPLETE", "FAIL"]
     assert [t.value for t in resumed.study.trials[:3]] == [0.0, 1.0, 2.0]
     assert 1 <= resumed.propose(4)["ppo.n_epochs"] <= 4
@@ -261,7 +261,7 @@ def test_ranked_trials_and_the_best_block(tmp_path):
     assert [r.record.number for r in rows] == [1, 2, 0] and [r.value for r in rows] == [5.0, 3.0, 1.0]
     block = yaml.safe_load(best_block(rows[0]))
     assert block == {"ppo": {k.removeprefix("ppo."): v for k, v in rows[0].record.params.items()}}
-    markdown = to_markdown(rows, "eval_iqm")
+    markdown = to_markdown(rows, spec.search)
     assert markdown.splitlines()[4].startswith("| 1 | walker | 1 | complete | 5.00 | - | 1/1 |")
     assert markdown.rstrip().endswith("```") and best_block(rows[0]).rstrip() in markdown
     assert [(d["rank"], d["number"], d["value"]) for d in to_dicts(rows)] == [(1, 1, 5.0), (2, 2, 3.0), (3, 0, 1.0)]

@@ -173,3 +173,48 @@ def test_a_bad_space_exits_2_with_one_line_and_writes_nothing(tmp_path):
     assert proc.returncode == 2 and not (tmp_path / "runs").exists()
     [line] = proc.stderr.strip().splitlines()
     assert f"{spec}:" in line and "search.space.ppo.learning_rate: " in line and "bounds must be > 0" in line
+
+
+def test_a_multi_objective_robot_search_reports_its_pareto_front_and_resumes(tmp_path):
+    pytest.importorskip("optuna")
+    data = {
+        "name": "design", "env": "mjsweep/Locomotion-v0", "max_episode_steps": 50,
+        "variants": [{"name": "w", "base": str(XML_DIR / "planar_walker.xml"),
+                      "edits": [{"scale_body": {"body": ["left_thigh", "right_thigh"], "factor": "${legs}"}}],
+                      "edit_grid": {"legs": [0.8, 1.25]}}],
+        "total_timesteps": 256, "ppo": {"n_steps": 128, "batch_size": 64, "n_epochs": 1}, "eval": {"episodes": 2},
+        "runs_dir": str(tmp_path / "runs"),
+        "search": {"method": "tpe", "trials": 4, "seeds_per_trial": 1, "seed": 0,
+                   "objective": [{"metric": "eval_iqm", "direction": "maximize"},
+                                 {"metric": "mass", "direction": "minimize"},
+                                 {"metric": "info:forward_velocity", "direction": "maximize"}],
+                   "space": {"edits.legs": {"uniform": [0.8, 1.25]}}},
+    }
+    spec = write_spec(tmp_path, data)
+    proc = run_sweep("run", str(spec), "--workers", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep_dir = tmp_path / "runs" / "design"
+    records = replay(sweep_dir / "trials.jsonl")
+    assert [(r.number, r.state) for r in records] == [(n, TrialState.COMPLETE) for n in range(4)]
+    for rec in records:
+        result = json.loads((sweep_dir / rec.runs[0] / "result.json").read_text())
+        assert rec.values == [result["eval_mean_return"], rec.values[1], result["eval_info"]["forward_velocity"]]
+    by_legs = sorted(records, key=lambda r: r.params["edits.legs"])
+    assert [r.values[1] for r in by_legs] == sorted(r.values[1] for r in records)  # longer legs weigh more
+
+    report = run_sweep("report", str(sweep_dir), env={"COLUMNS": "250"})
+    assert report.returncode == 0, report.stderr
+    assert "trials by Pareto front (objectives eval_iqm (maximize), mass (minimize)" in report.stdout
+    assert "Pareto front:" in report.stdout and f"figure: {sweep_dir / 'report_pareto.png'}" in report.stdout
+    assert (sweep_dir / "report_pareto.png").read_bytes()[:4] == b"\x89PNG"
+    markdown = (sweep_dir / "report.md").read_text()
+    assert "![Pareto front](report_pareto.png)" in markdown
+    lightest = by_legs[0]  # the lightest robot is on the front whatever it learned
+    assert f"trial {lightest.number} of w: eval_iqm" in report.stdout
+    assert f"  legs:\n  - {lightest.params['edits.legs']}" in report.stdout  # its spec keys, ready to paste
+    plot = run_sweep("plot", str(sweep_dir), "-o", str(tmp_path / "curves.png"))
+    assert plot.returncode == 0 and (tmp_path / "curves_pareto.png").stat().st_size > 0
+
+    again = run_sweep("run", str(spec), "--workers", "2")
+    assert again.returncode == 0 and "4 succeeded" in again.stdout, again.stdout + again.stderr
+    assert replay(sweep_dir / "trials.jsonl") == records

@@ -99,6 +99,7 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         total_timesteps=total, n_envs=spec.n_envs, vec_env=spec.vec_env, **checkpoint_interval(spec, algo),
         checkpoints_kept=spec.checkpoints_kept,
         eval_episodes=spec.eval.episodes, eval_deterministic=spec.eval.deterministic, eval_every=spec.eval.every,
+        eval_info=spec.search.info_keys() if spec.search else [],
         content_hash=digest, cpus=cpus_per_run(spec), device=spec.device, tensorboard=spec.tensorboard,
         normalize=normalized, wandb=spec.tracking.wandb,
     )

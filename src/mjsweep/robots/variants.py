@@ -128,3 +128,11 @@ def model_stats(model) -> ModelStats:
 
     return ModelStats(bodies=model.nbody - 1, joints=model.njnt, actuators=model.nu,
                       total_mass=float(mujoco.mj_getTotalmass(model)))
+
+
+def design_metrics(model) -> dict[str, float]:
+    """What a search can trade against the return: total mass, actuator count, and total gear (the sum of
+    |gear[0]| over actuators: the joint torque the actuators can reach per unit of control)."""
+    stats = model_stats(model)
+    return {"mass": stats.total_mass, "actuators": float(stats.actuators),
+            "total_gear": float(abs(model.actuator_gear[:, 0]).sum())}

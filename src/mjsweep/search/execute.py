@@ -60,10 +60,14 @@ class Preview:
 
 
 def check_method(plan: SweepPlan) -> None:
-    """ImportError naming the extra to install when the method's package is missing, before anything starts."""
+    """A spec error at search.method naming the extra to install when the method's package is missing, before
+    anything starts."""
     search = plan.spec.search
     assert search is not None
-    make_sampler(search.method, {}, search.seed, 0, search.maximize, [])
+    try:
+        make_sampler(search.method, {}, search.seed, 0, search.objective, [])
+    except ImportError as exc:
+        raise plan.spec.locator.error(("search", "method"), str(exc)) from None
 
 
 def preview(plan: SweepPlan, count: int = PREVIEW_TRIALS) -> list[Preview]:
@@ -72,7 +76,7 @@ def preview(plan: SweepPlan, count: int = PREVIEW_TRIALS) -> list[Preview]:
     assert search is not None
     out = []
     for study in studies(plan.spec, [c.variant for c in plan.checks]):
-        sampler = make_sampler(search.method, study.dims, search.seed, study.index, search.maximize, [])
+        sampler = make_sampler(search.method, study.dims, search.seed, study.index, search.objective, [])
         out.append(Preview(study, [sampler.propose(n) for n in range(min(count, search.trials))]))
     return out
 

@@ -1,28 +1,37 @@
-"""A trial's objective: each seed's value from its run files, the IQM over the seeds that succeeded.
+"""A trial's objectives: each seed's values from its run files, the IQM over the seeds that succeeded.
 
-The rule for failed seeds: a trial ends when every seed has ended; its value is the IQM over the seeds that
-succeeded, if at least one did; with none it fails. `seeds_ok` records how many counted.
+The rule for failed seeds: a trial ends when every seed has ended; each objective's value is the IQM over the
+seeds that succeeded with a value for every objective, if at least one did; with none it fails. `seeds_ok`
+records how many counted. The robot's metrics (mass, actuators, total_gear) are the same for every seed.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 from ..results.stats import bootstrap_ci, iqm, mean_over_span
-from ..sweepdir.files import CorruptFileError, RunDir
-from ..sweepdir.models import succeeded
+from ..robots.variants import compile_model, design_metrics
+from ..spec.searchspace import INFO_PREFIX, MODEL_METRICS, info_key
+from ..sweepdir.files import CorruptFileError, RunDir, read_model
+from ..sweepdir.models import RunSpec, succeeded
 from ..sweepdir.tables import read_evaluations
 
 
 def run_value(run_dir: RunDir, metric: str) -> float | None:
-    """One seed's value: its final evaluation (eval_iqm), its best periodic evaluation (best_iqm), or the
-    mean evaluation over training (auc_iqm); None unless the run succeeded."""
+    """One seed's value: its final evaluation (eval_iqm), its best periodic evaluation (best_iqm), the mean
+    evaluation over training (auc_iqm), an info key's mean over its final evaluation (info:<key>) or its
+    robot's metric; None unless the run succeeded."""
     try:
         status, result = run_dir.read_status(), run_dir.read_result()
     except CorruptFileError:
         return None
     if not succeeded(status, result) or result is None:
         return None
+    if metric in MODEL_METRICS:
+        return _robot_metric(run_dir, metric)
+    if metric.startswith(INFO_PREFIX):
+        return (result.eval_info or {}).get(info_key(metric))
     if metric == "best_iqm":
         return result.best_eval_mean_return if result.best_eval_mean_return is not None else result.eval_mean_return
     if metric == "auc_iqm":
@@ -31,8 +40,36 @@ def run_value(run_dir: RunDir, metric: str) -> float | None:
     return result.eval_mean_return
 
 
-def trial_value(values: list[float]) -> float | None:
-    return iqm(values) if values else None
+def run_values(run_dir: RunDir, metrics: list[str]) -> list[float] | None:
+    """The seed's value of every metric; None if it lacks one."""
+    values = [run_value(run_dir, metric) for metric in metrics]
+    return [v for v in values if v is not None] if None not in values else None
+
+
+def trial_values(seeds: list[list[float]]) -> list[float] | None:
+    """Each objective's IQM over the seeds (each a list of every objective's value); None without a seed."""
+    return [iqm(list(column)) for column in zip(*seeds, strict=True)] if seeds else None
+
+
+def _robot_metric(run_dir: RunDir, metric: str) -> float | None:
+    try:
+        spec = read_model(run_dir.spec_json, RunSpec)
+    except CorruptFileError:
+        return None
+    if spec is None:
+        return None
+    metrics = _design(spec.xml)
+    return metrics[metric] if metrics is not None else None
+
+
+@lru_cache(maxsize=256)
+def _design(xml: str) -> dict[str, float] | None:
+    """The robot's metrics, compiled once per model file (a trial's robot is its runs' variant.xml); None if
+    its XML is gone or does not compile."""
+    try:
+        return design_metrics(compile_model(Path(xml))) if Path(xml).is_file() else None
+    except ValueError:
+        return None
 
 
 def confidence(values: list[float]) -> tuple[float, float] | None:

@@ -14,9 +14,14 @@ from ..sweepdir.files import read_lines
 from ..sweepdir.models import TrialRecord
 
 
+def lines(path: Path) -> list[TrialRecord]:
+    """Every line, in the order written: the sequence of asks and tells Optuna's samplers replay."""
+    return read_lines(path, TrialRecord)
+
+
 def replay(path: Path) -> list[TrialRecord]:
     """Every trial's latest state, in the order the trials were first asked."""
     latest: dict[tuple[str, int], TrialRecord] = {}
-    for record in read_lines(path, TrialRecord):
+    for record in lines(path):
         latest[record.key] = record
     return list(latest.values())

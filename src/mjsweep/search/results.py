@@ -3,7 +3,7 @@ the run files, and the best trial's parameters as a block to paste into a spec."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
@@ -13,6 +13,7 @@ from ..spec.searchspace import SearchSpec
 from ..spec.sweepspec import SweepSpec
 from ..sweepdir.files import SweepDir
 from ..sweepdir.models import TrialRecord, TrialState
+from . import pareto as paretolib
 from .objective import confidence, run_value
 from .record import replay
 
@@ -26,10 +27,17 @@ class TrialRow:
     """Seeds with a value (succeeded runs)."""
     seeds: int
     ci: tuple[float, float] | None
+    """The first objective's 95% bootstrap interval over seeds."""
+    pareto_rank: int | None = None
+    """A complete trial's front within its study, 0 for the Pareto front (multi-objective searches)."""
 
     @property
     def value(self) -> float | None:
         return self.record.value
+
+    @property
+    def on_front(self) -> bool:
+        return self.pareto_rank == 0
 
 
 def read_search(sweep_dir: SweepDir) -> SearchSpec | None:
@@ -48,16 +56,34 @@ def searched(sweep_dir: SweepDir) -> SearchSpec | None:
 
 
 def ranked(sweep_dir: SweepDir, search: SearchSpec) -> list[TrialRow]:
-    """Complete trials best first, then pruned, running and failed ones."""
+    """Complete trials best first (for several objectives: the Pareto front first, each front by the first
+    objective), then pruned, running and failed ones."""
     rows = []
     for rec in replay(sweep_dir.trials_jsonl):
-        values = [v for run_id in rec.runs
-                  if (v := run_value(sweep_dir.run(run_id), search.objective.metric)) is not None]
+        values = [v for run_id in rec.runs if (v := run_value(sweep_dir.run(run_id), search.metric)) is not None]
         rows.append(TrialRow(rec, len(values), len(rec.runs), confidence(values)))
+    if search.multi:
+        rows = _with_fronts(rows, [o.maximize for o in search.objective])
     sign = -1.0 if search.maximize else 1.0
-    return sorted(rows, key=lambda r: (STATE_RANK[r.record.state],
+    return sorted(rows, key=lambda r: (STATE_RANK[r.record.state], r.pareto_rank or 0,
                                        sign * r.value if r.value is not None else 0.0, r.record.study,
                                        r.record.number))
+
+
+def _with_fronts(rows: list[TrialRow], maximize: list[bool]) -> list[TrialRow]:
+    """Each complete trial with its Pareto rank among the complete trials of its study."""
+    out = [r for r in rows if r.record.state is not TrialState.COMPLETE or r.record.values is None]
+    for study in dict.fromkeys(r.record.study for r in rows):
+        done = [r for r in rows if r.record.study == study and r.record.state is TrialState.COMPLETE
+                and r.record.values is not None]
+        points = [list(r.record.values or []) for r in done]
+        out += [replace(r, pareto_rank=rank) for r, rank in zip(done, paretolib.ranks(points, maximize), strict=True)]
+    return out
+
+
+def front(rows: list[TrialRow]) -> list[TrialRow]:
+    """The trials on their study's Pareto front, in ranking order."""
+    return [r for r in rows if r.on_front]
 
 
 def best_block(row: TrialRow) -> str:
@@ -82,7 +108,7 @@ def space_lines(spec: SweepSpec) -> list[str]:
     search = spec.search
     assert search is not None
     lines = [f"search: {search.method}, {search.trials} trials x {search.seeds_per_trial} seeds per study, "
-             f"seed {search.seed}, objective {search.objective.metric} ({search.objective.direction})"]
+             f"seed {search.seed}, {objectives_text(search)}"]
     if search.prune:
         lines.append(f"prune: {search.prune.method} after {search.prune.after} timesteps")
     for key, dim in search.space.items():
@@ -90,17 +116,58 @@ def space_lines(spec: SweepSpec) -> list[str]:
     return lines
 
 
-def to_markdown(rows: list[TrialRow], metric: str) -> str:
-    """The ranked trials as a Markdown section, with the best block, for report.md."""
-    lines = [f"## Trials by {metric}, best first", "",
-             f"| rank | study | trial | state | {metric} | 95% CI | seeds | parameters |", "|---" * 8 + "|"]
+def objectives_text(search: SearchSpec) -> str:
+    """'objective eval_iqm (maximize)', or 'objectives eval_iqm (maximize), mass (minimize)'."""
+    return ("objectives " if search.multi else "objective ") + \
+        ", ".join(f"{o.metric} ({o.direction})" for o in search.objective)
+
+
+def objective_cells(row: TrialRow, search: SearchSpec) -> list[str]:
+    """The trial's value of each objective, as the tables show them ('-' where it has none)."""
+    if not search.multi:
+        return [f"{row.value:.2f}" if row.value is not None else "-"]
+    return [f"{v:.4g}" for v in row.record.values] if row.record.values else ["-"] * len(search.objective)
+
+
+def front_title(row: TrialRow, search: SearchSpec) -> str:
+    """'trial 3 of walker: eval_iqm 12.34, mass 4.2'."""
+    cells = objective_cells(row, search)
+    values = ", ".join(f"{o.metric} {cell}" for o, cell in zip(search.objective, cells, strict=True))
+    return f"trial {row.record.number} of {row.record.study}: {values}"
+
+
+def to_markdown(rows: list[TrialRow], search: SearchSpec, figure: str | None = None) -> str:
+    """The ranked trials as a Markdown section for report.md, with the best block, or for several objectives
+    the Pareto front: `figure` (its file name beside report.md) and every point's block."""
+    metrics = [o.metric for o in search.objective]
+    if search.multi:
+        title = f"## Trials by Pareto front ({objectives_text(search)}), front first"
+        head = ["rank", "study", "trial", "state", "front", *metrics, "seeds", "parameters"]
+    else:
+        title = f"## Trials by {search.metric}, best first"
+        head = ["rank", "study", "trial", "state", search.metric, "95% CI", "seeds", "parameters"]
+    lines = [title, "", "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for rank, row in enumerate(rows, 1):
         rec = row.record
-        value = f"{row.value:.2f}" if row.value is not None else "-"
-        ci = f"[{row.ci[0]:.2f}, {row.ci[1]:.2f}]" if row.ci else "-"
         params = " ".join(f"`{k}={v}`" for k, v in rec.params.items())
-        lines.append(f"| {rank} | {rec.study} | {rec.number} | {rec.state.value} | {value} | {ci} | "
-                     f"{row.seeds_done}/{row.seeds} | {params} |")
+        if search.multi:
+            middle = ["yes" if row.on_front else "", *objective_cells(row, search)]
+        else:
+            middle = [*objective_cells(row, search), f"[{row.ci[0]:.2f}, {row.ci[1]:.2f}]" if row.ci else "-"]
+        cells = [str(rank), rec.study, str(rec.number), rec.state.value, *middle, f"{row.seeds_done}/{row.seeds}",
+                 params]
+        lines.append("| " + " | ".join(cells) + " |")
+    if search.multi:
+        points = front(rows)
+        if points:
+            lines += ["", "## Pareto front", ""]
+            if figure is not None:
+                lines += [f"![Pareto front]({figure})", ""]
+            lines.append("Each point's parameters as spec keys to paste:")
+            for row in points:
+                lines += ["", f"**{front_title(row, search)}**", "", "```yaml", best_block(row).rstrip(),
+                          "```"]
+        return "\n".join(lines) + "\n"
     best = next((r for r in rows if r.record.state is TrialState.COMPLETE), None)
     if best is not None:
         lines += ["", f"Best: trial {best.record.number} of {best.record.study}:", "", "```yaml",
@@ -111,5 +178,6 @@ def to_markdown(rows: list[TrialRow], metric: str) -> str:
 def to_dicts(rows: list[TrialRow]) -> list[dict[str, Any]]:
     """The ranked trials for `sweep report --format json`."""
     return [{**row.record.model_dump(mode="json", by_alias=True), "rank": rank, "seeds_done": row.seeds_done,
-             "ci_low": row.ci[0] if row.ci else None, "ci_high": row.ci[1] if row.ci else None}
+             "ci_low": row.ci[0] if row.ci else None, "ci_high": row.ci[1] if row.ci else None,
+             **({"pareto_rank": row.pareto_rank} if row.pareto_rank is not None else {})}
             for rank, row in enumerate(rows, 1)]

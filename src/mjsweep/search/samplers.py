@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..spec.searchspace import Dimension
+from ..spec.searchspace import Dimension, ObjectiveSpec
 from ..sweepdir.models import TrialRecord
 
 
@@ -42,7 +42,7 @@ class SobolSampler:
         try:
             from scipy.stats import qmc
         except ImportError:
-            raise ImportError("search.method sobol needs scipy (pip install 'mjsweep[search]')") from None
+            raise ImportError("sobol needs scipy (pip install 'mjsweep[search]')") from None
         self.dims, self._qmc = dims, qmc
         self._rng_seed = [seed, study_index]
 
@@ -59,13 +59,14 @@ class SobolSampler:
         pass
 
 
-def make_sampler(method: str, dims: dict[str, Dimension], seed: int, study_index: int, maximize: bool,
-                 history: list[TrialRecord]) -> Sampler:
-    """The study's sampler, with the trials it already ended replayed into it (TPE learns from them)."""
+def make_sampler(method: str, dims: dict[str, Dimension], seed: int, study_index: int,
+                 objectives: list[ObjectiveSpec], lines: list[TrialRecord]) -> Sampler:
+    """The study's sampler, with its record (`lines`: this study's lines of trials.jsonl, in the order written)
+    replayed into it: Optuna's samplers continue from it."""
     if method == "random":
         return RandomSampler(dims, seed, study_index)
     if method == "sobol":
         return SobolSampler(dims, seed, study_index)
-    from .tpe import TpeSampler  # imports Optuna: only a TPE search pays for it
+    from .optuna_samplers import OptunaSampler  # imports Optuna: only its searches pay for it
 
-    return TpeSampler(dims, seed, study_index, maximize, history)
+    return OptunaSampler(method, dims, seed, study_index, objectives, lines)

@@ -20,7 +20,7 @@ from ..sweepdir.files import CorruptFileError, SweepDir, append_line
 from ..sweepdir.models import RunSpec, RunState, TrialRecord, TrialState, succeeded
 from . import prune as prunelib
 from . import record as recordlib
-from .objective import evaluations, run_value, trial_value
+from .objective import evaluations, run_values, trial_values
 from .samplers import Sampler, make_sampler
 from .trials import Study, TrialBuildError, trial_runs
 
@@ -54,10 +54,11 @@ class SearchSource:
         """Runs that had succeeded before this invocation."""
         self._to_stop: list[str] = []
         self._last_prune_check = -PRUNE_CHECK_S
+        written = recordlib.lines(sweep_dir.trials_jsonl)
         history = recordlib.replay(sweep_dir.trials_jsonl)
         self.samplers: dict[str, Sampler] = {
-            s.key: make_sampler(self.search.method, s.dims, self.search.seed, s.index, self.search.maximize,
-                                [r for r in history if r.study == s.key]) for s in studies}
+            s.key: make_sampler(self.search.method, s.dims, self.search.seed, s.index, self.search.objective,
+                                [r for r in written if r.study == s.key]) for s in studies}
         by_key = {s.key: s for s in studies}
         for rec in history:
             study = by_key.get(rec.study)
@@ -194,21 +195,26 @@ class SearchSource:
         return self.sweep_dir.run(run_id).variant_xml
 
     def _tell(self, trial: _Trial) -> None:
-        """Every seed ended: the IQM over those that succeeded, or a failed trial when none did."""
-        values = [v for run_id, state in trial.ended.items() if state is RunState.SUCCEEDED
-                  and (v := run_value(self.sweep_dir.run(run_id), self.search.objective.metric)) is not None]
-        value = trial_value(values)
-        if value is None:
-            self._finish(trial, TrialState.FAILED, None, 0, "no seed succeeded")
+        """Every seed ended: each objective's IQM over those that succeeded, or a failed trial when none did."""
+        metrics = [o.metric for o in self.search.objective]
+        succeeded_ = [run_id for run_id, state in trial.ended.items() if state is RunState.SUCCEEDED]
+        seeds = [v for run_id in succeeded_ if (v := run_values(self.sweep_dir.run(run_id), metrics)) is not None]
+        values = trial_values(seeds)
+        if values is None:
+            note = f"no seed has a value of {', '.join(metrics)}" if succeeded_ else "no seed succeeded"
+            self._finish(trial, TrialState.FAILED, None, 0, note)
         else:
-            self._finish(trial, TrialState.COMPLETE, value, len(values))
+            multi = values if self.search.multi else None
+            self._finish(trial, TrialState.COMPLETE, values[0], len(seeds), values=multi)
 
-    def _finish(self, trial: _Trial, state: TrialState, value: float | None, seeds_ok: int, note: str = "") -> None:
-        trial.record = trial.record.model_copy(update={"state": state, "value": value, "seeds_ok": seeds_ok,
-                                                       "note": note})
+    def _finish(self, trial: _Trial, state: TrialState, value: float | None, seeds_ok: int, note: str = "",
+                values: list[float] | None = None) -> None:
+        trial.record = trial.record.model_copy(update={"state": state, "value": value, "values": values,
+                                                       "seeds_ok": seeds_ok, "note": note})
         append_line(self.sweep_dir.trials_jsonl, trial.record)
         self.samplers[trial.study.key].tell(trial.record)
-        shown = f" = {value:.4g}" if value is not None else (f" ({note})" if note else "")
+        shown = f" = {', '.join(f'{v:.4g}' for v in values or [value])}" if value is not None else \
+            (f" ({note})" if note else "")
         number, key = trial.record.number, trial.study.key
         self.on_event(Event(EventKind.TRIAL, None, f"trial {number} of {key} {state.value}{shown}"))
 

@@ -9,9 +9,18 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 KINDS = ("log_uniform", "uniform", "int", "choice")
+RUN_METRICS = ("eval_iqm", "best_iqm", "auc_iqm")
+"""A seed's value from its run files: the final evaluation, the best periodic one, the mean over training."""
+EVAL_METRICS = ("best_iqm", "auc_iqm")
+"""Those read from periodic evaluations (eval.every)."""
+MODEL_METRICS = ("mass", "actuators", "total_gear")
+"""The trial's robot: total mass (kg), actuator count, sum of |gear[0]| over actuators."""
+INFO_PREFIX = "info:"
+"""info:<key>: the env's info[key] at the end of each final-evaluation episode, averaged over episodes."""
+MULTI_OBJECTIVE_METHODS = ("random", "sobol", "tpe", "nsga2")
 
 
 class _Strict(BaseModel):
@@ -80,10 +89,26 @@ class Dimension(_Strict):
 
 
 class ObjectiveSpec(_Strict):
-    metric: Literal["eval_iqm", "best_iqm", "auc_iqm"] = "eval_iqm"
+    metric: str = "eval_iqm"
     """eval_iqm: each seed's final evaluation; best_iqm: its best periodic evaluation; auc_iqm: the area
-    under its periodic evaluations per timestep. Each time the IQM over the trial's seeds."""
+    under its periodic evaluations per timestep; info:<key>: the env's info[key] at the end of each final
+    evaluation episode, averaged over them. Each time the IQM over the trial's seeds. mass, actuators,
+    total_gear: the trial's robot."""
     direction: Literal["maximize", "minimize"] = "maximize"
+
+    @field_validator("metric")
+    @classmethod
+    def _known(cls, metric: str) -> str:
+        if metric in RUN_METRICS + MODEL_METRICS:
+            return metric
+        if metric.startswith(INFO_PREFIX) and info_key(metric).isidentifier():
+            return metric
+        raise ValueError(f"unknown metric {metric!r}: use {', '.join(RUN_METRICS + MODEL_METRICS)} or "
+                         f"{INFO_PREFIX}<key of the env's info>")
+
+    @property
+    def maximize(self) -> bool:
+        return self.direction == "maximize"
 
 
 class PruneSpec(_Strict):
@@ -98,13 +123,16 @@ class PruneSpec(_Strict):
 
 
 class SearchSpec(_Strict):
-    method: Literal["random", "sobol", "tpe"] = "random"
-    """random and sobol need numpy (sobol: scipy); tpe: Optuna's TPESampler (pip install 'mjsweep[search]')."""
+    method: Literal["random", "sobol", "tpe", "cmaes", "nsga2"] = "random"
+    """random and sobol need numpy (sobol: scipy); tpe, cmaes, nsga2: Optuna's TPESampler, CmaEsSampler (with
+    the cmaes package) and NSGAIISampler (pip install 'mjsweep[search]')."""
     trials: int = Field(ge=1)
     """Points to try, per study (one study per variant and grid point)."""
     seeds_per_trial: int = Field(1, ge=1)
     """Every trial trains seeds 0 .. seeds_per_trial-1, each its own run."""
-    objective: ObjectiveSpec = ObjectiveSpec()
+    objective: list[ObjectiveSpec] = Field(default_factory=lambda: [ObjectiveSpec()], min_length=1)
+    """One objective ({metric, direction}) or a list of them: a multi-objective search (its result is the
+    Pareto front of the trials)."""
     space: dict[str, Dimension] = Field(min_length=1)
     """Dotted key -> distribution: ppo.<kwarg> (or sac., td3., a2c.), env_kwargs.<kwarg>, total_timesteps,
     normalize, edits.<label>."""
@@ -112,9 +140,31 @@ class SearchSpec(_Strict):
     seed: int = Field(0, ge=0)
     """The sampler's seed: the same spec and seed propose the same trials."""
 
+    @field_validator("objective", mode="before")
+    @classmethod
+    def _one_or_more(cls, value: Any) -> Any:
+        return [value] if isinstance(value, dict) else value
+
     @property
     def maximize(self) -> bool:
-        return self.objective.direction == "maximize"
+        """The first objective's direction: the one pruning and a single-objective ranking go by."""
+        return self.objective[0].maximize
+
+    @property
+    def metric(self) -> str:
+        return self.objective[0].metric
+
+    @property
+    def multi(self) -> bool:
+        return len(self.objective) > 1
+
+    def info_keys(self) -> list[str]:
+        """The env info keys the runs' final evaluations average (the info: objectives)."""
+        return [info_key(o.metric) for o in self.objective if o.metric.startswith(INFO_PREFIX)]
+
+
+def info_key(metric: str) -> str:
+    return metric[len(INFO_PREFIX):]
 
 
 def whole(value: Any) -> bool:

@@ -32,7 +32,7 @@ from .activations import ACTIVATIONS, activation_name
 from .algos import ALGO_NAMES, ALGOS, INTEGER_KWARGS, Algo, key_problem, section_problem, value_problem
 from .editspec import PLACEHOLDER, EditSpec
 from .literals import zoo_expression, zoo_text
-from .searchspace import Dimension, SearchSpec
+from .searchspace import EVAL_METRICS, MULTI_OBJECTIVE_METHODS, Dimension, SearchSpec
 from .zoo import zoo_hyperparameters, zoo_keys_in_ppo
 
 MENAGERIE_PREFIX = "menagerie:"
@@ -415,7 +415,7 @@ def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
         # the value written is the one to report, and its key path drops pydantic's union tags.
         err: dict[str, Any] = min((dict(e) for e in exc.errors()),
                                   key=lambda e: (_wrong_union_member(e, data), e["type"] != "extra_forbidden"))
-        loc = tuple(part for part in err["loc"] if part not in UNION_TAGS)
+        loc = _as_written(tuple(part for part in err["loc"] if part not in UNION_TAGS), data)
         raise locator.error(loc, _explain({**err, "loc": loc})) from None
     spec._locator = locator
     if spec.search is not None and "seeds" in data:
@@ -425,6 +425,14 @@ def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
         spec._zoo_entry = zoo_hyperparameters(spec.env)[0]
     _check_semantics(spec, locator)
     return spec
+
+
+def _as_written(loc: tuple[str | int, ...], data: dict[str, Any]) -> tuple[str | int, ...]:
+    """A single objective is checked as the one item of a list: its key path names the mapping written."""
+    search = data.get("search")
+    if loc[:3] == ("search", "objective", 0) and isinstance(search, dict) and isinstance(search.get("objective"), dict):
+        return loc[:2] + loc[3:]
+    return loc
 
 
 SCALAR_TAGS = ("bool", "int", "list[int]")
@@ -530,11 +538,34 @@ def _check_search(spec: SweepSpec, search: SearchSpec, loc: SpecLocator) -> None
         elif not (key.startswith("env_kwargs.") and len(key) > len("env_kwargs.")):
             raise loc.error(at, "unknown search key: use ppo.<kwarg> (or sac., td3., a2c.), env_kwargs.<kwarg>, "
                                 "edits.<label>, normalize or total_timesteps")
-    needs_evals: list[tuple[str, ...]] = [("search", "prune")] if search.prune else []
-    if search.objective.metric != "eval_iqm":
-        needs_evals.append(("search", "objective", "metric"))
+        if search.method == "cmaes" and dim.choice is not None:
+            raise loc.error(at, "cmaes samples numbers only: search this key with uniform, log_uniform or int, "
+                                "or use method tpe")
+    _check_objectives(spec, search, loc)
+
+
+def _check_objectives(spec: SweepSpec, search: SearchSpec, loc: SpecLocator) -> None:
+    """Each metric once; several objectives with a method that takes them and no pruning; the metrics of
+    periodic evaluations and pruning with eval.every."""
+    metrics = [o.metric for o in search.objective]
+    for i, metric in enumerate(metrics):
+        if metric in metrics[:i]:
+            raise loc.error(_objective_at(search, i), f"{metric} is an objective twice")
+    if search.multi and search.method not in MULTI_OBJECTIVE_METHODS:
+        raise loc.error(("search", "method"), f"{search.method} optimizes one objective: use "
+                                              f"{', '.join(MULTI_OBJECTIVE_METHODS)} for several")
+    if search.multi and search.prune:
+        raise loc.error(("search", "prune"), "pruning needs a single objective (Optuna prunes no "
+                                             "multi-objective study): drop prune or keep one objective")
+    needs_evals: list[tuple[str | int, ...]] = [("search", "prune")] if search.prune else []
+    needs_evals += [_objective_at(search, i) for i, m in enumerate(metrics) if m in EVAL_METRICS]
     if needs_evals and spec.eval.every is None:
         raise loc.error(needs_evals[0], "needs periodic evaluations: set eval.every")
+
+
+def _objective_at(search: SearchSpec, i: int) -> tuple[str | int, ...]:
+    """Where objective i's metric is written: objective.metric for one mapping, objective[i].metric for a list."""
+    return ("search", "objective", *((i,) if search.multi else ()), "metric")
 
 
 def _check_searched_hyperparameter(algo: Algo, name: str, dim: Dimension, algos: list[str], at: tuple[str, ...],

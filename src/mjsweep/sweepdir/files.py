@@ -266,6 +266,7 @@ class SweepDir:
     report_md = property(lambda self: self.path / "report.md")
     report_matrix_png = property(lambda self: self.path / "report_matrix.png")
     report_profile_png = property(lambda self: self.path / "report_profile.png")
+    report_pareto_png = property(lambda self: self.path / "report_pareto.png")
     cross = property(lambda self: self.path / "cross")
     cross_matrix_csv = property(lambda self: self.path / "cross" / "matrix.csv")
     cross_matrix_png = property(lambda self: self.path / "cross" / "matrix.png")

@@ -75,6 +75,9 @@ class RunResult(FileModel):
     best_eval_mean_return: float | None = None
     """The best periodic evaluation's mean return (its model: best_model.zip), and its timesteps."""
     best_eval_timesteps: int | None = None
+    eval_info: dict[str, float] | None = None
+    """The final evaluation's mean over episodes of each info key spec.json's eval_info names (each episode's
+    value from its last step's info); a key some episode's info lacked is left out."""
     save_s: float | None = None
     """Seconds writing checkpoints and the final model, over all attempts."""
     checkpoint_save_s: float | None = None
@@ -336,6 +339,9 @@ class RunSpec(FileModel):
     eval_every: int | None = None
     """Timesteps between periodic evaluations; None: the final one only. Not in content_hash: an
     evaluation runs on its own env and random state, so training computes the same with or without."""
+    eval_info: list[str] = Field(default_factory=list)
+    """Keys of the env's info that the final evaluation averages over its episodes (a search's `info:`
+    objectives); out of content_hash, as eval_every is."""
     content_hash: str
     cpus: int = 1
     """CPU slots the run takes from the scheduler's cap (processes or threads it uses)."""
@@ -375,13 +381,24 @@ class TrialRecord(FileModel):
     """Its runs' ids, one per seed."""
     state: TrialState
     value: float | None = None
-    """The objective (complete), or the evaluation it was judged on (pruned)."""
+    """The objective (complete), or the evaluation it was judged on (pruned); a multi-objective search's
+    first objective."""
+    values: list[float] | None = None
+    """Every objective's value in the spec's order (a complete trial of a multi-objective search); None for a
+    single objective and in lines written before multi-objective searches."""
     seeds_ok: int = 0
     note: str = ""
 
     @property
     def key(self) -> tuple[str, int]:
         return self.study, self.number
+
+    @property
+    def objectives(self) -> list[float] | None:
+        """Every objective's value, for a single objective as for several; None without a value."""
+        if self.values is not None:
+            return self.values
+        return [self.value] if self.value is not None else None
 
 
 

@@ -221,12 +221,10 @@ def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, 
     from ..search import execute as searchlib
     from . import trials as show
 
+    searchlib.check_method(plan)
     if dry_run:
         tables.variant_table(out, plan)
-        try:
-            show.preview(out, plan.spec, searchlib.preview(plan))
-        except ImportError as exc:
-            raise InputError(str(exc)) from None
+        show.preview(out, plan.spec, searchlib.preview(plan))
         budget = searchlib.budget(plan)
         search = plan.spec.search
         studies = f"{budget.studies} {'study' if budget.studies == 1 else 'studies'} x {search.trials} trials"
@@ -238,10 +236,6 @@ def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, 
         raise typer.Exit(0)
     if backend == "slurm":
         raise InputError("a search makes its runs as slots free up: use --backend local or ray, not slurm")
-    try:
-        searchlib.check_method(plan)
-    except ImportError as exc:
-        raise InputError(str(exc)) from None
     with _launched(plan, out, backend=backend, workers=workers, quiet=quiet, gpus=gpus, address=address,
                    start_with=start_with, template=template, retries=retries, timeout_s=timeout_s,
                    grace=grace, report_every_s=report_every_s) as (launcher, options, progress, _, report):
@@ -470,10 +464,12 @@ def report(
     csv_text = reportlib.to_csv(groups)
     md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings)
     trials = _search_trials(folder)
+    pareto = _pareto_figure(folder, *trials) if trials is not None else None
     if trials is not None:
         from ..search.results import to_markdown as trials_markdown
 
-        md_text += "\n" + trials_markdown(*trials)
+        trial_rows, search = trials
+        md_text += "\n" + trials_markdown(trial_rows, search, pareto.name if pareto else None)
     if comparisons:
         from ..results.compare import to_markdown as comparisons_markdown
 
@@ -501,7 +497,7 @@ def report(
         if trials is not None:
             from .trials import trials_table
 
-            trials_table(tables.make_console(), *trials)
+            trials_table(tables.make_console(), trial_rows, search, pareto)
     elif fmt == "html":
         from .html_report import build, sweep_state
 
@@ -554,11 +550,22 @@ def _seed_rounds(folder):
 
 
 def _search_trials(folder):
-    """A search's trials ranked by its objective and the objective's name; None for a grid sweep."""
+    """A search's trials ranked by its objectives, and its search section; None for a grid sweep."""
     from ..search import results as searchresults
 
     search = searchresults.searched(folder)
-    return (searchresults.ranked(folder, search), search.objective.metric) if search is not None else None
+    return (searchresults.ranked(folder, search), search) if search is not None else None
+
+
+def _pareto_figure(folder, rows, search):
+    """A multi-objective search's Pareto front drawn to report_pareto.png; None for one objective or before a
+    trial is complete (a figure left from an earlier report goes, as it no longer holds)."""
+    if not search.multi:
+        return None
+    from ..search.plots import plot_pareto
+
+    folder.report_pareto_png.unlink(missing_ok=True)
+    return folder.report_pareto_png if plot_pareto(rows, search, folder.report_pareto_png) else None
 
 
 @app.command()
@@ -664,9 +671,12 @@ def plot(
 
     folder = SweepDir(sweep_dir)
     if (search := searchresults.searched(folder)) is not None:
-        from ..search.plots import plot_search
+        from ..search.plots import plot_pareto, plot_search
 
         written += plot_search(folder, search, output)
+        pareto = output.with_name(f"{output.stem}_pareto.png")
+        if search.multi and plot_pareto(searchresults.ranked(folder, search), search, pareto):
+            written.append(pareto)
     for path in written:
         print(f"wrote {path}")
 

@@ -22,17 +22,45 @@ from .normalization import frozen_normalization
 
 
 def evaluate(spec: RunSpec, model: BaseAlgorithm, stop_if_requested: Callable[[], None],
-             vecnormalize: VecNormalize | None = None) -> tuple[float, float]:
-    """Mean and std of the return over eval_episodes fresh episodes of a separately seeded env;
-    stop_if_requested is called at every step. A normalized run's policy sees observations normalized
-    with its training statistics, frozen; the returns are the env's own."""
-    returns, _ = evaluate_episodes(spec, model, stop_if_requested, vecnormalize)
-    return float(np.mean(returns)), float(np.std(returns))
+             vecnormalize: VecNormalize | None = None) -> tuple[float, float, dict[str, float] | None]:
+    """Mean and std of the return over eval_episodes fresh episodes of a separately seeded env, and the mean
+    over them of each info key spec.eval_info names (None when it names none); stop_if_requested is called at
+    every step. A normalized run's policy sees observations normalized with its training statistics, frozen;
+    the returns are the env's own."""
+    infos = EpisodeInfos(spec.eval_info)
+    returns, _ = evaluate_episodes(spec, model, stop_if_requested, vecnormalize, infos)
+    return float(np.mean(returns)), float(np.std(returns)), infos.means() if spec.eval_info else None
+
+
+class EpisodeInfos:
+    """The info of each episode's last step, for the keys asked; nothing is kept when none is asked."""
+
+    def __init__(self, keys: list[str]):
+        self.keys = keys
+        self.values: dict[str, list[float]] = {key: [] for key in keys}
+        self.episodes = 0
+
+    def step(self, locals_: dict) -> None:
+        if self.keys and locals_["done"]:
+            self.episodes += 1
+            for key in self.keys:
+                if key in locals_["info"]:
+                    self.values[key].append(float(locals_["info"][key]))
+
+    def means(self) -> dict[str, float]:
+        """Each key's mean over episodes; a key some episode's info lacked is left out."""
+        return {key: float(np.mean(v)) for key, v in self.values.items() if v and len(v) == self.episodes}
 
 
 def evaluate_episodes(spec: RunSpec, model: BaseAlgorithm, stop_if_requested: Callable[[], None],
-                      vecnormalize: VecNormalize | None = None) -> tuple[list[float], list[int]]:
-    """Each episode's return and length, as `evaluate` runs them."""
+                      vecnormalize: VecNormalize | None = None,
+                      infos: EpisodeInfos | None = None) -> tuple[list[float], list[int]]:
+    """Each episode's return and length, as `evaluate` runs them; `infos` sees every step."""
+    def each_step(locals_: dict, _globals: dict) -> None:
+        stop_if_requested()
+        if infos is not None:
+            infos.step(locals_)
+
     env: VecEnv = DummyVecEnv([lambda: Monitor(make_env(spec.env, Path(spec.xml), spec.env_kwargs,
                                                         spec.max_episode_steps))])
     if vecnormalize is not None:
@@ -41,7 +69,7 @@ def evaluate_episodes(spec: RunSpec, model: BaseAlgorithm, stop_if_requested: Ca
     try:
         returns, lengths = evaluate_policy(model, env, n_eval_episodes=spec.eval_episodes,
                                            deterministic=spec.eval_deterministic, return_episode_rewards=True,
-                                           callback=lambda _locals, _globals: stop_if_requested())
+                                           callback=each_step)
     finally:
         env.close()
     assert isinstance(returns, list) and isinstance(lengths, list)  # return_episode_rewards=True

@@ -112,7 +112,8 @@ def _train(run_path: Path) -> int:
             model.learn(total_timesteps=spec.total_timesteps - model.num_timesteps,
                         reset_num_timesteps=resume is None, callback=recorder)
             _, final_save_s = timed(_save_model, model, run)
-            (mean, std), eval_s = timed(evaluate, spec, model, stop_if_requested, model.get_vec_normalize_env())
+            (mean, std, info_means), eval_s = timed(evaluate, spec, model, stop_if_requested,
+                                                    model.get_vec_normalize_env())
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 recorder.save_interrupted()
@@ -150,6 +151,7 @@ def _train(run_path: Path) -> int:
         evaluations=evaluator.rows if evaluator else None,
         best_eval_mean_return=evaluator.best[0] if evaluator and evaluator.best else None,
         best_eval_timesteps=evaluator.best[1] if evaluator and evaluator.best else None,
+        eval_info=info_means,
         # progress.csv's summary, so that `sweep status` need not open it for a finished run
         early_fps=progress.early_fps if progress else None,
         ep_rew_mean=progress.ep_rew_mean if progress else None,
