@@ -1,5 +1,6 @@
-"""`algo: ppo | sac | td3 | a2c`: each algorithm's keyword arguments as the spec checks them, the runs the
-plan makes of them, and the SB3 arguments the worker builds."""
+"""`algo: ppo | sac | td3 | a2c` and sb3-contrib's tqc | crossq | trpo | recurrent_ppo: each algorithm's
+keyword arguments as the spec checks them, the runs the plan makes of them, and the SB3 arguments the
+worker builds."""
 
 from __future__ import annotations
 
@@ -45,13 +46,18 @@ def error_of(tmp_path: Path, text: str) -> str:
     return message
 
 
-@pytest.mark.parametrize("name", algos.ALGO_NAMES)
-def test_each_algorithms_keywords_match_the_installed_stable_baselines3(name):
-    import stable_baselines3
+CLASSES = {"ppo": "PPO", "sac": "SAC", "td3": "TD3", "a2c": "A2C", "tqc": "TQC", "crossq": "CrossQ", "trpo": "TRPO",
+           "recurrent_ppo": "RecurrentPPO"}
 
-    cls = getattr(stable_baselines3, name.upper())
+
+@pytest.mark.parametrize("name", algos.ALGO_NAMES)
+def test_each_algorithms_keywords_match_the_installed_class(name):
+    package = pytest.importorskip(algos.ALGOS[name].package)
+    cls = getattr(package, CLASSES[name])
     assert set(inspect.signature(cls.__init__).parameters) - {"self", "env"} == algos.ALGOS[name].kwargs
-    assert algos.algorithm_class(name) is cls
+    assert algos.algorithm_class(name) is cls and algos.ALGOS[name].label == CLASSES[name]
+    assert algos.ALGOS[name].policy in cls.policy_aliases
+    assert algos.ALGOS[name].off_policy == (name in ("sac", "td3", "tqc", "crossq"))
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -75,13 +81,56 @@ def test_each_algorithms_keywords_match_the_installed_stable_baselines3(name):
     ("algo: sac\ngrid:\n  sac.n_epochs: [1, 2]\n", "spec.yaml:10: grid.sac.n_epochs: unknown SAC keyword argument"),
     ("algo: sac\ngrid:\n  sac.gamma: [0.99, 1.5]\n", "spec.yaml:10: grid.sac.gamma: must be in (0, 1] (got 1.5)"),
     ("grid:\n  td3.tau: [0.01]\n", "spec.yaml:9: grid.td3.tau: a grid of TD3 hyperparameters, but no run trains TD3"),
-    ("grid:\n  algo: [ppo, dqn]\n", "spec.yaml:9: grid.algo: unknown algorithm 'dqn' (known: ppo, sac, td3, a2c)"),
+    ("grid:\n  algo: [ppo, dqn]\n", "spec.yaml:9: grid.algo: unknown algorithm 'dqn' (known: ppo, sac, td3, a2c, tqc, "
+                                   "crossq, trpo, recurrent_ppo)"),
     ("algo: sac\ngrid:\n  algo: [ppo, sac]\n", "spec.yaml:8: algo: algo and grid.algo both given: keep one"),
     ("grid:\n  algo: [{sac: 1}]\n", "spec.yaml:9: grid.algo: unknown algorithm {'sac': 1}"),
-    ("algo: dqn\n", "spec.yaml:8: algo: Input should be 'ppo', 'sac', 'td3' or 'a2c'"),
+    ("algo: dqn\n", "spec.yaml:8: algo: Input should be 'ppo', 'sac', 'td3', 'a2c', 'tqc', 'crossq', 'trpo' or "
+                    "'recurrent_ppo'"),
+    ("algo: tqc\ntqc: {n_epochs: 3}\n", "spec.yaml:9: tqc.n_epochs: unknown TQC keyword argument 'n_epochs'"),
+    ("algo: tqc\ntqc: {top_quantiles_to_drop_per_net: -1}\n",
+     "spec.yaml:9: tqc.top_quantiles_to_drop_per_net: must be an integer >= 0 (got -1)"),
+    ("algo: tqc\ntqc: {ent_coef: autox}\n", "spec.yaml:9: tqc.ent_coef: must be a number > 0, 'auto'"),
+    ("algo: crossq\ncrossq: {tau: 0.005}\n", "spec.yaml:9: crossq.tau: unknown CrossQ keyword argument 'tau'"),
+    ("algo: crossq\ncrossq: {policy_delay: 0}\n", "spec.yaml:9: crossq.policy_delay: must be an integer >= 1"),
+    ("algo: trpo\ntrpo: {clip_range: 0.2}\n", "spec.yaml:9: trpo.clip_range: unknown TRPO keyword argument"),
+    ("algo: trpo\ntrpo: {target_kl: null}\n", "spec.yaml:9: trpo.target_kl: must be a number > 0: TRPO's step"),
+    ("algo: trpo\ntrpo: {line_search_shrinking_factor: 1}\n",
+     "spec.yaml:9: trpo.line_search_shrinking_factor: must be in (0, 1) (got 1)"),
+    ("algo: recurrent_ppo\nrecurrent_ppo: {batch_size: 1}\n",
+     "spec.yaml:9: recurrent_ppo.batch_size: must be an integer >= 2 (got 1)"),
+    ("algo: recurrent_ppo\nrecurrent_ppo: {rollout_buffer_kwargs: {}}\n",
+     "spec.yaml:9: recurrent_ppo.rollout_buffer_kwargs: unknown RecurrentPPO keyword argument"),
+    ("tqc: {tau: 0.01}\n", "spec.yaml:8: tqc: TQC hyperparameters, but no run trains TQC (algo: ppo)"),
+    ("algo: tqc\ngrid:\n  crossq.tau: [0.01]\n", "spec.yaml:10: grid.crossq.tau: a grid of CrossQ hyperparameters"),
 ])
 def test_bad_hyperparameters_name_file_line_and_key(tmp_path, text, expected):
     assert expected in error_of(tmp_path, text)
+
+
+def test_contrib_runs_take_their_own_policy_checkpoints_and_model_check(tmp_path):
+    from mjsweep.engine.modelcheck import needs_build
+
+    spec = load(tmp_path, "grid:\n  algo: [ppo, tqc, crossq, trpo, recurrent_ppo]\n")
+    runs = {r.algo: r for r in plan.expand(spec, [VARIANT])}
+    assert runs["recurrent_ppo"].policy == "MlpLstmPolicy" and runs["tqc"].policy == "MlpPolicy"
+    assert {algo: r.checkpoint_every for algo, r in runs.items()} == {
+        "ppo": 50_000, "tqc": algos.OFF_POLICY_CHECKPOINT_EVERY, "crossq": algos.OFF_POLICY_CHECKPOINT_EVERY,
+        "trpo": 50_000, "recurrent_ppo": 50_000}
+    # each algorithm's own default policy and checked keys ask for no model build; another policy does
+    assert not any(needs_build(r) for r in runs.values())
+    [lstm] = plan.expand(load(tmp_path, "algo: recurrent_ppo\nrecurrent_ppo: {policy: MlpPolicy}\n"), [VARIANT])
+    assert needs_build(lstm)
+
+
+def test_a_wrong_policy_for_recurrent_ppo_is_sb3s_own_words_at_its_section(tmp_path):
+    pytest.importorskip("sb3_contrib")
+    path = tmp_path / "spec.yaml"
+    path.write_text(HEAD + "algo: recurrent_ppo\nrecurrent_ppo: {policy: MlpPolicy, n_steps: 64, batch_size: 32}\n")
+    done = run_sweep("validate", str(path))
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: {path}:9: recurrent_ppo: ") and "MlpPolicy" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
 def test_a_bad_keyword_is_exit_2_from_the_command_line(tmp_path):
@@ -170,3 +219,4 @@ def test_the_example_config_compares_ppo_and_sac_on_the_ant_variants():
     runs = plan.expand(spec, [Variant(name=v.name, xml=v.xml, sha256="0" * 64) for v in spec.variants])
     assert spec.algos == ["ppo", "sac"] and len(runs) == 3 * 2 * 3
     assert {(r.algo, r.checkpoint_every) for r in runs} == {("ppo", 50_000), ("sac", 100_000)}
+

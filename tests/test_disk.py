@@ -14,7 +14,6 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-from stable_baselines3 import A2C, PPO, SAC, TD3
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.save_util import save_to_pkl
 
@@ -24,9 +23,9 @@ from helpers.models import TINY_XML
 from mjsweep.engine.sweep import prepare
 from mjsweep.plan.disk import Verdict, estimate, judge, model_bytes, replay_buffer_bytes, run_disk
 from mjsweep.robots.envs import EnvProbe, probe_env
+from mjsweep.spec.algos import ALGOS, algorithm_class
 
 ANT = EnvProbe((105,), (8,), episode_steps=1000.0)  # Ant-v5's spaces
-CLASSES = {"ppo": PPO, "a2c": A2C, "sac": SAC, "td3": TD3}
 
 
 @pytest.fixture(scope="module")
@@ -64,12 +63,16 @@ def test_a_replay_buffer_file_holds_every_row_it_allocated_however_few_it_filled
     ("tiny", "ppo", {}), ("tiny", "a2c", {}), ("tiny", "sac", {}), ("tiny", "td3", {}),
     ("tiny", "ppo", {"net_arch": {"pi": [32], "vf": [128, 128]}}), ("tiny", "sac", {"net_arch": [64], "n_critics": 3}),
     ("Ant-v5", "ppo", {}), ("Ant-v5", "sac", {}),
+    ("tiny", "tqc", {}), ("tiny", "crossq", {}), ("tiny", "trpo", {}), ("tiny", "recurrent_ppo", {}),
+    ("Ant-v5", "tqc", {}), ("Ant-v5", "crossq", {}), ("Ant-v5", "recurrent_ppo", {}),
 ])
 def test_a_model_zip_is_estimated_within_2_percent(tmp_path, env, algo, policy_kwargs):
     venv = tiny_env() if env == "tiny" else gym.make(env)
-    settings = {"n_steps": 64, "batch_size": 64, "n_epochs": 1} if algo == "ppo" else \
-        {"buffer_size": 100, "learning_starts": 0, "batch_size": 8} if algo in ("sac", "td3") else {}
-    model = CLASSES[algo]("MlpPolicy", venv, policy_kwargs=policy_kwargs, seed=0, device="cpu", **settings)
+    settings = {"n_steps": 64, "batch_size": 64, "n_epochs": 1} if algo in ("ppo", "recurrent_ppo") else \
+        {"n_steps": 64, "batch_size": 64} if algo == "trpo" else \
+        {"buffer_size": 100, "learning_starts": 0, "batch_size": 8} if ALGOS[algo].off_policy else {}
+    policy = "MlpLstmPolicy" if algo == "recurrent_ppo" else "MlpPolicy"
+    model = algorithm_class(algo)(policy, venv, policy_kwargs=policy_kwargs, seed=0, device="cpu", **settings)
     model.learn(64)  # the optimizer's state exists once it has stepped
     model.save(tmp_path / "model.zip")
     obs, act = math.prod(venv.observation_space.shape), math.prod(venv.action_space.shape)

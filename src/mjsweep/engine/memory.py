@@ -11,7 +11,8 @@ from ..spec.algos import ALGOS
 DEFAULT_RUN_MEMORY_MB = 600.0
 """A run's expected peak before any run of the sweep has been measured."""
 OFF_POLICY_RUN_MEMORY_MB = 1500.0
-"""The same for SAC and TD3, whose replay buffers fill as they train (about 1.3 GB for 1M Ant transitions)."""
+"""The same for the off-policy algorithms (SAC, TD3, TQC, CrossQ), whose replay buffers fill as they train
+(about 1.3 GB for 1M Ant transitions)."""
 HEADROOM = 1.25
 
 

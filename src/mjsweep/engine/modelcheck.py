@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..launchers.spawn import worker_env
+from ..spec.algos import ALGOS
 from ..sweepdir.models import RunSpec
 
 CHECKED_BY_SPEC = frozenset({
@@ -25,15 +26,18 @@ CHECKED_BY_SPEC = frozenset({
     "normalize_advantage", "ent_coef", "vf_coef", "max_grad_norm", "target_kl", "stats_window_size",
     "buffer_size", "learning_starts", "tau", "train_freq", "gradient_steps", "target_update_interval",
     "target_entropy", "policy_delay", "target_policy_noise", "target_noise_clip", "rms_prop_eps", "noise_type",
-    "noise_std",
+    "noise_std", "cg_max_steps", "cg_damping", "line_search_shrinking_factor", "line_search_max_iter",
+    "n_critic_updates", "sub_sampling_factor",
 })
 """Hyperparameters whose every value the spec (algos.value_problem) checks itself; any other key asks for a
 model build."""
-DEFAULT_POLICY = "MlpPolicy"
 
 
 def needs_build(run: RunSpec) -> bool:
-    return run.policy != DEFAULT_POLICY or any(key not in CHECKED_BY_SPEC for key in run.hyperparams)
+    """Whether only the constructor can judge the run's hyperparameters: a policy other than its
+    algorithm's default (RecurrentPPO's MlpLstmPolicy, MlpPolicy for the others), or a key the spec does
+    not check."""
+    return run.policy != ALGOS[run.algo].policy or any(key not in CHECKED_BY_SPEC for key in run.hyperparams)
 
 
 def distinct_sets(runs: list[RunSpec]) -> list[RunSpec]:

@@ -1,10 +1,10 @@
 """`python -m mjsweep.media.policy JOB.json`: the render process for videos of trained policies.
 
 JOB.json: {"width", "height", "seconds", "gif", "items": [{"run_dir", "model", "vecnormalize", "title",
-"output"}]}. For each item: the run's env (from its spec.json), its policy acting deterministically,
-the saved normalization statistics frozen where the run has them; frames drawn by a camera that
-follows the robot, labelled with the title and the episode's return so far; MP4 (and GIF) written
-through imageio's ffmpeg wheel.
+"output"}]}. For each item: the run's env (from its spec.json), its policy acting deterministically
+(a recurrent policy's state carried from step to step), the saved normalization statistics frozen where
+the run has them; frames drawn by a camera that follows the robot, labelled with the title and the
+episode's return so far; MP4 (and GIF) written through imageio's ffmpeg wheel.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..worker.normalization import load_frozen
-from ..worker.policy import load_policy
+from ..worker.policy import Actor, load_policy
 from .camera import framing
 from .gl import open_gl_or_exit, run_job
 from .lighting import cast_shadows_over, fit_shadow_map
@@ -41,7 +41,7 @@ def rollout_frames(mujoco, item: dict, width: int, height: int, seconds: float):
     spec = RunSpec.model_validate_json(RunDir(Path(item["run_dir"])).spec_json.read_text(encoding="utf-8"))
     plain = DummyVecEnv([lambda: make_env(spec.env, Path(spec.xml), spec.env_kwargs, spec.max_episode_steps)])
     venv: VecEnv = load_frozen(item["vecnormalize"], plain) if item.get("vecnormalize") else plain
-    policy = load_policy(spec.algo, item["model"])
+    actor = Actor(load_policy(spec.algo, item["model"]))
     env: Any = plain.envs[0].unwrapped  # a MuJoCo env: model, data and dt
     model, data = env.model, env.data
     every = max(1, round(1 / (env.dt * MAX_FPS)))
@@ -68,8 +68,8 @@ def rollout_frames(mujoco, item: dict, width: int, height: int, seconds: float):
             if frame == frames - 1:
                 break
             for _ in range(every):
-                action, _ = policy.predict(obs, deterministic=True)  # type: ignore[arg-type]
-                obs, rewards, dones, _ = venv.step(action)
+                obs, rewards, dones, _ = venv.step(actor.act(obs))
+                actor.stepped(dones)
                 # A finished episode restarts at once (the vec env resets it), and so does its return.
                 episode_return = 0.0 if dones[0] else episode_return + float(rewards[0])
     finally:

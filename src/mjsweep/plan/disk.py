@@ -29,8 +29,10 @@ from ..sweepdir.models import RunSpec
 
 # SB3's defaults, for what a run's section leaves out.
 DEFAULT_BUFFER_SIZE = 1_000_000
-DEFAULT_NET_ARCH = {"ppo": [64, 64], "a2c": [64, 64], "sac": [256, 256], "td3": [400, 300]}
-DEFAULT_N_STEPS = {"ppo": 2048, "a2c": 5}
+DEFAULT_NET_ARCH: dict[str, Any] = {"ppo": [64, 64], "a2c": [64, 64], "sac": [256, 256], "td3": [400, 300],
+                                    "tqc": [256, 256], "crossq": {"pi": [256, 256], "qf": [1024, 1024]},
+                                    "trpo": [64, 64], "recurrent_ppo": [64, 64]}
+DEFAULT_N_STEPS = {"ppo": 2048, "a2c": 5, "trpo": 2048, "recurrent_ppo": 128}
 FLOAT32 = 4
 # Measured on SB3 2.x files (tests/test_disk.py holds the estimate to the real sizes).
 ZIP_BYTES = 10_000
@@ -165,16 +167,35 @@ def model_tensors(algo: str, hyperparams: Mapping[str, Any], obs: int, act: int)
     policy_kwargs = hyperparams.get("policy_kwargs") or {}
     pi, qf = _net_arch(algo, policy_kwargs)
     if not ALGOS[algo].off_policy:
+        features = obs
+        lstm = Tensors(0, 0)
+        if algo == "recurrent_ppo":  # an LSTM for the actor and (by default) one for the critic, then the MLPs
+            hidden = int(policy_kwargs.get("lstm_hidden_size", 256))
+            layers = int(policy_kwargs.get("n_lstm_layers", 1))
+            critic_lstm = policy_kwargs.get("enable_critic_lstm", True) and not policy_kwargs.get("shared_lstm")
+            lstm = _lstm(obs, hidden, layers).times(2 if critic_lstm else 1)
+            features = hidden
         log_std = Tensors(act, 1)
-        actor = _mlp([obs, *pi]) + _mlp([pi[-1] if pi else obs, act]) + log_std
-        critic = _mlp([obs, *qf]) + _mlp([qf[-1] if qf else obs, 1])
-        adam = algo == "ppo" or hyperparams.get("use_rms_prop") is False
-        return _trained(actor + critic, optimizer_states=2 if adam else 1)
-    q = _mlp([obs + act, *qf, 1]).times(int(policy_kwargs.get("n_critics", 2)))
+        actor = _mlp([features, *pi]) + _mlp([pi[-1] if pi else features, act]) + log_std
+        critic = _mlp([features, *qf]) + _mlp([qf[-1] if qf else features, 1])
+        if algo == "trpo":  # the policy steps by natural gradient: only the critic has Adam's state
+            return actor + _trained(critic)
+        adam = algo != "a2c" or hyperparams.get("use_rms_prop") is False
+        return _trained(actor + critic + lstm, optimizer_states=2 if adam else 1)
+    critics = int(policy_kwargs.get("n_critics", 2))
+    heads = _mlp([pi[-1] if pi else obs, act]).times(2)
+    log_ent_coef = Tensors(1, 1)
     if algo == "sac":
-        heads = _mlp([pi[-1] if pi else obs, act]).times(2)
-        log_ent_coef = Tensors(1, 1)
+        q = _mlp([obs + act, *qf, 1]).times(critics)
         return _trained(_mlp([obs, *pi]) + heads + q + log_ent_coef) + q  # + the critics' targets
+    if algo == "tqc":  # each critic gives n_quantiles values
+        q = _mlp([obs + act, *qf, int(policy_kwargs.get("n_quantiles", 25))]).times(critics)
+        return _trained(_mlp([obs, *pi]) + heads + q + log_ent_coef) + q
+    if algo == "crossq":  # batch renormalization before each layer, and no target networks
+        renormed = [obs, *pi] + [obs + act, *qf] * critics if policy_kwargs.get("batch_norm", True) else []
+        trained = _mlp([obs, *pi]) + heads + _mlp([obs + act, *qf, 1]).times(critics) + log_ent_coef
+        return _trained(trained + _renorm(renormed)) + _renorm_state(renormed)
+    q = _mlp([obs + act, *qf, 1]).times(critics)
     actor = _mlp([obs, *pi, act])
     return _trained(actor + q) + actor + q  # + the targets of both
 
@@ -183,6 +204,22 @@ def _mlp(sizes: Sequence[int]) -> Tensors:
     """Linear layers from each size to the next: a weight and a bias each."""
     pairs = list(zip(sizes, sizes[1:], strict=False))
     return Tensors(sum(a * b + b for a, b in pairs), 2 * len(pairs))
+
+
+def _lstm(inputs: int, hidden: int, layers: int) -> Tensors:
+    """torch's LSTM: per layer, input and hidden weights of four gates and their two biases."""
+    first = 4 * hidden * (inputs + hidden) + 8 * hidden
+    return Tensors(first + (layers - 1) * (8 * hidden * hidden + 8 * hidden), 4 * layers)
+
+
+def _renorm(sizes: Sequence[int]) -> Tensors:
+    """CrossQ's batch renormalization layers, one of each size: a trained scale and shift."""
+    return Tensors(2 * sum(sizes), 2 * len(sizes))
+
+
+def _renorm_state(sizes: Sequence[int]) -> Tensors:
+    """Their running mean and variance, and a step count, saved beside the parameters."""
+    return Tensors(2 * sum(sizes) + len(sizes), 3 * len(sizes))
 
 
 def _trained(params: Tensors, optimizer_states: int = 2) -> Tensors:

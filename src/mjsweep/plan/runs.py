@@ -75,7 +75,7 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
             _set_dotted(hyperparams, key[len(algo) + 1:], value)
         elif key.startswith("env_kwargs."):
             _set_dotted(env_kwargs, key[len("env_kwargs."):], value)
-    policy = hyperparams.pop("policy", "MlpPolicy")
+    policy = hyperparams.pop("policy", ALGOS[algo].policy)
     content = {
         "env": spec.env, "xml_sha256": variant.sha256, "env_kwargs": env_kwargs,
         "max_episode_steps": spec.max_episode_steps, "policy": policy,

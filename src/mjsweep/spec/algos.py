@@ -1,12 +1,14 @@
 """The training algorithms a spec may choose (`algo`) and the keyword arguments each takes, as data.
 
 Kept apart from stable-baselines3 so that loading a spec never imports torch; tests/test_algos.py checks
-each set against the installed class's signature. `hyperparameter_problem` checks one value before
-anything starts, as the spec's errors do for every other key.
+each set against the installed class's signature. `value_problem` checks one value before anything
+starts, as the spec's errors do for every other key. TQC, CrossQ, TRPO and RecurrentPPO come from
+sb3-contrib, an optional extra: `missing_package` says so before anything starts.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
 
-ALGO_NAMES = ("ppo", "sac", "td3", "a2c")
+ALGO_NAMES = ("ppo", "sac", "td3", "a2c", "tqc", "crossq", "trpo", "recurrent_ppo")
 _COMMON = frozenset({
     "policy", "learning_rate", "gamma", "stats_window_size", "tensorboard_log", "policy_kwargs", "verbose",
     "seed", "device", "_init_setup_model",
@@ -25,6 +27,10 @@ _ON_POLICY = _COMMON | {"n_steps", "gae_lambda", "ent_coef", "vf_coef", "max_gra
 _OFF_POLICY = _COMMON | {"buffer_size", "learning_starts", "batch_size", "tau", "train_freq", "gradient_steps",
                          "action_noise", "replay_buffer_class", "replay_buffer_kwargs", "optimize_memory_usage",
                          "n_steps"}
+_ENTROPY = frozenset({"ent_coef", "target_entropy", "use_sde", "sde_sample_freq", "use_sde_at_warmup"})
+"""SAC's maximum-entropy arguments, which TQC and CrossQ share."""
+_CLIPPED = frozenset({"batch_size", "n_epochs", "clip_range", "clip_range_vf", "target_kl"})
+CONTRIB = "sb3_contrib"
 
 
 @dataclass(frozen=True)
@@ -39,19 +45,37 @@ class Algo:
     """A progress row once an SB3 iteration ends this many timesteps after the last row. PPO's iterations
     (n_steps of 2048 by default) make a row each; A2C's (5 steps), SAC's and TD3's (train_freq, 1 step)
     would write a line per handful of env steps."""
+    class_name: str | None = None
+    """The class's name in its package; default: the name in capitals."""
+    package: str = "stable_baselines3"
+    policy: str = "MlpPolicy"
+    """The policy a run trains unless its section names another."""
 
     @property
     def label(self) -> str:
-        return self.name.upper()
+        return self.class_name or self.name.upper()
 
 
 ALGOS = {
-    "ppo": Algo("ppo", _ON_POLICY | {"batch_size", "n_epochs", "clip_range", "clip_range_vf", "target_kl"},
-                off_policy=False, scheduled=("learning_rate", "clip_range"), row_steps=1),
+    "ppo": Algo("ppo", _ON_POLICY | _CLIPPED, off_policy=False, scheduled=("learning_rate", "clip_range"), row_steps=1),
     "a2c": Algo("a2c", _ON_POLICY | {"rms_prop_eps", "use_rms_prop"}, off_policy=False),
-    "sac": Algo("sac", _OFF_POLICY | {"ent_coef", "target_update_interval", "target_entropy", "use_sde",
-                                      "sde_sample_freq", "use_sde_at_warmup"}, off_policy=True),
+    "sac": Algo("sac", _OFF_POLICY | _ENTROPY | {"target_update_interval"}, off_policy=True),
     "td3": Algo("td3", _OFF_POLICY | {"policy_delay", "target_policy_noise", "target_noise_clip"}, off_policy=True),
+    # sb3-contrib's: SAC with a distributional critic that drops the top quantiles; SAC without target
+    # networks (batch normalization instead) that updates the actor every policy_delay steps.
+    "tqc": Algo("tqc", _OFF_POLICY | _ENTROPY | {"target_update_interval", "top_quantiles_to_drop_per_net"},
+                off_policy=True, package=CONTRIB),
+    "crossq": Algo("crossq", (_OFF_POLICY - {"tau"}) | _ENTROPY | {"policy_delay"}, off_policy=True,
+                   class_name="CrossQ", package=CONTRIB),
+    # A natural-gradient step with a line search in place of PPO's clipped epochs; PPO with an LSTM policy,
+    # whose state the worker, cross-evaluation and videos carry from step to step.
+    "trpo": Algo("trpo", (_ON_POLICY - {"ent_coef", "vf_coef", "max_grad_norm"})
+                 | {"batch_size", "target_kl", "cg_max_steps", "cg_damping", "line_search_shrinking_factor",
+                    "line_search_max_iter", "n_critic_updates", "sub_sampling_factor"},
+                 off_policy=False, row_steps=1, package=CONTRIB),
+    "recurrent_ppo": Algo("recurrent_ppo", (_ON_POLICY - {"rollout_buffer_class", "rollout_buffer_kwargs"})
+                          | _CLIPPED, off_policy=False, scheduled=("learning_rate", "clip_range"),
+                          class_name="RecurrentPPO", package=CONTRIB, policy="MlpLstmPolicy"),
 }
 # Arguments mjsweep sets itself, from other spec keys or per run.
 OWNED = {
@@ -68,19 +92,37 @@ OWNED = {
 NOISE_KEYS = ("noise_type", "noise_std")
 NOISE_TYPES = ("normal", "ornstein-uhlenbeck")
 INTEGER_KWARGS = ("n_steps", "batch_size", "n_epochs", "sde_sample_freq", "stats_window_size", "buffer_size",
-                  "learning_starts", "gradient_steps", "target_update_interval", "policy_delay")
-_LEAST = {"sde_sample_freq": -1, "learning_starts": 0, "gradient_steps": -1}
+                  "learning_starts", "gradient_steps", "target_update_interval", "policy_delay",
+                  "top_quantiles_to_drop_per_net", "cg_max_steps", "line_search_max_iter", "n_critic_updates",
+                  "sub_sampling_factor")
+_LEAST = {"sde_sample_freq": -1, "learning_starts": 0, "gradient_steps": -1, "top_quantiles_to_drop_per_net": 0}
+# PPO's minibatches normalize advantages over the batch, which needs two samples.
+_BATCHES_OF_TWO = ("ppo", "recurrent_ppo")
 # RL Zoo's linear schedules: "lin_3e-4" decays linearly from 3e-4 to 0 over the run.
 SCHEDULE = re.compile(r"^lin_([0-9.eE+-]+)$")
 _AUTO = re.compile(r"^auto(_[0-9.eE+-]+)?$")
 
 
 def algorithm_class(name: str) -> type[BaseAlgorithm]:
-    """The stable-baselines3 class of a run's `algo` (imports torch: for the worker's and render processes)."""
-    import stable_baselines3
+    """The class of a run's `algo`, from SB3 or sb3-contrib (imports torch: for the worker's and render
+    processes)."""
+    import importlib
 
-    cls: type[BaseAlgorithm] = getattr(stable_baselines3, ALGOS[name].label)
+    algo = ALGOS[name]
+    cls: type[BaseAlgorithm] = getattr(importlib.import_module(algo.package), algo.label)
     return cls
+
+
+def label_of(name: str) -> str:
+    """An algorithm's name as its class spells it (RecurrentPPO); a name from elsewhere in capitals."""
+    return ALGOS[name].label if name in ALGOS else name.upper()
+
+
+def missing_package(name: str) -> str | None:
+    """What to install for an algorithm whose package is missing (found, not imported: it imports torch)."""
+    if ALGOS[name].package == CONTRIB and importlib.util.find_spec(CONTRIB) is None:
+        return f'{name} needs sb3-contrib (pip install "mjsweep[contrib]")'
+    return None
 
 
 def accepted(algo: Algo) -> frozenset[str]:
@@ -131,20 +173,24 @@ def value_problem(algo: Algo, key: str, value: Any) -> str | None:
         return f"must be in [0, 1] (got {value!r})"
     elif key in INTEGER_KWARGS and value is not None:
         whole = value
-        least = _LEAST.get(key, 2 if (key, algo.name) == ("batch_size", "ppo") else 1)
+        least = _LEAST.get(key, 2 if key == "batch_size" and algo.name in _BATCHES_OF_TWO else 1)
         if not isinstance(whole, int) or isinstance(whole, bool) or whole < least:
             return f"must be an integer >= {least} (got {value!r})"
     elif key == "train_freq":
         return _train_freq_problem(value)
-    elif key == "ent_coef" and algo.name == "sac":
+    elif key == "ent_coef" and "target_entropy" in algo.kwargs:  # SAC, TQC, CrossQ
         if not (number and value > 0) and not (isinstance(value, str) and _AUTO.match(value)):
             return f"must be a number > 0, 'auto' or 'auto_<initial value>' (got {value!r})"
     elif key == "target_entropy" and not (number or value == "auto"):
         return f"must be a number or 'auto' (got {value!r})"
     elif key in ("ent_coef", "vf_coef", "target_policy_noise", "target_noise_clip") and not (number and value >= 0):
         return f"must be a number >= 0 (got {value!r})"
-    elif key in ("max_grad_norm", "rms_prop_eps", "noise_std") and not (number and value > 0):
+    elif key in ("max_grad_norm", "rms_prop_eps", "noise_std", "cg_damping") and not (number and value > 0):
         return f"must be a number > 0 (got {value!r})"
+    elif key == "line_search_shrinking_factor" and not (number and 0 < value < 1):
+        return f"must be in (0, 1) (got {value!r})"
+    elif key == "target_kl" and algo.name == "trpo" and not (number and value > 0):
+        return f"must be a number > 0: TRPO's step size (got {value!r})"
     elif key in ("clip_range_vf", "target_kl") and value is not None and not (number and value > 0):
         return f"must be a number > 0 or null (got {value!r})"
     elif key == "noise_type" and value not in NOISE_TYPES:
@@ -171,7 +217,8 @@ def section_problem(section: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-# An off-policy checkpoint also writes the replay buffer (about 1.3 GB for 1M Ant transitions), so by default
-# such runs checkpoint less often: every 100,000 timesteps or 15 minutes, whichever comes first.
+# An off-policy checkpoint (SAC, TD3, TQC, CrossQ) also writes the replay buffer (about 1.3 GB for 1M Ant
+# transitions), so by default such runs checkpoint less often: every 100,000 timesteps or 15 minutes,
+# whichever comes first.
 OFF_POLICY_CHECKPOINT_EVERY = 100_000
 OFF_POLICY_CHECKPOINT_EVERY_S = 900.0

@@ -134,7 +134,7 @@ class SearchSpec(_Strict):
     """One objective ({metric, direction}) or a list of them: a multi-objective search (its result is the
     Pareto front of the trials)."""
     space: dict[str, Dimension] = Field(min_length=1)
-    """Dotted key -> distribution: ppo.<kwarg> (or sac., td3., a2c.), env_kwargs.<kwarg>, total_timesteps,
+    """Dotted key -> distribution: <algo>.<kwarg> (ppo., sac., tqc., ...), env_kwargs.<kwarg>, total_timesteps,
     normalize, edits.<label>."""
     prune: PruneSpec | None = None
     seed: int = Field(0, ge=0)

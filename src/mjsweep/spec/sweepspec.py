@@ -29,7 +29,16 @@ from pydantic import (
 from ..errors import SpecError
 from ..sweepdir.models import WandbSpec
 from .activations import ACTIVATIONS, activation_name
-from .algos import ALGO_NAMES, ALGOS, INTEGER_KWARGS, Algo, key_problem, section_problem, value_problem
+from .algos import (
+    ALGO_NAMES,
+    ALGOS,
+    INTEGER_KWARGS,
+    Algo,
+    key_problem,
+    missing_package,
+    section_problem,
+    value_problem,
+)
 from .editspec import PLACEHOLDER, EditSpec
 from .literals import zoo_expression, zoo_text
 from .searchspace import EVAL_METRICS, MULTI_OBJECTIVE_METHODS, Dimension, SearchSpec
@@ -37,6 +46,7 @@ from .zoo import zoo_hyperparameters, zoo_keys_in_ppo
 
 MENAGERIE_PREFIX = "menagerie:"
 GRID_PREFIXES = (*(f"{name}." for name in ALGO_NAMES), "env_kwargs.")
+_OTHER_PREFIXES = ", ".join(f"{name}." for name in ALGO_NAMES[1:])
 SEARCH_TOP_KEYS = ("total_timesteps", "normalize")
 # SB3's defaults, for the checks that combine keys.
 PPO_DEFAULTS = {"n_steps": 2048, "batch_size": 64}
@@ -215,8 +225,9 @@ class SweepSpec(_Strict):
     """A count n (seeds 0..n-1), an explicit list, or adaptive seeds (0..max-1, as many as the answer needs)."""
     total_timesteps: WholeInt = Field(gt=0)
     """Environment steps per run (1e6 is read as 1000000)."""
-    algo: Literal["ppo", "sac", "td3", "a2c"] = "ppo"
-    """The stable-baselines3 algorithm every run trains (a grid key too: `grid: {algo: [ppo, sac]}`)."""
+    algo: Literal["ppo", "sac", "td3", "a2c", "tqc", "crossq", "trpo", "recurrent_ppo"] = "ppo"
+    """The algorithm every run trains (a grid key too: `grid: {algo: [ppo, sac]}`); tqc, crossq, trpo and
+    recurrent_ppo need sb3-contrib (the `contrib` extra)."""
     ppo: dict[str, Any] = {}
     """Fixed stable-baselines3 PPO keyword arguments; 'policy' defaults to MlpPolicy."""
     sac: dict[str, Any] = {}
@@ -225,6 +236,14 @@ class SweepSpec(_Strict):
     """TD3's keyword arguments, for the runs that train TD3 (RL Zoo's noise_type / noise_std too)."""
     a2c: dict[str, Any] = {}
     """A2C's keyword arguments, for the runs that train A2C."""
+    tqc: dict[str, Any] = {}
+    """sb3-contrib TQC's keyword arguments, for the runs that train TQC (noise_type / noise_std too)."""
+    crossq: dict[str, Any] = {}
+    """sb3-contrib CrossQ's keyword arguments, for the runs that train CrossQ (noise_type / noise_std too)."""
+    trpo: dict[str, Any] = {}
+    """sb3-contrib TRPO's keyword arguments, for the runs that train TRPO."""
+    recurrent_ppo: dict[str, Any] = {}
+    """sb3-contrib RecurrentPPO's keyword arguments; 'policy' defaults to MlpLstmPolicy."""
     grid: dict[str, list[Any]] = {}
     """Cartesian product over dotted keys: <algo>.<kwarg> (ppo.gamma, sac.tau), env_kwargs.<kwarg>,
     total_timesteps, normalize, algo."""
@@ -247,10 +266,11 @@ class SweepSpec(_Strict):
     """sbatch resources for `--backend slurm`; ignored by the other backends."""
     checkpoint_every: WholeInt = Field(50_000, gt=0)
     """Timesteps between checkpoints; an interrupted run resumes from the last one. Default: 50,000, and
-    100,000 for SAC and TD3 (their checkpoints also write the replay buffer)."""
+    100,000 for the off-policy algorithms (SAC, TD3, TQC, CrossQ: their checkpoints also write the replay
+    buffer)."""
     checkpoint_every_s: float | None = Field(300.0, gt=0)
     """Also checkpoint once this many seconds have passed since the last checkpoint (or the start of
-    training), whichever comes first; null: by timesteps only. Default: 300, and 900 for SAC and TD3.
+    training), whichever comes first; null: by timesteps only. Default: 300, and 900 for the off-policy algorithms.
     Not part of the run ids."""
     checkpoints_kept: WholeInt = Field(2, ge=1)
     """Checkpoints kept per run, each with its files' checksums: a resume that finds the newest damaged (a
@@ -536,7 +556,7 @@ def _check_search(spec: SweepSpec, search: SearchSpec, loc: SpecLocator) -> None
         elif prefix in ALGOS and len(key) > len(prefix) + 1:
             _check_searched_hyperparameter(ALGOS[prefix], key[len(prefix) + 1:], dim, spec.algos, at, loc)
         elif not (key.startswith("env_kwargs.") and len(key) > len("env_kwargs.")):
-            raise loc.error(at, "unknown search key: use ppo.<kwarg> (or sac., td3., a2c.), env_kwargs.<kwarg>, "
+            raise loc.error(at, f"unknown search key: use ppo.<kwarg> (or {_OTHER_PREFIXES}), env_kwargs.<kwarg>, "
                                 "edits.<label>, normalize or total_timesteps")
         if search.method == "cmaes" and dim.choice is not None:
             raise loc.error(at, "cmaes samples numbers only: search this key with uniform, log_uniform or int, "
@@ -630,10 +650,13 @@ def _check_algos(spec: SweepSpec, loc: SpecLocator) -> None:
         if "algo" in spec.model_fields_set:
             raise loc.error(("algo",), "algo and grid.algo both given: keep one")
     runs = spec.algos
+    for name in runs:
+        if problem := missing_package(name):
+            raise loc.error(("grid", "algo") if "algo" in spec.grid else ("algo",), problem)
     for name in ALGO_NAMES:
         section = spec.hyperparameters(name)
         if section:
-            _check_trained(ALGOS[name], runs, f"{name.upper()} hyperparameters", (name,), loc)
+            _check_trained(ALGOS[name], runs, f"{ALGOS[name].label} hyperparameters", (name,), loc)
         _check_section(ALGOS[name], section, (name,), loc)
         gridded = {key[len(name) + 1:]: values for key, values in spec.grid.items() if key.startswith(f"{name}.")}
         if together := section_problem({**section, **gridded}):
@@ -674,7 +697,7 @@ def _check_grid_key(key: str, values: list[Any], algos: list[str], loc: SpecLoca
         return
     prefix = next((p for p in GRID_PREFIXES if key.startswith(p) and len(key) > len(p)), None)
     if prefix is None:
-        raise loc.error(at, "unknown grid key: use ppo.<kwarg> (or sac., td3., a2c.), env_kwargs.<kwarg>, "
+        raise loc.error(at, f"unknown grid key: use ppo.<kwarg> (or {_OTHER_PREFIXES}), env_kwargs.<kwarg>, "
                             "algo, normalize or total_timesteps")
     if prefix != "env_kwargs.":
         algo = ALGOS[prefix[:-1]]

@@ -9,6 +9,8 @@ from rich.console import Console, ConsoleOptions
 from rich.segment import Segment
 from rich.table import Table
 
+from ..spec.algos import label_of
+
 if TYPE_CHECKING:
     from ..crosseval.plan import Cell
     from ..engine.diskspace import Room
@@ -187,7 +189,7 @@ def _speed_text(cost: Cost, here: str) -> str:
             text = "earlier runs of its other variants (same algorithm and n_envs)"
         else:
             assert bench is not None
-            text = (f"`sweep bench` of {bench.env}/{bench.algo.upper()} on {bench.measured_at[:10]} at "
+            text = (f"`sweep bench` of {bench.env}/{label_of(bench.algo)} on {bench.measured_at[:10]} at "
                     f"{bench.at_once} runs at once (start-up and evaluation included)")
         if source is not Source.BENCH and earlier is not None:
             notes = [f"measured with up to {earlier.at_once} at once"] if earlier.at_once else []
@@ -213,9 +215,9 @@ def _no_speed(cost: Cost) -> str:
     if bench is None:
         text += " and no `sweep bench` result"
     else:
-        kinds = ", ".join(f"{env}/{algo.upper()}" + (f" with {n} envs" if n > 1 else "")
+        kinds = ", ".join(f"{env}/{label_of(algo)}" + (f" with {n} envs" if n > 1 else "")
                           for env, algo, n in cost.unpriced_kinds)
-        text += f", and `sweep bench` measured {bench.env}/{bench.algo.upper()}, not {kinds}"
+        text += f", and `sweep bench` measured {bench.env}/{label_of(bench.algo)}, not {kinds}"
     if benchable:
         env = benchable[0]
         # The bench trains on an env's own XML, and an env of mjsweep's or a module:Class has none.

@@ -245,7 +245,8 @@ class Checkpointer:
 
 
 def replay_buffer(model: BaseAlgorithm) -> ReplayBuffer | None:
-    """The model's replay buffer: SAC's and TD3's; None for PPO and A2C, which learn from rollouts."""
+    """The model's replay buffer: SAC's, TD3's, TQC's and CrossQ's; None for the on-policy algorithms, which
+    learn from rollouts."""
     buffer = getattr(model, "replay_buffer", None)
     return buffer if isinstance(buffer, ReplayBuffer) else None
 

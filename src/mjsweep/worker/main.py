@@ -1,10 +1,10 @@
 """One training run: `python -m mjsweep.worker RUN_DIR` (worker/__main__.py calls main).
 
 The only module that imports torch and stable-baselines3. It reads RUN_DIR/spec.json, caps every
-thread pool at one thread before torch does any work, trains the run's algorithm (PPO, SAC, TD3 or A2C;
-continuing from the newest usable checkpoint if there is one (worker/resume.py), with its replay buffer
-for SAC and TD3), evaluates, and writes result.json. Exit codes: 0 done, 1 the training raised (a
-deterministic error), 130 stopped by SIGINT/SIGTERM after saving a checkpoint.
+thread pool at one thread before torch does any work, trains the run's algorithm (spec/algos.py;
+continuing from the newest usable checkpoint if there is one (worker/resume.py), with its replay buffer if
+off-policy), evaluates, and writes result.json. Exit codes: 0 done, 1 the training raised (a deterministic
+error), 130 stopped by SIGINT/SIGTERM after saving a checkpoint.
 
 SIGINT and SIGTERM only note a stop request; the worker acts on it at points of its own: between set-up
 steps, and at every env step of training and evaluation. Raising from the signal handler would surface

@@ -1,4 +1,4 @@
-"""The run's model for any algo (PPO, SAC, TD3, A2C): built from the spec's hyperparameters in SB3's terms
+"""The run's model for any algo (SB3's or sb3-contrib's): built from the spec's hyperparameters in SB3's terms
 (schedules, activation classes, action noise), or loaded from a checkpoint with its replay buffer."""
 
 from __future__ import annotations
