@@ -220,3 +220,14 @@ def test_the_example_config_compares_ppo_and_sac_on_the_ant_variants():
     assert spec.algos == ["ppo", "sac"] and len(runs) == 3 * 2 * 3
     assert {(r.algo, r.checkpoint_every) for r in runs} == {("ppo", 50_000), ("sac", 100_000)}
 
+
+def test_the_contrib_config_trains_tqc_and_recurrent_ppo_on_ant_and_validates(tmp_path):
+    pytest.importorskip("sb3_contrib")
+    config = Path(__file__).resolve().parents[1] / "configs" / "ant_contrib.yaml"
+    spec = speclib.load(config)
+    runs = plan.expand(spec, [Variant(name=v.name, xml=v.xml, sha256="0" * 64) for v in spec.variants])
+    assert spec.env == "Ant-v5" and spec.algos == ["tqc", "recurrent_ppo"]
+    assert {(r.algo, r.policy, r.checkpoint_every) for r in runs} == {
+        ("tqc", "MlpPolicy", 100_000), ("recurrent_ppo", "MlpLstmPolicy", 50_000)}
+    done = run_sweep("validate", str(config))
+    assert done.returncode == 0, done.stdout + done.stderr
