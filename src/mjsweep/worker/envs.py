@@ -1,17 +1,24 @@
-"""The run's training env: n_envs copies of the variant, one monitor.csv in SB3's format, and VecNormalize
-when the spec normalizes (its statistics restored from the checkpoint on resume)."""
+"""The run's training env: n_envs copies of the variant, SB3's VecCheckNan naming the first non-finite value,
+one monitor.csv in SB3's format, and VecNormalize when the spec normalizes (its statistics restored from the
+checkpoint on resume)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 from stable_baselines3.common.monitor import ResultsWriter
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecCheckNan, VecEnv, VecMonitor, VecNormalize
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from ..plan.runs import RunSpec
 from ..robots.envs import make_env
 from ..sweepdir.files import RunDir
 from ..sweepdir.models import CheckpointRecord
+from ..sweepdir.tables import read_monitor_episodes
+from .nonfinite import NonFiniteError, env_value_message, first_non_finite, subscript
 
 
 def make_vec_env(spec: RunSpec, run: RunDir, resume: CheckpointRecord | None) -> VecEnv:
@@ -27,7 +34,12 @@ def monitored_env(spec: RunSpec, run: RunDir, resume: CheckpointRecord | None) -
     # forkserver children inherit the worker's process group and one-thread caps, and die with it.
     venv = SubprocVecEnv(factories, start_method="forkserver") if spec.vec_env == "subproc" \
         else DummyVecEnv(factories)
-    monitored = VecMonitor(venv)
+    # Right on the env, under everything that uses its values: a NaN reward never reaches monitor.csv, nor
+    # a NaN observation VecNormalize's statistics, and VecNormalize's clipping cannot turn an infinite
+    # observation into a finite one before the check sees it.
+    episodes = len(read_monitor_episodes(run.monitor_csv)) if resume else 0
+    checked = NamedNonFiniteCheck(venv, steps=resume.timesteps if resume else 0, episodes=episodes)
+    monitored = VecMonitor(checked)
     if resume:
         # Keep the episode clock running from where the checkpoint left it.
         monitored.t_start -= resume.timing.wall_s
@@ -49,3 +61,116 @@ def normalized_env(spec: RunSpec, run: RunDir, monitored: VecMonitor, resume: Ch
         normalized.training = True
         return normalized
     return VecNormalize(monitored, training=True, **spec.normalize)
+
+
+class NamedNonFiniteCheck(VecCheckNan):
+    """SB3's VecCheckNan, raising, whose error names the first non-finite value in one line: which
+    observation index, the reward or which action index, at which step of the run and in which episode.
+    It also checks an episode's final observation, which VecCheckNan does not see (the env has reset; SB3
+    bootstraps a truncated episode's value from it).
+
+    It counts the run's steps and episodes itself (from a checkpoint's, on resume): episodes are numbered
+    in the order they started, over all envs, so with one env episode N is monitor.csv's N-th row.
+    """
+
+    SINGULAR = {"observations": "observation", "rewards": "reward", "actions": "action"}
+
+    def __init__(self, venv: VecEnv, steps: int = 0, episodes: int = 0):
+        super().__init__(venv, raise_exception=True)
+        self.steps = steps
+        """The run's timesteps so far, all envs together."""
+        self.episodes = episodes
+        """The run's episodes started so far."""
+        self.episode = np.zeros(self.num_envs, dtype=np.int64)
+        """The number of each env's current episode."""
+
+    def reset(self) -> VecEnvObs:
+        self._start_episodes(np.ones(self.num_envs, dtype=bool))  # the observations are the new episodes'
+        return super().reset()
+
+    def step_wait(self) -> VecEnvStepReturn:
+        observations, rewards, dones, infos = super().step_wait()
+        self.steps += self.num_envs
+        if dones.any():
+            self._check_final_observations(dones, infos)
+            self._start_episodes(dones)
+        return observations, rewards, dones, infos
+
+    def _start_episodes(self, which: np.ndarray) -> None:
+        for env in np.flatnonzero(which):
+            self.episodes += 1
+            self.episode[env] = self.episodes
+
+    def _check_final_observations(self, dones: np.ndarray, infos: list[dict[str, Any]]) -> None:
+        for env in np.flatnonzero(dones):
+            final = infos[env].get("terminal_observation")
+            found = None if final is None else _first_non_finite_in("final observation", _batch_of_one(final))
+            if found is not None:
+                label, _, bad = found
+                raise NonFiniteError(env_value_message("observation", label, bad, self.steps,
+                                                       int(self.episode[env]), self._env_shown(int(env))))
+
+    def check_array_value(self, name: str, value: np.ndarray) -> list[tuple[str, str]]:
+        # At every step, so one sum per array (a NaN or an infinity anywhere makes it non-finite) instead of
+        # VecCheckNan's four passes: a quarter of the cost. Only a flagged array is looked at SB3's way,
+        # which also clears a sum that overflowed from finite values. Dones are booleans.
+        if value.dtype.kind == "b" or math.isfinite(value.sum()):
+            return []
+        return super().check_array_value(name, value)
+
+    def _check_val(self, event: str, **kwargs: Any) -> None:
+        try:
+            super()._check_val(event, **kwargs)
+        except ValueError as found:  # VecCheckNan's lines: what it found, where from, the last values
+            named = self._named(event, kwargs)
+            if named is None:
+                raise
+            raise named from found
+
+    def _named(self, event: str, values: dict[str, Any]) -> NonFiniteError | None:
+        """The first non-finite value of a step (observations before rewards), in one line."""
+        dones = values.get("dones")
+        for key, value in values.items():
+            kind = self.SINGULAR.get(key)
+            found = _first_non_finite_in(kind, value) if kind else None
+            if kind is None or found is None:
+                continue
+            label, env, bad = found
+            episode = int(self.episode[env])
+            if kind == "observation" and dones is not None and dones[env]:
+                # After an episode's end the env has already reset: the observation is the next episode's.
+                episode = self.episodes + int(np.count_nonzero(dones[:env + 1]))
+            at_reset = event == "reset"
+            step = self.steps if at_reset else self.steps + self.num_envs
+            return NonFiniteError(env_value_message(kind, label, bad, step, episode, self._env_shown(env), at_reset))
+        return None
+
+    def _env_shown(self, env: int) -> int | None:
+        """Which env, where there are several."""
+        return env if self.num_envs > 1 else None
+
+
+def _first_non_finite_in(kind: str, value: Any) -> tuple[str, int, float] | None:
+    """(label with index, env, value) of the first non-finite entry of a per-env value: an array, or a Dict
+    or Tuple space's dict or tuple of them."""
+    if isinstance(value, dict):
+        parts = [(f"{kind}[{key!r}]", inner) for key, inner in value.items()]
+    elif isinstance(value, tuple):
+        parts = [(f"{kind}[{i}]", inner) for i, inner in enumerate(value)]
+    else:
+        parts = [(kind, value)]
+    for label, array in parts:
+        found = first_non_finite(np.asarray(array, dtype=float))
+        if found is not None:
+            (env, *index), bad = found
+            return label + subscript(tuple(index)), env, bad
+    return None
+
+
+def _batch_of_one(observation: Any) -> Any:
+    """One env's observation with the env axis the vec env's have."""
+    if isinstance(observation, dict):
+        return {key: np.asarray(inner)[None] for key, inner in observation.items()}
+    if isinstance(observation, tuple):
+        return tuple(np.asarray(inner)[None] for inner in observation)
+    return np.asarray(observation)[None]

@@ -52,8 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mjsweep.worker: stopped by a signal", file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED
-    except Exception:  # noqa: BLE001 - the traceback goes to log.txt, the launcher reads its tail
+    except Exception as exc:  # noqa: BLE001 - the traceback goes to log.txt, the launcher reads its tail
         traceback.print_exc()
+        from .nonfinite import NonFiniteError
+
+        if isinstance(exc, NonFiniteError):
+            # The log's last line is the run's error (status.json, the live view): this one, without the
+            # class's module path the traceback's own last line starts with.
+            print(exc, file=sys.stderr, flush=True)
         return EXIT_ERROR
 
 
@@ -83,6 +89,7 @@ def _train(run_path: Path) -> int:
     from ..sweepdir.tables import read_progress
     from .checkpoints import Checkpointer, replay_buffer_size
     from .evaluation import PeriodicEvaluator, evaluate
+    from .nonfinite import NonFiniteError
     from .recording import IterationRecorder
     from .resume import fell_back_because, start
     from .tracking import start_logger
@@ -119,6 +126,11 @@ def _train(run_path: Path) -> int:
                 recorder.save_interrupted()
             if tracker:
                 tracker.finish(None, 130 if isinstance(exc, KeyboardInterrupt) else 1)
+            # An update that broke the policy can fail before its end (torch's check of a distribution's
+            # parameters, say): the parameter that went bad is the error to report, not its consequence.
+            if isinstance(exc, Exception) and not isinstance(exc, NonFiniteError) \
+                    and (broken := recorder.parameters_error(during=True)) is not None:
+                raise broken from exc
             raise
     finally:
         venv.close()

@@ -1,6 +1,7 @@
 """Timing a training and recording it: PhaseTimer splits each SB3 iteration into rollout and update
-seconds; IterationRecorder writes progress.csv rows from them, runs the periodic evaluations and takes
-the checkpoints when due, and rewinds to the iteration's start on a stop request."""
+seconds; IterationRecorder checks the policy's parameters after each update, writes progress.csv rows,
+runs the periodic evaluations and takes the checkpoints when due, and rewinds to the iteration's start
+on a stop request."""
 
 from __future__ import annotations
 
@@ -9,14 +10,18 @@ import csv
 import os
 import time
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any, TextIO
 
+import torch
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 
 from ..sweepdir.models import CheckpointRecord, Timing
 from ..sweepdir.tables import PROGRESS_COLUMNS, ProgressRow
 from .checkpoints import Checkpointer, checkpoint_due, file_size, replay_buffer
 from .evaluation import PeriodicEvaluator
+from .nonfinite import NonFiniteError, first_non_finite, parameter_message, subscript
 
 
 class PhaseTimer(BaseCallback):
@@ -109,9 +114,12 @@ class IterationRecorder(PhaseTimer):
         self._writer: Any = None  # a csv writer on progress.csv
         self.startup_s: float | None = None
         """Seconds from process start until training begins (imports, env and model built, first reset)."""
+        self._trained: list[tuple[str, torch.Tensor]] = []
+        """What an update changes, checked after each (trained_parameters)."""
 
     def _on_training_start(self) -> None:
         self.startup_s = process_age_s()
+        self._trained = trained_parameters(self.model)
         self._t0 = self.last_checkpoint_time = time.monotonic()
         path = self.checkpointer.run.progress_csv
         # A run that starts over (no checkpoint, or one it cannot resume: an off-policy run's without its
@@ -150,6 +158,10 @@ class IterationRecorder(PhaseTimer):
             self._file.close()
 
     def _iteration_done(self, rollout_s: float, update_s: float, last: bool) -> None:
+        # update_s is 0 when no update ran (PhaseTimer). Checked before anything records this policy: no
+        # row, evaluation, best model or checkpoint of a broken one; the last checkpoint stays the last good.
+        if update_s > 0 and (error := self.parameters_error(during=False)) is not None:
+            raise error
         rollout_s, update_s = self._row_s[0] + rollout_s, self._row_s[1] + update_s
         if self.model.num_timesteps - self._row_start >= self.row_steps or last:
             self._write_row(rollout_s, update_s)
@@ -182,6 +194,14 @@ class IterationRecorder(PhaseTimer):
         self._file.flush()
         if self.on_row:
             self.on_row(row)
+
+    def parameters_error(self, during: bool) -> NonFiniteError | None:
+        """The policy's first non-finite parameter as the run's error (during: the update raised before it
+        ended, torch's distribution check on the broken parameters, say); None when all are finite."""
+        if not self._trained:
+            return None  # training never began
+        found = non_finite_parameter(self._trained)
+        return None if found is None else NonFiniteError(parameter_message(*found, self.model.num_timesteps, during))
 
     def totals(self) -> Timing:
         elapsed = time.monotonic() - self._t0 if self._t0 else 0.0
@@ -217,6 +237,40 @@ class IterationRecorder(PhaseTimer):
         self.last_checkpoint_time = time.monotonic()
         self.save_s += self.last_checkpoint_time - started
         self.last_checkpoint_at = self.model.num_timesteps
+
+
+def trained_parameters(model: BaseAlgorithm) -> list[tuple[str, torch.Tensor]]:
+    """What an update changes, named: the tensors the model's optimizers step (found through SB3's own list
+    of what its save stores), the policy's first. Target networks are left out: they follow these by Polyak
+    averaging, so they stay finite while these do, and leaving them out halves SAC's and TD3's check."""
+    names = {id(p): f"policy parameter {name}" for name, p in model.policy.named_parameters()}
+    optimizers, tensors = model._get_torch_save_params()
+    names.update({id(getattr(model, name)): f"parameter {name}" for name in tensors})
+    trained: dict[int, tuple[str, torch.Tensor]] = {}
+    for path in optimizers:
+        optimizer = attrgetter(path)(model)
+        if isinstance(optimizer, torch.optim.Optimizer):
+            for group in optimizer.param_groups:
+                for tensor in group["params"]:
+                    trained.setdefault(id(tensor), (names.get(id(tensor), "parameter"), tensor))
+    return list(trained.values())
+
+
+def non_finite_parameter(parameters: list[tuple[str, torch.Tensor]]) -> tuple[str, float] | None:
+    """The name (with index) and value of the first entry of these tensors that is NaN or infinite.
+
+    After every update, so one sum per tensor and one check over them all: a NaN or an infinity anywhere
+    makes its tensor's sum non-finite. Only then is each tensor searched, which also clears a sum that
+    overflowed from finite values.
+    """
+    with torch.no_grad():
+        if bool(torch.isfinite(torch.stack([tensor.sum() for _, tensor in parameters])).all()):
+            return None
+        for name, tensor in parameters:
+            if (found := first_non_finite(tensor.detach().float().cpu().numpy())) is not None:
+                index, value = found
+                return name + subscript(index), value
+    return None
 
 
 def process_age_s() -> float:
