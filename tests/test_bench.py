@@ -13,7 +13,7 @@ import pytest
 
 from helpers.commands import run_sweep, write_spec
 from helpers.models import TINY_XML
-from mjsweep.bench import Batch, BenchConfig, BenchReport, ScaleFigures, batch_sizes, recommend
+from mjsweep.bench import Batch, BenchConfig, BenchReport, CheckCost, ScaleFigures, batch_sizes, recommend
 from mjsweep.bench.batches import mjsweep_batch
 from mjsweep.bench.contender import MISSING, command, gnu_parallel, parallel_batch
 from mjsweep.bench.figures import LaunchFigures
@@ -96,6 +96,11 @@ def test_tiny_bench_reports_every_figure_consistently(tmp_path: Path):
     assert report["template_launch_ratio"] == pytest.approx(template["later_startup_s"] / launch["later_startup_s"],
                                                             abs=0.002)
 
+    checks = report["checks"]  # the worker's own wrapper and parameter check, timed on this env and policy
+    assert checks["step_us"] > 0 and checks["update_us"] > 0 and checks["steps_per_update"] == N_STEPS
+    assert report["check_share"] == pytest.approx(
+        (checks["step_us"] + checks["update_us"] / N_STEPS) * solo["run_fps"] / 1e6, rel=0.01)
+
     scale = report["scale"]
     assert scale["runs"] == 40
     assert 0 < scale["dry_run_cpu_s"] and 0 < scale["status_cpu_s"] and scale["dry_run_s"] > 0 and scale["status_s"] > 0
@@ -152,6 +157,18 @@ def test_report_figures_and_recommendation():
     # N=4 is 2.4% ahead of N=2: within 3%, so the smaller batch is recommended.
     assert report.recommended_workers() == 2
     assert report.recommended_workers(tolerance=0.01) == 4
+
+
+def test_the_checks_cost_is_judged_against_the_solo_runs_training_step():
+    base = _report()  # solo run fps 700: a training step of 1,429 us
+    report = BenchReport(base.config, base.mjsweep, base.naive, base.scale, "host", "cpu", 0.1,
+                         checks=CheckCost(step_us=7.0, update_us=2048.0, steps_per_update=2048))
+    assert report.check_share == pytest.approx(8.0 * 700 / 1e6)
+    text = render(report)
+    assert "| non-finite checks <= 1% of a training step | 0.56% | yes |" in text
+    assert "- non-finite checks: 7.0 us an env step (VecCheckNan) + 2048 us an update of 2048 steps" in text
+    assert base.check_share is None and "non-finite" not in render(base)
+    assert report.to_dict()["checks"] == {"step_us": 7.0, "update_us": 2048.0, "steps_per_update": 2048}
 
 
 def test_table_has_a_row_per_batch_and_every_target():

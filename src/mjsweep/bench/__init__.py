@@ -4,8 +4,8 @@ naive Pool.
 One invocation measures, with the same PPO settings: mjsweep batches of N = 1, 2, 4, ... concurrent
 runs (N = 1 is the solo per-core reference), GNU parallel -j N over a plain script with every thread pool
 at one thread (what a careful user writes; skipped, with one line, when parallel is not installed) and a
-naive multiprocessing.Pool, both at N = usable cores, and the launcher's own costs at scale. The bench
-process never imports torch.
+naive multiprocessing.Pool, both at N = usable cores, the launcher's own costs at scale, and what the
+worker's non-finite checks add to a training step. The bench process never imports torch.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from .figures import Batch, BenchConfig, BenchReport, LaunchFigures, ScaleFigures
+from .figures import Batch, BenchConfig, BenchReport, CheckCost, LaunchFigures, ScaleFigures
 from .recommend import cpu_model
 
-__all__ = ["Batch", "BenchConfig", "BenchReport", "LaunchFigures", "ScaleFigures", "batch_sizes", "run_bench"]
+__all__ = ["Batch", "BenchConfig", "BenchReport", "CheckCost", "LaunchFigures", "ScaleFigures", "batch_sizes",
+           "run_bench"]
 
 
 def batch_sizes(max_workers: int, cores: int) -> list[int]:
@@ -35,6 +36,7 @@ def run_bench(config: BenchConfig, on_step: Callable[[str], None] = lambda line:
     """Every batch, in turn, in a temporary folder that is removed afterwards."""
     from ..launchers import resolve_start
     from .batches import mjsweep_batch, naive_batch
+    from .checks import measure_check_cost
     from .contender import MISSING, gnu_parallel, parallel_batch
     from .launch import measure_launch
     from .scale import measure_scale
@@ -47,6 +49,8 @@ def run_bench(config: BenchConfig, on_step: Callable[[str], None] = lambda line:
         for n in batch_sizes(config.max_workers, config.cores):
             on_step(f"mjsweep: {n} concurrent run(s) of {config.steps} steps")
             batches.append(mjsweep_batch(config, xml, n, root / f"mjsweep-{n}"))
+        on_step("checks: what the non-finite checks add to an env step and to an update")
+        checks = measure_check_cost(config, xml)
         parallel, skipped = None, None
         if (program := gnu_parallel()) is None:
             skipped = MISSING
@@ -68,7 +72,7 @@ def run_bench(config: BenchConfig, on_step: Callable[[str], None] = lambda line:
             scale = measure_scale(config, xml, root / "scale")
     return BenchReport(config, batches, naive, scale, socket.gethostname(), cpu_model(), round(load_before, 2),
                        parallel=parallel, parallel_skipped=skipped, launch=launch,
-                       launch_template=launch_template)
+                       launch_template=launch_template, checks=checks)
 
 
 def env_default_xml(env: str) -> Path:

@@ -104,6 +104,22 @@ class LaunchFigures:
 
 
 @dataclass(frozen=True)
+class CheckCost:
+    """The worker's non-finite checks (bench/checks.py)."""
+
+    step_us: float
+    """Microseconds VecCheckNan, as the worker wraps its env, adds to one env step."""
+    update_us: float
+    """Microseconds of one check of the policy's parameters, done after every update."""
+    steps_per_update: int
+    """Env steps between two updates (PPO's n_steps x n_envs)."""
+
+    def share(self, run_fps: float) -> float:
+        """Their share of a training step (rollout + update) of a run training at run_fps."""
+        return (self.step_us + self.update_us / self.steps_per_update) * run_fps / 1e6
+
+
+@dataclass(frozen=True)
 class BenchReport:
     config: BenchConfig
     mjsweep: list[Batch]
@@ -121,6 +137,13 @@ class BenchReport:
     """`sweep run --start exec` to its first run started and to that run's first env step."""
     launch_template: LaunchFigures | None = None
     """The same through `--start template`, measured in the same bench; None on a system without it."""
+    checks: CheckCost | None = None
+    """What the worker's non-finite checks cost, per env step and per update."""
+
+    @property
+    def check_share(self) -> float | None:
+        """The non-finite checks' share of a training step of the solo run; None when not measured."""
+        return self.checks.share(self.solo.run_fps) if self.checks and self.solo.run_fps else None
 
     @property
     def template_launch_ratio(self) -> float | None:
@@ -191,6 +214,8 @@ class BenchReport:
             "launch": _launch(self.launch),
             "launch_template": _launch(self.launch_template),
             "template_launch_ratio": round(ratio, 3) if (ratio := self.template_launch_ratio) is not None else None,
+            "checks": asdict(self.checks) if self.checks else None,
+            "check_share": round(share, 5) if (share := self.check_share) is not None else None,
         }
 
 

@@ -71,6 +71,11 @@ def _summary(report: BenchReport) -> list[str]:
         s = report.scale
         lines.append(f"- {s.runs} runs: `sweep run --dry-run` {s.dry_run_s:.2f} s ({s.dry_run_cpu_s:.2f} s CPU); "
                      f"`sweep status` {s.status_s:.2f} s ({s.status_cpu_s:.2f} s CPU)")
+    if report.checks and (share := report.check_share) is not None:
+        c = report.checks
+        lines.append(f"- non-finite checks: {c.step_us:.1f} us an env step (VecCheckNan) + {c.update_us:.0f} us an "
+                     f"update of {c.steps_per_update} steps (the policy's parameters) = {100 * share:.2f}% of the "
+                     "solo run's training step")
     lines.append(f"- recommended: `sweep run --workers {rec.n}` ({rec.aggregate:.0f} env-steps/s; the smallest N "
                  "within 3% of the best aggregate measured)")
     if report.failed:
@@ -98,6 +103,8 @@ def _targets(report: BenchReport) -> list[str]:
     if (ratio := report.template_launch_ratio) is not None:
         checks.append(("a run's launch to first env step through the template <= 1/4 of an exec's",
                        f"{ratio:.2f}x", ratio <= 0.25))
+    if (share := report.check_share) is not None:
+        checks.append(("non-finite checks <= 1% of a training step", f"{100 * share:.2f}%", share <= 0.01))
     if report.scale:
         s = report.scale
         checks += [(f"`sweep run --dry-run` of {s.runs} runs < 2 s", f"{s.dry_run_s:.2f} s", s.dry_run_s < 2),
