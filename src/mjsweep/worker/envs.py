@@ -18,6 +18,7 @@ from ..robots.envs import make_env
 from ..sweepdir.files import RunDir
 from ..sweepdir.models import CheckpointRecord
 from ..sweepdir.tables import read_monitor_episodes
+from .monitor import EnvReturnMonitor, with_episode_return
 from .nonfinite import NonFiniteError, env_value_message, first_non_finite, subscript
 
 
@@ -29,7 +30,7 @@ def make_vec_env(spec: RunSpec, run: RunDir, resume: CheckpointRecord | None) ->
 def monitored_env(spec: RunSpec, run: RunDir, resume: CheckpointRecord | None) -> VecMonitor:
     """The envs and their monitor.csv: appended to on a resume, written anew otherwise."""
     xml = Path(spec.xml)
-    factories = [(lambda: make_env(spec.env, xml, spec.env_kwargs, spec.max_episode_steps))
+    factories = [(lambda: with_episode_return(make_env(spec.env, xml, spec.env_kwargs, spec.max_episode_steps)))
                  for _ in range(spec.n_envs)]
     # forkserver children inherit the worker's process group and one-thread caps, and die with it.
     venv = SubprocVecEnv(factories, start_method="forkserver") if spec.vec_env == "subproc" \
@@ -39,7 +40,7 @@ def monitored_env(spec: RunSpec, run: RunDir, resume: CheckpointRecord | None) -
     # observation into a finite one before the check sees it.
     episodes = len(read_monitor_episodes(run.monitor_csv)) if resume else 0
     checked = NamedNonFiniteCheck(venv, steps=resume.timesteps if resume else 0, episodes=episodes)
-    monitored = VecMonitor(checked)
+    monitored = EnvReturnMonitor(checked)
     if resume:
         # Keep the episode clock running from where the checkpoint left it.
         monitored.t_start -= resume.timing.wall_s
