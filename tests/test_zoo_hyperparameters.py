@@ -66,7 +66,7 @@ def hopper_spec(tmp_path, **ppo) -> dict:
 def test_zoo_true_takes_rl_zoo_values_with_the_spec_keys_over_them(tmp_path):
     data = {**hopper_spec(tmp_path, n_epochs=2), "total_timesteps": 5000}
     plan = prepare(write_spec(tmp_path, data))
-    assert plan.spec.zoo_entry == "Hopper-v4"
+    assert plan.spec.zoo_entries == {"ppo": "Hopper-v4"}
     [run] = plan.runs
     assert run.total_timesteps == 5000 and run.hyperparams["n_epochs"] == 2 and run.hyperparams["gamma"] == 0.999
     assert run.normalize is not None and run.hyperparams["policy_kwargs"]["activation_fn"] == "nn.ReLU"
@@ -74,6 +74,63 @@ def test_zoo_true_takes_rl_zoo_values_with_the_spec_keys_over_them(tmp_path):
     proc = run_sweep("validate", str(tmp_path / "spec.yaml"))
     assert proc.returncode == 0, proc.stderr
     assert "RL Zoo's PPO for Hopper-v4" in proc.stdout and "gamma: 0.999" in proc.stdout
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("rl_zoo3") is None, reason="needs rl_zoo3")
+def test_zoo_true_reads_each_algorithms_own_file(tmp_path):
+    """sac.yml, td3.yml (noise, train_freq, policy_kwargs text), trpo.yml (n_envs, normalize), and RL Zoo's
+    ppo_lstm.yml for recurrent_ppo; each run takes its algorithm's values."""
+    data = {**hopper_spec(tmp_path), "grid": {"algo": ["sac", "td3"]}, "total_timesteps": 5000}
+    data["sac"] = {"zoo": True, "learning_starts": 100}
+    data["td3"] = data.pop("ppo")
+    plan = prepare(write_spec(tmp_path, data))
+    assert plan.spec.zoo_entries == {"sac": "Hopper-v4", "td3": "Hopper-v4"}
+    sac, td3 = sorted(plan.runs, key=lambda run: run.algo)
+    assert sac.hyperparams == {"learning_starts": 100} and sac.normalize is None and sac.total_timesteps == 5000
+    assert td3.hyperparams["noise_type"] == "normal" and td3.hyperparams["policy_kwargs"] == {"net_arch": [400, 300]}
+    assert td3.hyperparams["learning_starts"] == 10_000 and td3.hyperparams["train_freq"] == 1
+    proc = run_sweep("validate", str(tmp_path / "spec.yaml"))
+    assert proc.returncode == 0, proc.stderr
+    assert "RL Zoo's SAC for Hopper-v4" in proc.stdout and "RL Zoo's TD3 for Hopper-v4" in proc.stdout
+
+    trpo = prepare(write_spec(tmp_path, {**hopper_spec(tmp_path), "algo": "trpo", "trpo": {"zoo": True},
+                                         "ppo": {}}), check_envs=False)
+    [run] = trpo.runs
+    assert run.n_envs == 2 and run.normalize is not None and run.hyperparams["n_critic_updates"] == 20
+    lstm = prepare(write_spec(tmp_path, {**hopper_spec(tmp_path), "algo": "recurrent_ppo",
+                                         "recurrent_ppo": {"zoo": True}, "ppo": {}}), check_envs=False)
+    [run] = lstm.runs
+    assert run.policy == "MlpLstmPolicy" and run.hyperparams["gamma"] == 0.999 and run.normalize is not None
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("rl_zoo3") is None, reason="needs rl_zoo3")
+def test_zoo_sections_that_disagree_on_a_sweep_key_name_it(tmp_path):
+    """RL Zoo normalizes Hopper for PPO, not for SAC: one sweep has one normalize, unless the spec writes it."""
+    data = {**hopper_spec(tmp_path), "grid": {"algo": ["ppo", "sac"]}, "sac": {"zoo": True}}
+    spec = write_spec(tmp_path, data)
+    line = spec.read_text().splitlines().index("sac:") + 2  # its zoo: true
+    with pytest.raises(SpecError, match=rf"spec.yaml:{line}: sac.zoo: normalize is False here but True in ppo, and a "
+                                        "sweep has one normalize: write normalize in the spec"):
+        prepare(spec, check_envs=False)
+    runs = prepare(write_spec(tmp_path, {**data, "normalize": True, "total_timesteps": 2048}), check_envs=False).runs
+    assert all(run.normalize is not None and run.total_timesteps == 2048 for run in runs)
+
+
+def test_what_rl_zoo_builds_from_classes_is_refused_at_its_key(tmp_path, tiny_spec):
+    tiny_spec["ppo"] = {**tiny_spec["ppo"], "frame_stack": 4}
+    with pytest.raises(SpecError, match=r"ppo.frame_stack: RL Zoo's frame stacking \(VecFrameStack\), which mjsweep"):
+        prepare(write_spec(tmp_path, tiny_spec), check_envs=False)
+    tiny_spec["ppo"] = {"zoo": "yes"}
+    with pytest.raises(SpecError, match=r"ppo.zoo: zoo is true or false \(got 'yes'\)"):
+        prepare(write_spec(tmp_path, tiny_spec), check_envs=False)
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("rl_zoo3") is None, reason="needs rl_zoo3")
+def test_zoo_entry_with_a_wrapper_is_refused_at_zoo(tmp_path, tiny_spec):
+    tiny_spec.update(env="CarRacing-v3", ppo={"zoo": True})
+    with pytest.raises(SpecError, match=r"ppo.zoo: RL Zoo's ppo.yml entry for CarRacing-v3 sets "
+                                        r"(env_wrapper|frame_stack)"):
+        prepare(write_spec(tmp_path, tiny_spec), check_envs=False)
 
 
 def test_zoo_true_for_an_env_rl_zoo_does_not_know(tmp_path, tiny_spec):
@@ -111,3 +168,11 @@ def test_the_example_config_validates():
     [first, *_] = plan.runs
     assert first.total_timesteps == 1_000_000 and first.normalize["gamma"] == 0.98 and first.eval_every == 20_000
     assert first.hyperparams["learning_rate"] == "lin_1e-4"
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("rl_zoo3") is None, reason="needs rl_zoo3")
+def test_the_off_policy_zoo_config_validates():
+    plan = prepare(REPO / "configs" / "ant_zoo_offpolicy.yaml", check_envs=False)
+    assert plan.spec.zoo_entries == {"sac": "Ant-v4", "td3": "Ant-v4", "tqc": "Ant-v4"}
+    assert {run.algo for run in plan.runs} == {"sac", "td3", "tqc"} and len(plan.runs) == 9
+    assert all(run.total_timesteps == 1_000_000 and run.normalize is None for run in plan.runs)

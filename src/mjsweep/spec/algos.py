@@ -88,6 +88,15 @@ OWNED = {
     "replay_buffer_class": "classes cannot be named in YAML",
     "action_noise": "use noise_type and noise_std, as RL Zoo does",
 }
+# RL Zoo's keys for what its trainer builds around the model from Python classes, which a run does not build.
+NOT_APPLIED = {
+    "frame_stack": "RL Zoo's frame stacking (VecFrameStack), which mjsweep does not apply",
+    "env_wrapper": "RL Zoo's env wrapper classes, which mjsweep does not apply",
+    "vec_env_wrapper": "RL Zoo's VecEnv wrapper classes, which mjsweep does not apply",
+    "callback": "RL Zoo's callback classes, which mjsweep does not run",
+    "monitor_kwargs": "RL Zoo's Monitor arguments: mjsweep writes monitor.csv itself",
+    "env_kwargs": "write the env's keyword arguments under the spec's env_kwargs",
+}
 # RL Zoo's spellings that are not constructor arguments: the exploration noise of off-policy algorithms.
 NOISE_KEYS = ("noise_type", "noise_std")
 NOISE_TYPES = ("normal", "ornstein-uhlenbeck")
@@ -142,6 +151,8 @@ def schedule_start(value: Any) -> float | None:
 
 
 def key_problem(algo: Algo, key: str) -> str | None:
+    if key in NOT_APPLIED:
+        return NOT_APPLIED[key]
     if key not in accepted(algo):
         allowed = sorted(accepted(algo) - set(OWNED))
         return f"unknown {algo.label} keyword argument {key!r} (known: {', '.join(allowed)})"

@@ -42,7 +42,7 @@ from .algos import (
 from .editspec import PLACEHOLDER, EditSpec
 from .literals import zoo_expression, zoo_text
 from .searchspace import EVAL_METRICS, MULTI_OBJECTIVE_METHODS, Dimension, SearchSpec
-from .zoo import zoo_hyperparameters, zoo_keys_in_ppo
+from .zoo import ZooProblem, zoo_sections
 
 MENAGERIE_PREFIX = "menagerie:"
 GRID_PREFIXES = (*(f"{name}." for name in ALGO_NAMES), "env_kwargs.")
@@ -288,7 +288,7 @@ class SweepSpec(_Strict):
 
     _locator: SpecLocator | None = PrivateAttr(None)
     _warnings: list[str] = PrivateAttr(default_factory=list)
-    _zoo_entry: str | None = PrivateAttr(None)
+    _zoo_entries: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @field_validator("seeds")
     @classmethod
@@ -303,13 +303,6 @@ class SweepSpec(_Strict):
             if min(seeds) < 0:
                 raise ValueError("seeds must be non-negative")
         return seeds
-
-    @model_validator(mode="before")
-    @classmethod
-    def _zoo_keys_in_ppo(cls, data: Any) -> Any:
-        """RL Zoo's hyperparameter blocks also hold n_envs, normalize and n_timesteps: pasted under `ppo`,
-        they mean the spec's own keys."""
-        return zoo_keys_in_ppo(data)
 
     @field_validator(*ALGO_NAMES)
     @classmethod
@@ -347,9 +340,9 @@ class SweepSpec(_Strict):
         return self.seeds if isinstance(self.seeds, AdaptiveSeeds) else None
 
     @property
-    def zoo_entry(self) -> str | None:
-        """The RL Zoo entry (env id) `ppo: {zoo: true}` took its hyperparameters from; None without it."""
-        return self._zoo_entry
+    def zoo_entries(self) -> dict[str, str]:
+        """The RL Zoo entry (env id) each `<algo>: {zoo: true}` took its hyperparameters from, by algorithm."""
+        return dict(self._zoo_entries)
 
     @property
     def warnings(self) -> list[str]:
@@ -428,6 +421,12 @@ def load(path: str | Path) -> SweepSpec:
 def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
     """Validate already-loaded data; paths are left as written."""
     try:
+        # RL Zoo's values where a section says zoo: true; n_envs, normalize and n_timesteps in a section
+        # mean the spec's own keys.
+        data, zoo_entries = zoo_sections(data)
+    except ZooProblem as exc:
+        raise locator.error(exc.at, str(exc)) from None
+    try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
         # A misspelt key also shows up as a missing one; the unknown key is the one to report.
@@ -440,9 +439,7 @@ def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
     spec._locator = locator
     if spec.search is not None and "seeds" in data:
         raise locator.error(("seeds",), "a search trains search.seeds_per_trial seeds per trial: drop 'seeds'")
-    ppo = data.get("ppo")
-    if isinstance(ppo, dict) and ppo.get("zoo") is True:
-        spec._zoo_entry = zoo_hyperparameters(spec.env)[0]
+    spec._zoo_entries = zoo_entries
     _check_semantics(spec, locator)
     return spec
 
@@ -762,5 +759,5 @@ def _resolve_paths(spec: SweepSpec, base: Path) -> SweepSpec:
                                        "runs_dir": resolve(spec.runs_dir)})
     resolved._locator = spec._locator
     resolved._warnings = list(spec._warnings)
-    resolved._zoo_entry = spec._zoo_entry
+    resolved._zoo_entries = spec._zoo_entries
     return resolved

@@ -1,5 +1,6 @@
-"""RL Zoo's hyperparameter blocks in a spec: `ppo: {zoo: true}` reads them from the installed rl_zoo3
-package (its hyperparams/ppo.yml), and a block pasted under `ppo` may hold keys that are the spec's own.
+"""RL Zoo's hyperparameter blocks in a spec: `<algo>: {zoo: true}` reads them from the installed rl_zoo3
+package (its hyperparams/<algo>.yml), and a block pasted under an algorithm's section may hold keys that are
+the spec's own (n_envs, normalize, n_timesteps).
 """
 
 from __future__ import annotations
@@ -9,51 +10,102 @@ from typing import Any
 
 import yaml
 
-# Keys of RL Zoo's hyperparameter files that are spec keys here.
+from .algos import ALGO_NAMES, NOT_APPLIED, label_of
+
+# Keys of RL Zoo's hyperparameter files that are spec keys here, and RL Zoo's values where an entry has none.
 ZOO_TOP_KEYS = {"n_envs": "n_envs", "normalize": "normalize", "n_timesteps": "total_timesteps"}
+ZOO_TOP_DEFAULTS = {"n_envs": 1, "normalize": False}
+# rl_zoo3's name for an algorithm (its --algo and hyperparams/<name>.yml) where it is not mjsweep's.
+ZOO_NAMES = {"recurrent_ppo": "ppo_lstm"}
 
 
-def zoo_hyperparameters(env_id: str) -> tuple[str, dict[str, Any]]:
-    """RL Zoo's tuned PPO hyperparameters for env_id from the installed rl_zoo3 package (its ppo.yml), and
-    the entry they come from: env_id itself, else the same env's highest other version (RL Zoo tunes
-    Hopper-v4; Hopper-v5 takes those). ValueError naming what is missing."""
+class ZooProblem(ValueError):
+    """A zoo block that cannot be used, and the spec key to name in the error."""
+
+    def __init__(self, at: tuple[str, ...], message: str):
+        super().__init__(message)
+        self.at = at
+
+
+def zoo_name(algo: str) -> str:
+    """The algorithm's name in rl_zoo3: `python -m rl_zoo3.train --algo NAME`, hyperparams/NAME.yml."""
+    return ZOO_NAMES.get(algo, algo)
+
+
+def zoo_hyperparameters(algo: str, env_id: str) -> tuple[str, dict[str, Any]]:
+    """RL Zoo's tuned hyperparameters of `algo` for env_id from the installed rl_zoo3 package, and the entry
+    they come from: env_id itself, else the same env's highest other version (RL Zoo tunes Hopper-v4;
+    Hopper-v5 takes those). ValueError naming what is missing."""
     import importlib.util
 
     package = importlib.util.find_spec("rl_zoo3")  # found, not imported: it imports much of the ML world
     if package is None or package.origin is None:
         raise ValueError("zoo: true needs the rl_zoo3 package (pip install 'mjsweep[zoo]' or rl_zoo3)")
-    text = (Path(package.origin).parent / "hyperparams" / "ppo.yml").read_text(encoding="utf-8")
-    entries = yaml.safe_load(text) or {}
+    path = Path(package.origin).parent / "hyperparams" / f"{zoo_name(algo)}.yml"
+    entries = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     name = env_id.rsplit("-v", 1)[0]
     versions = sorted((int(key.rsplit("-v", 1)[1]), key) for key in entries
                       if isinstance(key, str) and key.rsplit("-v", 1)[0] == name and key.rsplit("-v", 1)[-1].isdigit())
     entry = env_id if env_id in entries else (versions[-1][1] if versions else None)
     if entry is None:
-        raise ValueError(f"RL Zoo has no PPO hyperparameters for {env_id!r} (nor another version of it)")
+        raise ValueError(f"RL Zoo has no {label_of(algo)} hyperparameters for {env_id!r} (nor another version "
+                         f"of it) in {path.name}")
     return entry, dict(entries[entry])
 
 
-def zoo_keys_in_ppo(data: Any) -> Any:
-    """The spec's data with RL Zoo's values under `ppo` where it says `zoo: true`, and with the n_envs,
-    normalize and n_timesteps of a block pasted there moved out to the spec's own keys."""
-    ppo = data.get("ppo") if isinstance(data, dict) else None
-    if not isinstance(ppo, dict) or not {*ZOO_TOP_KEYS, "zoo"} & ppo.keys():
-        return data
-    data, ppo = dict(data), dict(ppo)
-    from_zoo: set[str] = set()
-    if ppo.pop("zoo", False) is True:
-        # RL Zoo's values first; keys the spec writes (in ppo, or n_envs / normalize / total_timesteps)
-        # override them.
-        _, tuned = zoo_hyperparameters(str(data.get("env", "")))
-        from_zoo = {k for k in tuned if k not in ppo}
-        ppo = {**tuned, **ppo}
-    for zoo_key, key in ZOO_TOP_KEYS.items():
-        if zoo_key in ppo:
-            if key in data and zoo_key in from_zoo:
-                ppo.pop(zoo_key)
+def zoo_sections(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The spec's data with RL Zoo's values in each algorithm's section that says `zoo: true`, and with the
+    n_envs, normalize and n_timesteps of such a section or of a block pasted there moved out to the spec's
+    own keys; and the RL Zoo entry each `zoo: true` section took (algorithm -> env id). ZooProblem if a
+    block cannot be used."""
+    env = data.get("env")
+    if not isinstance(env, str) or not env:
+        return data, {}  # the spec's check of `env` says what is wrong
+    data = dict(data)
+    entries: dict[str, str] = {}
+    written = {key for key in ZOO_TOP_KEYS.values() if key in data}
+    moved: dict[str, tuple[str, Any]] = {}  # spec key -> (the section it came from, its value)
+    for algo in ALGO_NAMES:
+        section = data.get(algo)
+        if not isinstance(section, dict) or not {*ZOO_TOP_KEYS, "zoo"} & section.keys():
+            continue
+        section, from_zoo = _with_zoo(algo, env, dict(section), entries)
+        for zoo_key, key in ZOO_TOP_KEYS.items():
+            if zoo_key not in section:
                 continue
-            if key in data:
-                raise ValueError(f"ppo.{zoo_key} and {key} both given: keep one")
-            data[key] = ppo.pop(zoo_key)
-    data["ppo"] = ppo
-    return data
+            value = section.pop(zoo_key)
+            at = (algo, "zoo") if zoo_key in from_zoo else (algo, zoo_key)
+            if key in written:
+                if zoo_key in from_zoo:
+                    continue  # the spec's own key overrides RL Zoo's
+                raise ZooProblem(at, f"{algo}.{zoo_key} and {key} both given: keep one")
+            if key in moved and moved[key][1] != value:
+                raise ZooProblem(at, f"{zoo_key} is {value!r} here but {moved[key][1]!r} in {moved[key][0]}, and a "
+                                     f"sweep has one {key}: write {key} in the spec, or use separate sweeps")
+            moved[key] = (algo, value)
+        data[algo] = section
+    data.update({key: value for key, (_, value) in moved.items()})
+    return data, entries
+
+
+def _with_zoo(algo: str, env: str, section: dict[str, Any], entries: dict[str, str]
+              ) -> tuple[dict[str, Any], set[str]]:
+    """The section with RL Zoo's values under the keys it writes when it says `zoo: true`, and the keys that
+    came from RL Zoo."""
+    zoo = section.pop("zoo", False)
+    if not isinstance(zoo, bool):
+        raise ZooProblem((algo, "zoo"), f"zoo is true or false (got {zoo!r})")
+    if not zoo:
+        return section, set()
+    try:
+        entry, tuned = zoo_hyperparameters(algo, env)
+    except ValueError as exc:
+        raise ZooProblem((algo, "zoo"), str(exc)) from None
+    for key in tuned:
+        if key in NOT_APPLIED:
+            raise ZooProblem((algo, "zoo"), f"RL Zoo's {zoo_name(algo)}.yml entry for {entry} sets {key}: "
+                                            f"{NOT_APPLIED[key]}")
+    entries[algo] = entry
+    # RL Zoo's defaults where its entry has no n_envs or normalize, so that two zoo sections compare whole.
+    tuned = {**ZOO_TOP_DEFAULTS, **tuned}
+    return {**tuned, **section}, {key for key in tuned if key not in section}

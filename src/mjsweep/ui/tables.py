@@ -36,15 +36,15 @@ def error(message: str) -> None:
 
 
 def zoo_hyperparameters(spec: SweepSpec) -> None:
-    """For `ppo: {zoo: true}`: the hyperparameters the runs take, RL Zoo's with the spec's keys over them."""
-    if spec.zoo_entry is None:
-        return
-    print(f"hyperparameters: RL Zoo's PPO for {spec.zoo_entry}, with the spec's keys over them:")
-    resolved = {"n_envs": spec.n_envs, "total_timesteps": spec.total_timesteps,
-                "normalize": spec.normalize if isinstance(spec.normalize, bool) else spec.normalize.model_dump(),
-                **spec.ppo}
-    for key, value in resolved.items():
-        print(f"  {key}: {value}")
+    """For each `<algo>: {zoo: true}`: the hyperparameters its runs take, RL Zoo's with the spec's keys over
+    them."""
+    for algo, entry in spec.zoo_entries.items():
+        print(f"hyperparameters: RL Zoo's {label_of(algo)} for {entry}, with the spec's keys over them:")
+        resolved = {"n_envs": spec.n_envs, "total_timesteps": spec.total_timesteps,
+                    "normalize": spec.normalize if isinstance(spec.normalize, bool) else spec.normalize.model_dump(),
+                    **spec.hyperparameters(algo)}
+        for key, value in resolved.items():
+            print(f"  {key}: {value}")
 
 
 def warn_spec(spec: SweepSpec) -> None:
