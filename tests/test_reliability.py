@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 from pathlib import Path
 
@@ -166,3 +167,19 @@ def test_per_run_timeout_stops_the_run_and_retries_it(tmp_path, tiny_spec):
     status = status_of(run_dir)
     assert status["state"] == "failed" and status["failure"] == "timeout" and status["attempts"] == 2
     assert not worker_processes(tmp_path / "runs" / "tiny")
+
+
+def test_a_run_folder_deleted_while_its_run_runs_fails_that_run_alone_and_a_rerun_completes(tmp_path, tiny_spec):
+    spec = long_spec(tmp_path, tiny_spec, seeds=3)
+    launcher = start_sweep(spec, "--workers", "2")
+    sweep_dir = tmp_path / "runs" / "tiny"
+    deleted = wait_for(with_checkpoint(sweep_dir), what="a checkpoint")[0]
+    # The worker may add a file while rmtree empties the folder: again until the folder is gone.
+    wait_for(lambda: shutil.rmtree(deleted, ignore_errors=True) or not deleted.exists(), what="the folder gone")
+    assert launcher.wait(timeout=WAIT) == 1, launcher_output(spec)
+    out = launcher_output(spec)
+    assert f"{deleted.name}: error: its run folder {deleted} was deleted while it ran\n" in out
+    assert "2 succeeded, 1 failed" in out
+    rerun = run_sweep("run", str(spec))
+    assert rerun.returncode == 0 and "1 to run, 2 already succeeded" in rerun.stdout, rerun.stdout + rerun.stderr
+    assert [json.loads((d / "result.json").read_text())["timesteps"] for d in run_dirs(sweep_dir)] == [4096] * 3

@@ -287,7 +287,8 @@ class Scheduler:
             self.on_event(Event(EventKind.SUCCEEDED, active.run.run_id))
             self._ended(active.run.run_id, RunState.SUCCEEDED)
             return
-        tail = run_dir.error_tail()
+        tail = run_dir.error_tail() if run_dir.path.is_dir() else \
+            f"its run folder {run_dir.path} was deleted while it ran"  # log.txt went with it
         state = RunState.INTERRUPTED if failure is FailureClass.INTERRUPTED else RunState.FAILED
         if active.pruned_at is not None:
             state = RunState.PRUNED
