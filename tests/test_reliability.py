@@ -169,6 +169,23 @@ def test_per_run_timeout_stops_the_run_and_retries_it(tmp_path, tiny_spec):
     assert not worker_processes(tmp_path / "runs" / "tiny")
 
 
+def test_a_hung_worker_is_timed_out_killed_and_retried_from_its_checkpoint(tmp_path, tiny_spec):
+    spec = long_spec(tmp_path, tiny_spec, seeds=2, total=2048)
+    # 10 s is several times what a run takes here: only the stopped one meets it.
+    launcher = start_sweep(spec, "--workers", "2", "--timeout", "10s", "--grace", "2")
+    sweep_dir = tmp_path / "runs" / "tiny"
+    hung = wait_for(with_checkpoint(sweep_dir), what="a checkpoint")[0]
+    os.kill(status_of(hung)["pid"], signal.SIGSTOP)  # a stopped worker holds SIGINT until a SIGCONT that never comes
+    assert launcher.wait(timeout=WAIT) == 0, launcher_output(spec)
+    assert f"{hung.name}: timeout (exit -9)" in launcher_output(spec)  # SIGKILLed after the grace
+    assert [status_of(d)["attempts"] for d in run_dirs(sweep_dir) if d != hung] == [1]
+    assert status_of(hung)["state"] == "succeeded" and status_of(hung)["attempts"] == 2
+    result = json.loads((hung / "result.json").read_text())
+    assert result["resumed_from"] >= 256 and result["timesteps"] == 2048
+    assert_continuous_logs(hung, 2048)
+    assert not worker_processes(sweep_dir)
+
+
 def test_a_run_folder_deleted_while_its_run_runs_fails_that_run_alone_and_a_rerun_completes(tmp_path, tiny_spec):
     spec = long_spec(tmp_path, tiny_spec, seeds=3)
     launcher = start_sweep(spec, "--workers", "2")
