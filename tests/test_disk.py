@@ -1,15 +1,19 @@
 """The disk a sweep needs at its peak (plan/disk.py) and `sweep run`'s check of it: each file's estimate against
 the file stable-baselines3 really writes (a replay buffer to the byte but for its pickle's header, model zips
 within 2%: measured under 0.7% for PPO, A2C, SAC and TD3 on the tiny walker and Ant-v5), the sweep's arithmetic
-by hand, and the real command on a real tmpfs too small for its runs (refused, nothing written) and on one just
-large enough (warned, and the runs finish within it)."""
+by hand, and the real command on a real tmpfs too small for its runs (refused, nothing written), on one just
+large enough (warned, and the runs finish within it) and on one filled while its runs run (each says so, a rerun
+completes them)."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import gymnasium as gym
@@ -17,7 +21,7 @@ import pytest
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.save_util import save_to_pkl
 
-from helpers.commands import run_sweep, sweep_exe, write_spec
+from helpers.commands import run_dirs, run_sweep, status_of, sweep_exe, wait_for, write_spec
 from helpers.fake_sweep import run_spec
 from helpers.models import TINY_XML
 from mjsweep.engine.sweep import prepare
@@ -103,18 +107,48 @@ def test_more_than_the_free_space_is_refused_and_over_80_percent_warned():
     assert judge(80, 100) is Verdict.FITS
 
 
-def _in_tmpfs(size: int, folder: Path, script: str) -> str:
-    """`script` run by sh with a tmpfs of `size` bytes mounted on `folder`, in a mount namespace of its own (the
-    mount ends with it): its output, stderr included."""
+def _unshare() -> list[str]:
+    """The command that runs another in a mount namespace of its own (skips where there is none)."""
     base = ["unshare", "--mount"] + ([] if os.geteuid() == 0 else ["--map-root-user"])
     if subprocess.run([*base, "true"], capture_output=True).returncode != 0:
         pytest.skip("no mount namespace here (unshare --mount)")
+    return base
+
+
+def _in_tmpfs(size: int, folder: Path, script: str) -> str:
+    """`script` run by sh with a tmpfs of `size` bytes mounted on `folder`, in a mount namespace of its own (the
+    mount ends with it): its output, stderr included."""
+    base = _unshare()
     folder.mkdir(parents=True, exist_ok=True)
     mount = f"mount -t tmpfs -o size={size} tmpfs {folder}"
     done = subprocess.run([*base, "sh", "-c", f"{mount} && {script}"], capture_output=True, text=True,
                           env={**os.environ, "NO_COLOR": "1"}, timeout=600)
     assert "mount:" not in done.stderr, done.stderr
     return done.stdout + done.stderr
+
+
+@contextmanager
+def _held_tmpfs(size: int, folder: Path) -> Iterator[tuple[list[str], Path]]:
+    """A tmpfs of `size` bytes on `folder` in a mount namespace that a sleeping process holds while the block
+    runs: yields the command prefix that runs a command in it, and the folder as this process sees it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen([*_unshare(), "sh", "-c", f"mount -t tmpfs -o size={size} tmpfs {folder} && "
+                               "echo mounted && exec sleep 3600"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "mounted\n"
+        user = [] if os.geteuid() == 0 else ["--user", "--preserve-credentials"]
+        # No --wd: nsenter opens it before it enters, so relative paths would miss the mount. Paths are absolute.
+        yield ["nsenter", f"--target={holder.pid}", "--mount", *user], Path(f"/proc/{holder.pid}/root{folder}")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def _fill(path: Path) -> None:
+    """Zeros into `path` until its disk has no room left."""
+    with pytest.raises(OSError, match="No space left on device"), open(path, "wb", buffering=0) as out:
+        while True:
+            out.write(bytes(1 << 16))
 
 
 def test_a_sweep_too_big_for_its_disk_is_refused_before_anything_is_written(tmp_path, tiny_spec):
@@ -161,3 +195,35 @@ def test_the_estimate_counts_the_checkpoints_the_spec_keeps(tmp_path, tiny_spec)
     three = run_sweep("run", str(write_spec(tmp_path, tiny_spec)), "--dry-run")
     assert one.returncode == three.returncode == 0, one.stderr + three.stderr
     assert "1 checkpoints kept each" in one.stdout and "3 checkpoints kept each" in three.stdout
+
+
+@pytest.mark.slow
+def test_a_disk_that_fills_while_runs_run_fails_them_clearly_and_a_rerun_completes(tmp_path, tiny_spec):
+    tiny_spec.update({"seeds": 4, "total_timesteps": 4096, "checkpoint_every": 256})
+    spec = write_spec(tmp_path, tiny_spec)
+    runs = tmp_path / "filling"
+    plan = prepare(spec, runs)
+    needed = estimate(plan.runs, {c.variant.name: c.probe for c in plan.checks}, plan.spec.checkpoints_kept, 2).bytes
+    sweep = [sweep_exe(), "run", str(spec), "-w", "2", "--runs-dir", str(runs)]
+    with _held_tmpfs(2 * needed, runs) as (enter, seen):  # room for the runs, until the test fills it
+        with open(tmp_path / "first.out", "wb") as out:
+            first = subprocess.Popen([*enter, *sweep], stdout=out, stderr=subprocess.STDOUT,
+                                     env={**os.environ, "NO_COLOR": "1"})
+        done = wait_for(lambda: [d for d in run_dirs(seen / "tiny") if status_of(d).get("state") == "succeeded"],
+                        what="a finished run")
+        kept = {p: p.read_bytes() for d in done for p in d.rglob("*") if p.is_file()}
+        _fill(seen / "filler")
+        assert first.wait(timeout=600) == 1
+        out = (tmp_path / "first.out").read_text()
+        succeeded = int(re.search(r"sweep tiny: (\d) succeeded", out).group(1))
+        failed = re.findall(r"failed +(\w+): ", out)
+        assert "Traceback" not in out and succeeded + len(failed) == 4, out
+        for run_id in failed:  # the launcher could not record its end: it says why
+            assert f"{run_id}: cannot write status.json: [Errno 28] No space left on device" in out, out
+        (seen / "filler").unlink()
+        rerun = subprocess.run([*enter, *sweep], capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
+        # Only the runs that finished before are taken as done: nothing half-written counts.
+        assert f"{len(failed)} to run, {succeeded} already succeeded" in rerun.stdout, rerun.stdout + rerun.stderr
+        assert rerun.returncode == 0 and "4 succeeded, 0 failed" in rerun.stdout, rerun.stdout + rerun.stderr
+        assert {p: p.read_bytes() for p in kept} == kept
+        assert [json.loads((d / "result.json").read_text())["timesteps"] for d in run_dirs(seen / "tiny")] == [4096] * 4
