@@ -8,6 +8,8 @@ import os
 import signal
 import time
 
+import pytest
+
 from helpers.commands import run_sweep, write_spec
 from mjsweep.sweepdir.files import CorruptFileError, RunDir, read_json, write_json_atomic
 from mjsweep.sweepdir.models import RunState, RunStatus
@@ -56,21 +58,25 @@ def test_read_json_reports_corrupt_files(tmp_path):
     assert oct(path.stat().st_mode & 0o777) == "0o644"
 
 
-def test_run_and_report_name_corrupt_files(tmp_path, tiny_spec):
+@pytest.mark.parametrize(("junk", "problem"), [
+    (b'{"eval_mean_ret', "not valid JSON"),  # truncated by a crash of some other tool
+    (bytes(range(256)), "unreadable"),  # garbled by a failing disk
+])
+def test_run_and_report_name_corrupt_files(tmp_path, tiny_spec, junk, problem):
     spec = write_spec(tmp_path, tiny_spec)
     assert run_sweep("run", str(spec)).returncode == 0
     sweep_dir = tmp_path / "runs" / "tiny"
     [run_dir] = [p for p in sweep_dir.iterdir() if p.is_dir()]
-    (run_dir / "result.json").write_text('{"eval_mean_ret')  # truncated by a crash of some other tool
+    (run_dir / "result.json").write_bytes(junk)
 
     report = run_sweep("report", str(sweep_dir))
     assert report.returncode == 0, report.stderr
-    assert f"{run_dir / 'result.json'}: not valid JSON" in report.stdout
+    assert f"{run_dir / 'result.json'}: {problem}" in report.stdout
 
     dry = run_sweep("run", str(spec), "--dry-run")
     assert dry.returncode == 0 and "corrupt" in dry.stdout and "start" in dry.stdout
 
     rerun = run_sweep("run", str(spec))
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert "not valid JSON" in rerun.stdout and "running it again" in rerun.stdout
+    assert problem in rerun.stdout and "running it again" in rerun.stdout
     assert json.loads((run_dir / "result.json").read_text())["timesteps"] == 512
