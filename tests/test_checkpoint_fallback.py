@@ -208,3 +208,4 @@ def test_a_rerun_after_a_stop_falls_back_and_status_says_so(tmp_path, tiny_spec)
     assert f"resumed from the checkpoint at {older} timesteps" in status.stdout.replace("\n", "")
     views = json.loads(run_sweep("status", "--json", str(sweep_dir)).stdout)["runs"]
     assert views[0]["fell_back"] == result["fell_back_because"]
+    assert json.loads((run_dir / "status.json").read_text())["fell_back"] == result["fell_back_because"]

@@ -280,7 +280,7 @@ class Scheduler:
         self._measured.add(active.run.algo, peak_uss, peak_rss)
         code = end.returncode
         ended = {"returncode": code, "ended_at": now_iso(), "peak_rss_mb": peak_rss, "peak_uss_mb": peak_uss,
-                 "pid": active.status.pid}
+                 "pid": active.status.pid, "fell_back": run_dir.fell_back()}
         if failure is None:
             self.recorder.record(run_dir, active.status.model_copy(update={"state": RunState.SUCCEEDED, **ended}))
             outcome.succeeded.append(active.run.run_id)

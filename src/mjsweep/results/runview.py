@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import socket
 
-from ..sweepdir.files import CorruptFileError, RunDir
+from ..sweepdir.files import RunDir
 from ..sweepdir.index import IndexEntry
 from ..sweepdir.models import RunResult, RunState, RunStatus
 from ..sweepdir.tables import Progress, read_progress
@@ -65,15 +65,7 @@ def read_run(run_dir: RunDir, launcher_alive: bool, host: str) -> RunView:
         training_s=result.training_s if result else None, eval_s=result.eval_s if result else None,
         save_s=result.save_s if result else None, startup_s=result.startup_s if result else None,
         torch_threads=result.torch_threads if result else None, pid=status.pid if status else None,
-        host=status.host if status else None, problems=row.problems, fell_back=_fell_back(run_dir))
-
-
-def _fell_back(run_dir: RunDir) -> str | None:
-    try:
-        record = run_dir.read_resume()
-    except CorruptFileError as exc:
-        return str(exc)
-    return record.text if record else None
+        host=status.host if status else None, problems=row.problems, fell_back=run_dir.fell_back())
 
 
 def _progress_of(run_dir: RunDir, state: str, result: RunResult | None) -> Progress | None:

@@ -230,6 +230,15 @@ class RunDir:
     def read_resume(self) -> ResumeRecord | None:
         return read_model(self.resume_json, ResumeRecord)
 
+    def fell_back(self) -> str | None:
+        """resume.json's line (why an attempt did not resume from the newest checkpoint, and from which it
+        did), or what is wrong with the file; None when the run never fell back."""
+        try:
+            record = self.read_resume()
+        except CorruptFileError as exc:
+            return str(exc)
+        return record.text if record else None
+
     def error_tail(self, lines: int = 20) -> str:
         """The end of log.txt, where a traceback's last line is."""
         try:

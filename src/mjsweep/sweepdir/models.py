@@ -281,6 +281,9 @@ class RunStatus(FileModel):
     """The largest unique set (USS) of a local run's processes: the pages no other process shares, what one
     more run like it adds (the memory admission's measure). None for Ray and SLURM runs and in files
     written before it was measured: the admission then counts peak_rss_mb."""
+    fell_back: str | None = None
+    """Why the run did not resume from its newest checkpoint, and from which it did (resume.json's line),
+    once it ended; None when it never fell back."""
 
 
 def succeeded(status: RunStatus | None, result: RunResult | None) -> bool:
