@@ -126,10 +126,11 @@ def _train(run_path: Path) -> int:
                 recorder.save_interrupted()
             if tracker:
                 tracker.finish(None, 130 if isinstance(exc, KeyboardInterrupt) else 1)
-            # An update that broke the policy can fail before its end (torch's check of a distribution's
-            # parameters, say): the parameter that went bad is the error to report, not its consequence.
-            if isinstance(exc, Exception) and not isinstance(exc, NonFiniteError) \
-                    and (broken := recorder.parameters_error(during=True)) is not None:
+            # A broken policy shows first through its consequence: an update that fails before its end
+            # (torch's check of a distribution's parameters, say), or, between two checks of the parameters,
+            # the NaN actions it takes. The parameter that went bad is the error to report.
+            if isinstance(exc, Exception) and (broken := recorder.parameters_error(
+                    during=not isinstance(exc, NonFiniteError))) is not None and str(broken) != str(exc):
                 raise broken from exc
             raise
     finally:
