@@ -13,7 +13,7 @@ import pytest
 
 from helpers.commands import run_sweep, write_spec
 from helpers.models import TINY_XML
-from mjsweep.bench import Batch, BenchConfig, BenchReport, CheckCost, ScaleFigures, batch_sizes, recommend
+from mjsweep.bench import AlgoOverhead, Batch, BenchConfig, BenchReport, CheckCost, ScaleFigures, batch_sizes, recommend
 from mjsweep.bench.batches import mjsweep_batch
 from mjsweep.bench.contender import MISSING, command, gnu_parallel, parallel_batch
 from mjsweep.bench.figures import LaunchFigures
@@ -37,11 +37,13 @@ def test_tiny_bench_reports_every_figure_consistently(tmp_path: Path):
     # The caller's shell caps threads: the naive baseline must still get torch's defaults.
     markdown = tmp_path / "table.md"
     done = run_sweep("bench", "--env", "HalfCheetah-v5", "--xml", str(TINY_XML), "--steps", str(STEPS),
-                     "--n-steps", str(N_STEPS), "--max-workers", "2", "--scale-runs", "40", "--json",
-                     "--markdown", str(markdown), cwd=tmp_path, env={"OMP_NUM_THREADS": "1"})
+                     "--n-steps", str(N_STEPS), "--max-workers", "2", "--scale-runs", "40", "--overhead", "a2c",
+                     "--json", "--markdown", str(markdown), cwd=tmp_path, env={"OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     cores = len(os.sched_getaffinity(0))
+    [overhead] = report["overhead"]
+    assert overhead["algo"] == "a2c" and overhead["steps"] == STEPS and overhead["plain_s"] > 0
 
     mj = report["mjsweep"]
     assert [b["n"] for b in mj] == batch_sizes(2, cores)
@@ -169,6 +171,43 @@ def test_the_checks_cost_is_judged_against_the_solo_runs_training_step():
     assert "- non-finite checks: 7.0 us an env step (VecCheckNan) + 2048 us an update of 2048 steps" in text
     assert base.check_share is None and "non-finite" not in render(base)
     assert report.to_dict()["checks"] == {"step_us": 7.0, "update_us": 2048.0, "steps_per_update": 2048}
+
+
+def test_each_algorithm_through_the_worker_has_its_line_its_target_and_its_json():
+    base = _report()
+    overhead = (AlgoOverhead("ppo", 4096, 4.0, 4.02, 1.005, 0.004, 3),
+                AlgoOverhead("sac", 600, 6.0, 6.3, 1.05, 0.02, 3))
+    report = BenchReport(base.config, base.mjsweep, base.naive, base.scale, "host", "cpu", 0.1, overhead=overhead)
+    text = render(report)
+    assert "| ppo through the worker <= 1.01x plain SB3 | 1.005x | yes |" in text
+    assert "| sac through the worker <= 1.01x plain SB3 | 1.050x | NO |" in text
+    assert ("- ppo through the worker: 1.005x plain SB3's CPU time (4.02 s against 4.00 s for 4096 steps; median of "
+            "3 alternated pairs, spread 0.004)") in text
+    assert report.to_dict()["overhead"][1] == {"algo": "sac", "steps": 600, "plain_s": 6.0, "worker_s": 6.3,
+                                               "ratio": 1.05, "spread": 0.02, "rounds": 3}
+    assert "through the worker" not in render(base)
+
+
+def test_a_pair_trains_the_same_steps_plain_and_through_the_worker():
+    from mjsweep.bench.overhead import ROUNDS, time_pair
+
+    figure = time_pair("HalfCheetah-v5", str(TINY_XML), "sac", 120)
+    assert (figure.algo, figure.steps, figure.rounds) == ("sac", 120, ROUNDS)
+    assert figure.plain_s > 0 and figure.worker_s > 0 and figure.spread >= 0
+    assert figure.ratio > 0
+
+
+@pytest.mark.parametrize(("value", "expected"), [("none", "()"), ("ppo, sac", "('ppo', 'sac')")])
+def test_overhead_names_the_algorithms(value, expected):
+    from mjsweep.ui.cli import _overhead_algos
+
+    assert str(_overhead_algos(value)) == expected
+
+
+def test_an_unknown_overhead_algorithm_is_one_line_and_exit_2(tmp_path: Path):
+    done = run_sweep("bench", "--overhead", "ppo,dqn", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith("error: --overhead 'dqn': choose among ppo, sac, td3")
 
 
 def test_table_has_a_row_per_batch_and_every_target():

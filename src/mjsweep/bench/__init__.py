@@ -16,11 +16,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from .figures import Batch, BenchConfig, BenchReport, CheckCost, LaunchFigures, ScaleFigures
+from .figures import AlgoOverhead, Batch, BenchConfig, BenchReport, CheckCost, LaunchFigures, ScaleFigures
 from .recommend import cpu_model
 
-__all__ = ["Batch", "BenchConfig", "BenchReport", "CheckCost", "LaunchFigures", "ScaleFigures", "batch_sizes",
-           "run_bench"]
+__all__ = ["AlgoOverhead", "Batch", "BenchConfig", "BenchReport", "CheckCost", "LaunchFigures", "ScaleFigures",
+           "batch_sizes", "run_bench"]
 
 
 def batch_sizes(max_workers: int, cores: int) -> list[int]:
@@ -39,6 +39,7 @@ def run_bench(config: BenchConfig, on_step: Callable[[str], None] = lambda line:
     from .checks import measure_check_cost
     from .contender import MISSING, gnu_parallel, parallel_batch
     from .launch import measure_launch
+    from .overhead import measure_overhead
     from .scale import measure_scale
 
     xml = config.xml or env_default_xml(config.env)
@@ -51,6 +52,7 @@ def run_bench(config: BenchConfig, on_step: Callable[[str], None] = lambda line:
             batches.append(mjsweep_batch(config, xml, n, root / f"mjsweep-{n}"))
         on_step("checks: what the non-finite checks add to an env step and to an update")
         checks = measure_check_cost(config, xml)
+        overhead = tuple(measure_overhead(config, xml, list(config.overhead), on_step))
         parallel, skipped = None, None
         if (program := gnu_parallel()) is None:
             skipped = MISSING
@@ -72,7 +74,8 @@ def run_bench(config: BenchConfig, on_step: Callable[[str], None] = lambda line:
             scale = measure_scale(config, xml, root / "scale")
     return BenchReport(config, batches, naive, scale, socket.gethostname(), cpu_model(), round(load_before, 2),
                        parallel=parallel, parallel_skipped=skipped, launch=launch,
-                       launch_template=launch_template, checks=checks)
+                       launch_template=launch_template, checks=checks,
+                       overhead=overhead)
 
 
 def env_default_xml(env: str) -> Path:

@@ -25,6 +25,8 @@ class BenchConfig:
     """Usable cores of this machine: the naive batch's size and the scaling reference point."""
     scale_runs: int = 10_000
     """Size of the generated plan and sweep folder for the dry-run and status figures."""
+    overhead: tuple[str, ...] = ()
+    """Algorithms to train through the worker against plain SB3 (bench/overhead.py)."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,23 @@ class CheckCost:
 
 
 @dataclass(frozen=True)
+class AlgoOverhead:
+    """One algorithm trained through the worker against plain stable-baselines3 (bench/overhead.py)."""
+
+    algo: str
+    steps: int
+    plain_s: float
+    """Median CPU seconds of plain SB3's training."""
+    worker_s: float
+    """Median CPU seconds of the same training through the worker's env stack and recorder."""
+    ratio: float
+    """Median over the alternated pairs of worker / plain: 1.01 is 1% slower."""
+    spread: float
+    """Largest minus smallest ratio of the pairs: how far the machine's noise reaches."""
+    rounds: int
+
+
+@dataclass(frozen=True)
 class BenchReport:
     config: BenchConfig
     mjsweep: list[Batch]
@@ -139,6 +158,8 @@ class BenchReport:
     """The same through `--start template`, measured in the same bench; None on a system without it."""
     checks: CheckCost | None = None
     """What the worker's non-finite checks cost, per env step and per update."""
+    overhead: tuple[AlgoOverhead, ...] = ()
+    """Each algorithm asked for (`sweep bench --overhead`) through the worker against plain SB3."""
 
     @property
     def check_share(self) -> float | None:
@@ -216,6 +237,7 @@ class BenchReport:
             "template_launch_ratio": round(ratio, 3) if (ratio := self.template_launch_ratio) is not None else None,
             "checks": asdict(self.checks) if self.checks else None,
             "check_share": round(share, 5) if (share := self.check_share) is not None else None,
+            "overhead": [asdict(o) for o in self.overhead],
         }
 
 

@@ -76,6 +76,10 @@ def _summary(report: BenchReport) -> list[str]:
         lines.append(f"- non-finite checks: {c.step_us:.1f} us an env step (VecCheckNan) + {c.update_us:.0f} us an "
                      f"update of {c.steps_per_update} steps (the policy's parameters) = {100 * share:.2f}% of the "
                      "solo run's training step")
+    for o in report.overhead:
+        lines.append(f"- {o.algo} through the worker: {o.ratio:.3f}x plain SB3's CPU time ({o.worker_s:.2f} s against "
+                     f"{o.plain_s:.2f} s for {o.steps} steps; median of {o.rounds} alternated pairs, spread "
+                     f"{o.spread:.3f})")
     lines.append(f"- recommended: `sweep run --workers {rec.n}` ({rec.aggregate:.0f} env-steps/s; the smallest N "
                  "within 3% of the best aggregate measured)")
     if report.failed:
@@ -105,6 +109,8 @@ def _targets(report: BenchReport) -> list[str]:
                        f"{ratio:.2f}x", ratio <= 0.25))
     if (share := report.check_share) is not None:
         checks.append(("non-finite checks <= 1% of a training step", f"{100 * share:.2f}%", share <= 0.01))
+    checks += [(f"{o.algo} through the worker <= 1.01x plain SB3", f"{o.ratio:.3f}x", o.ratio <= 1.01)
+               for o in report.overhead]
     if report.scale:
         s = report.scale
         checks += [(f"`sweep run --dry-run` of {s.runs} runs < 2 s", f"{s.dry_run_s:.2f} s", s.dry_run_s < 2),

@@ -692,6 +692,8 @@ def bench(
     scale_runs: int = typer.Option(10_000, "--scale-runs", min=0,
                                    help="Runs in the generated plan and folder for the dry-run and status "
                                    "figures (0: skip them)."),
+    overhead: str = typer.Option("ppo,sac", "--overhead", help="Algorithms trained through the worker against "
+                                 "plain stable-baselines3, CPU time alternated (e.g. ppo,sac,td3; all; none)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout, for scripts."),
     markdown: Path | None = typer.Option(None, "--markdown", help="Also write the Markdown table to this "
                                             "file (as pasted into BENCHMARKS.md)."),
@@ -711,7 +713,7 @@ def bench(
     cores = usable_cores()
     config = BenchConfig(env=env, xml=xml.resolve() if xml else None, steps=steps,
                          max_workers=max_workers or 2 * cores, ppo={"n_steps": n_steps} if n_steps else {},
-                         cores=cores, scale_runs=scale_runs)
+                         cores=cores, scale_runs=scale_runs, overhead=_overhead_algos(overhead))
     try:
         report = run_bench(config, on_step=lambda line: print(f"bench: {line}", file=sys.stderr, flush=True))
     except ValueError as exc:
@@ -722,6 +724,25 @@ def bench(
         markdown.write_text(table, encoding="utf-8")
     if save and not report.failed:
         _keep_recommendation(report, cores, env)
+
+
+def _overhead_algos(text: str) -> tuple[str, ...]:
+    """`--overhead ppo,sac` -> the algorithms; all: every one installed; none: no comparison."""
+    import importlib.util
+
+    from ..spec.algos import ALGO_NAMES, ALGOS
+
+    if text == "none":
+        return ()
+    if text == "all":
+        return tuple(a for a in ALGO_NAMES if importlib.util.find_spec(ALGOS[a].package) is not None)
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    for name in names:
+        if name not in ALGO_NAMES:
+            raise InputError(f"--overhead {name!r}: choose among {', '.join(ALGO_NAMES)}, all or none")
+        if importlib.util.find_spec(ALGOS[name].package) is None:
+            raise InputError(f"--overhead {name}: needs {ALGOS[name].package} (pip install \"mjsweep[contrib]\")")
+    return names
 
 
 def _keep_recommendation(report, cores: int, env: str) -> None:
