@@ -167,3 +167,18 @@ def test_a_policy_broken_by_its_update_names_the_parameter_and_is_never_saved(tm
     run = RunDir(run_dir)
     assert not run.checkpoint_json.exists() and not run.model_zip.exists()
     assert not (run.checkpoints.exists() and run.checkpoint_models())
+
+
+def test_a_non_finite_action_is_named_as_the_cause_of_what_the_env_gives_back():
+    """Actions are not summed at every step: a NaN action shows in the next observation, and is named then."""
+    venv = _checked(1000)
+    venv.reset()
+    zeros = np.zeros((1, *venv.action_space.shape), dtype=np.float32)
+    for _ in range(3):
+        venv.step(zeros)
+    nan = zeros.copy()
+    nan[0, 1] = np.nan
+    with pytest.raises(NonFiniteError) as raised:
+        for _ in range(5):
+            venv.step(nan)
+    assert str(raised.value) == "non-finite action[1] = nan from the policy at step 4 (episode 1)"

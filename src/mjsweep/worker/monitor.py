@@ -17,22 +17,25 @@ RETURN_KEY = "mjsweep_episode_return"
 
 
 class EpisodeReturn(gymnasium.Wrapper):
-    """Sums one env's rewards as Monitor does, and gives the episode's return (rounded to 6 decimals, as
-    Monitor writes it) in the info of its last step."""
+    """Sums one env's rewards as Monitor does and counts its steps, and gives the episode's return (rounded
+    to 6 decimals, as Monitor writes it) and length in the info of its last step: the vec env's monitor then
+    does nothing at the steps where no episode ends."""
 
     def __init__(self, env: gymnasium.Env):
         super().__init__(env)
         self.episode_return = 0.0
+        self.episode_length = 0
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        self.episode_return = 0.0
+        self.episode_return, self.episode_length = 0.0, 0
         return self.env.reset(**kwargs)
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.episode_return += float(reward)
+        self.episode_length += 1
         if terminated or truncated:
-            info[RETURN_KEY] = round(self.episode_return, 6)
+            info[RETURN_KEY] = (round(self.episode_return, 6), self.episode_length)
         return obs, reward, terminated, truncated, info
 
 
@@ -42,20 +45,20 @@ def with_episode_return(env: gymnasium.Env) -> gymnasium.Env:
 
 
 class EnvReturnMonitor(VecMonitor):
-    """VecMonitor whose episodes (monitor.csv rows, the model's episode info) take the return each env's
-    EpisodeReturn summed."""
+    """VecMonitor whose episodes (monitor.csv rows, the model's episode info) take the return and length each
+    env's EpisodeReturn counted."""
 
     def step_wait(self) -> VecEnvStepReturn:
         obs, rewards, dones, infos = self.venv.step_wait()
-        self.episode_lengths += 1
+        if not dones.any():  # most steps: nothing to do (this runs at every env step)
+            return obs, rewards, dones, infos
         infos = list(infos)
         for i in np.flatnonzero(dones):
             info = dict(infos[i])
-            episode = {"r": info.pop(RETURN_KEY), "l": int(self.episode_lengths[i]),
-                       "t": round(time.time() - self.t_start, 6)}
+            episode_return, length = info.pop(RETURN_KEY)
+            episode = {"r": episode_return, "l": length, "t": round(time.time() - self.t_start, 6)}
             infos[i] = {**info, "episode": episode}
             self.episode_count += 1
-            self.episode_lengths[i] = 0
             if self.results_writer:
                 self.results_writer.write_row(episode)
         return obs, rewards, dones, infos
