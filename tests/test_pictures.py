@@ -137,8 +137,9 @@ def test_no_shadow_falls_on_the_floor_away_from_the_robot(tmp_path, monkeypatch)
     depth missed MuJoCo's shadow offset. Every shadow pixel must now lie under the robot."""
     bare = tmp_path / "bare.xml"
     bare.write_text(BARE_XML)
+    h1 = ROBOTS / "unitree_h1" / "scene.xml"  # a Menagerie robot too, where ../shared/robots is beside the repo
     models = [XML_DIR / "tiny_walker.xml", XML_DIR / "tiny_walker_long.xml", XML_DIR / "ant.xml", bare,
-              ROBOTS / "unitree_h1" / "scene.xml"]
+              *([h1] if h1.is_file() else [])]
     helpers_importable(monkeypatch)
     job, out = tmp_path / "job.json", tmp_path / "counts.json"
     job.write_text(json.dumps({"xml": [str(m) for m in models], "out": str(out)}))
