@@ -99,7 +99,10 @@ def test_statistics_survive_sigint_and_resume(tmp_path, tiny_spec):
     assert proc.wait(timeout=300) == 130, proc.stdout.read().decode()
     ckpt = run.read_checkpoint()
     assert ckpt.vecnormalize_file == f"vecnormalize_{ckpt.timesteps}.pkl"
-    assert [p.name for p in run.checkpoint_vecnormalizes()] == [ckpt.vecnormalize_file]
+    # The statistics of each checkpoint kept (checkpoints_kept: 2), the newest checkpoint's last.
+    kept = [f"vecnormalize_{c.timesteps}.pkl" for c in ckpt.kept()]
+    assert sorted(p.name for p in run.checkpoint_vecnormalizes()) == sorted(kept)
+    assert kept[-1] == ckpt.vecnormalize_file
     saved = VecNormalize.load(str(run.checkpoints / ckpt.vecnormalize_file), make_vec_env(run_spec, run, None))
     # The statistics are those of the checkpoint's timesteps: as many observations as steps taken (+ resets).
     assert ckpt.timesteps <= saved.obs_rms.count <= ckpt.timesteps + 64
