@@ -220,10 +220,14 @@ def test_a_disk_that_fills_while_runs_run_fails_them_clearly_and_a_rerun_complet
         assert "Traceback" not in out and succeeded + len(failed) == 4, out
         for run_id in failed:  # the launcher could not record its end: it says why
             assert f"{run_id}: cannot write status.json: [Errno 28] No space left on device" in out, out
+        # A run can end well after the disk filled, its status.json then unwritten: only the runs whose
+        # status.json says they succeeded are taken as done by a rerun; nothing half-written counts.
+        recorded = [d for d in run_dirs(seen / "tiny") if status_of(d).get("state") == "succeeded"]
+        assert done[0] in recorded and len(recorded) <= succeeded
         (seen / "filler").unlink()
         rerun = subprocess.run([*enter, *sweep], capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
-        # Only the runs that finished before are taken as done: nothing half-written counts.
-        assert f"{len(failed)} to run, {succeeded} already succeeded" in rerun.stdout, rerun.stdout + rerun.stderr
+        assert f"{4 - len(recorded)} to run, {len(recorded)} already succeeded" in rerun.stdout, \
+            rerun.stdout + rerun.stderr
         assert rerun.returncode == 0 and "4 succeeded, 0 failed" in rerun.stdout, rerun.stdout + rerun.stderr
         assert {p: p.read_bytes() for p in kept} == kept
         assert [json.loads((d / "result.json").read_text())["timesteps"] for d in run_dirs(seen / "tiny")] == [4096] * 4
