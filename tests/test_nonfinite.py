@@ -108,6 +108,16 @@ def test_a_reward_is_named_in_the_episode_it_ends():
         "non-finite reward = inf from the env at step 30 (episode 3)"
 
 
+def test_a_finite_value_whose_square_overflows_is_not_named():
+    # The usual case is told by each array's dot product with itself; 1e38 squared overflows float32, so the
+    # step is looked at VecCheckNan's way, which finds nothing.
+    venv = _checked(0, observation_index=None, reward="1e38")
+    venv.reset()
+    zeros = np.zeros((1, *venv.action_space.shape), dtype=np.float32)
+    rewards = [venv.step(zeros)[1][0] for _ in range(25)]
+    assert rewards == [np.float32(1e38)] * 25 and venv.steps == 25
+
+
 def test_a_non_finite_action_is_the_policys():
     venv = _checked(1000)
     venv.reset()

@@ -50,7 +50,7 @@ class EnvReturnMonitor(VecMonitor):
 
     def step_wait(self) -> VecEnvStepReturn:
         obs, rewards, dones, infos = self.venv.step_wait()
-        if not dones.any():  # most steps: nothing to do (this runs at every env step)
+        if not np.count_nonzero(dones):  # most steps: nothing to do (this runs at every env step)
             return obs, rewards, dones, infos
         infos = list(infos)
         for i in np.flatnonzero(dones):
