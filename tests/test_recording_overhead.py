@@ -8,12 +8,15 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+import pytest
 from stable_baselines3 import SAC
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from helpers.models import TINY_XML
 from mjsweep.robots.envs import make_env
 from mjsweep.sweepdir.files import RunDir
 from mjsweep.worker import checkpoints, recording
+from mjsweep.worker.normalization import StatsSnapshot
 from mjsweep.worker.recording import LogSizes, ParameterCheck
 
 
@@ -85,3 +88,46 @@ def test_sac_at_train_freq_1_checks_fewer_times_than_it_updates_but_before_every
     assert saved and all(at == last_check for at, last_check in saved)  # checked just before each checkpoint
     assert checked[-1] == 200  # and at the end, before the final model is saved
     assert np.isfinite(model.policy.parameters_to_vector()).all()
+
+
+class TwoPartEnv(gym.Env):
+    """Random Dict observations, for VecNormalize's per-key statistics."""
+    observation_space = gym.spaces.Dict({"a": gym.spaces.Box(-1, 1, (3,)), "b": gym.spaces.Box(-1, 1, (2,))})
+    action_space = gym.spaces.Box(-1, 1, (1,))
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        return self.observation_space.sample(), float(self.np_random.normal()), False, False, {}
+
+
+def _statistics(normalizer):
+    obs = normalizer.obs_rms
+    parts = obs.values() if isinstance(obs, dict) else [obs]
+    return [(rms.mean.copy(), rms.var.copy(), rms.count) for rms in [*parts, normalizer.ret_rms]]
+
+
+@pytest.mark.parametrize("make", [lambda: make_env("HalfCheetah-v5", Path(TINY_XML), {}), TwoPartEnv])
+def test_the_statistics_snapshot_gives_back_what_it_took(make):
+    normalizer = VecNormalize(DummyVecEnv([make]))
+    normalizer.reset()
+    actions = np.zeros((1, *normalizer.action_space.shape), dtype=np.float32)
+    snapshot = StatsSnapshot()
+    assert not snapshot.taken
+    for _ in range(2):  # two iterations, each rewound to its start: the second take overwrites the first
+        for _ in range(3):
+            normalizer.step(actions)
+        snapshot.take(normalizer)
+        taken = _statistics(normalizer)
+        for _ in range(5):
+            normalizer.step(actions)
+        assert not _equal(_statistics(normalizer), taken)  # the training moved on
+        snapshot.restore(normalizer)
+        assert _equal(_statistics(normalizer), taken)
+
+
+def _equal(a, b):
+    return all(np.array_equal(m1, m2) and np.array_equal(v1, v2) and c1 == c2
+               for (m1, v1, c1), (m2, v2, c2) in zip(a, b, strict=True))

@@ -23,6 +23,7 @@ from ..sweepdir.tables import PROGRESS_COLUMNS, ProgressRow
 from .checkpoints import Checkpointer, checkpoint_due, file_size, replay_buffer
 from .evaluation import PeriodicEvaluator
 from .nonfinite import NonFiniteError, first_non_finite, parameter_message, subscript
+from .normalization import StatsSnapshot
 
 
 class PhaseTimer(BaseCallback):
@@ -103,7 +104,7 @@ class IterationRecorder(PhaseTimer):
         self._t0 = 0.0
         # timesteps, rows, log sizes when this iteration began: where a stop rewinds to
         self._iter_start: tuple[int, int, tuple[int, ...]] = (0, 0, (0, 0, 0))
-        self._stats_start: tuple[Any, Any] | None = None
+        self._stats_start = StatsSnapshot()
         """The normalization statistics (obs_rms, ret_rms) when this iteration began."""
         self._buffer_start: tuple[int, bool] | None = None
         """The replay buffer's (pos, full) when this iteration began."""
@@ -145,10 +146,10 @@ class IterationRecorder(PhaseTimer):
 
     def _mark_iteration_start(self) -> None:
         # At every iteration: one env step of SAC or TD3 at train_freq 1. So nothing here reads a file or
-        # copies more than the statistics' arrays (RunningMeanStd.copy, not a deepcopy).
+        # copies more than the statistics' arrays, into arrays it keeps (StatsSnapshot).
         self._iter_start = (self.model.num_timesteps, self.iteration, self._log_sizes())
         if (normalizer := self.model.get_vec_normalize_env()) is not None:
-            self._stats_start = (normalizer.obs_rms.copy(), normalizer.ret_rms.copy())
+            self._stats_start.take(normalizer)
         if (buffer := replay_buffer(self.model)) is not None:
             self._buffer_start = (buffer.pos, buffer.full)
 
@@ -248,9 +249,9 @@ class IterationRecorder(PhaseTimer):
             self._file.flush()
         self.model.num_timesteps, iteration, log_sizes = self._iter_start
         normalizer = self.model.get_vec_normalize_env()
-        if normalizer is not None and self._stats_start is not None:
+        if normalizer is not None and self._stats_start.taken:
             # The statistics as they were before the dropped partial rollout, to pair with the model.
-            normalizer.obs_rms, normalizer.ret_rms = self._stats_start
+            self._stats_start.restore(normalizer)
         buffer = replay_buffer(self.model)
         if buffer is not None and self._buffer_start is not None:
             buffer.pos, buffer.full = self._buffer_start
@@ -296,6 +297,7 @@ class LogSizes:
 
     def __init__(self, run: RunDir, monitor: VecMonitor | None = None):
         self.run, self.monitor = run, monitor
+        self._paths = (run.monitor_csv, run.progress_csv, run.evaluations_csv)  # joined once: a join costs us
         self._episodes = -1
         self._sizes = [0, 0, 0]
         self._stale = [True, True, True]
@@ -310,7 +312,7 @@ class LogSizes:
         episodes = self.monitor.episode_count if self.monitor is not None else -1
         if self.monitor is None or episodes != self._episodes:  # without the monitor: no way to know
             self._episodes, self._stale[0] = episodes, True
-        for index, path in enumerate((self.run.monitor_csv, self.run.progress_csv, self.run.evaluations_csv)):
+        for index, path in enumerate(self._paths):
             if self._stale[index]:
                 self._sizes[index], self._stale[index] = file_size(path), False
         monitor, progress, evaluations = self._sizes
