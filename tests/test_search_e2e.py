@@ -10,11 +10,14 @@ import pytest
 
 from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
 from helpers.models import TINY_XML, XML_DIR
+from helpers.rendering import chromium, needs_browser
+from mjsweep.search import pareto
 from mjsweep.search.record import replay
 from mjsweep.search.samplers import RandomSampler
 from mjsweep.spec.searchspace import SearchSpec
 from mjsweep.sweepdir.files import RunDir
 from mjsweep.sweepdir.models import TrialState
+from mjsweep.ui.html_report import PARETO_CAPTION
 
 
 def search_spec(tmp_path: Path, **search) -> Path:
@@ -70,6 +73,8 @@ def test_random_search_of_4_trials_x_2_seeds_ends_with_8_runs_and_a_ranked_repor
     best = max(records, key=lambda r: r.value or 0.0)
     assert f"best: trial {best.number} of walker" in report.stdout
     assert f"  learning_rate: {best.params['ppo.learning_rate']}" in report.stdout
+    page = run_sweep("report", str(sweep_dir), "--format", "html")
+    assert page.returncode == 0 and "Pareto" not in (sweep_dir / "report.html").read_text()  # one objective
     plot = run_sweep("plot", str(sweep_dir), "-o", str(tmp_path / "curves.png"))
     assert plot.returncode == 0 and (tmp_path / "curves_search.png").stat().st_size > 0
 
@@ -218,3 +223,59 @@ def test_a_multi_objective_robot_search_reports_its_pareto_front_and_resumes(tmp
     again = run_sweep("run", str(spec), "--workers", "2")
     assert again.returncode == 0 and "4 succeeded" in again.stdout, again.stdout + again.stderr
     assert replay(sweep_dir / "trials.jsonl") == records
+
+
+@needs_browser
+def test_report_html_shows_a_multi_objective_searchs_pareto_front_in_chromium(tmp_path):
+    from PIL import Image
+    from selenium.webdriver.common.by import By
+
+    # The tiny walker's leg length and motor strength, as configs/ant_design.yaml searches the Ant's.
+    data = {
+        "name": "design", "env": "HalfCheetah-v5", "max_episode_steps": 100,
+        "variants": [{"name": "walker", "base": str(TINY_XML),
+                      "edits": [{"scale_body": {"body": ["front_leg", "back_leg"], "factor": "${legs}"}},
+                                {"gear": {"actuator": ["front_hip", "back_hip"], "factor": "${strength}"}}],
+                      "edit_grid": {"legs": [0.8, 1.25], "strength": [0.5, 1.5]}}],
+        "total_timesteps": 512, "ppo": {"n_steps": 128, "batch_size": 64, "n_epochs": 1}, "eval": {"episodes": 1},
+        "runs_dir": str(tmp_path / "runs"),
+        "search": {"method": "random", "trials": 4, "seeds_per_trial": 1, "seed": 0,
+                   "objective": [{"metric": "eval_iqm", "direction": "maximize"},
+                                 {"metric": "mass", "direction": "minimize"},
+                                 {"metric": "total_gear", "direction": "minimize"}],
+                   "space": {"edits.legs": {"uniform": [0.8, 1.25]}, "edits.strength": {"uniform": [0.5, 1.5]}}},
+    }
+    spec = write_spec(tmp_path, data)
+    # report.html as `sweep run` has it built once the runs ended (`sweep report --format html` in a child)
+    proc = run_sweep("run", str(spec), "--workers", "2", "--report-every", "60s")
+    assert proc.returncode == 0 and "not rewritten" not in proc.stderr, proc.stdout + proc.stderr
+    sweep_dir = tmp_path / "runs" / "design"
+    records = replay(sweep_dir / "trials.jsonl")
+    assert [r.state for r in records] == [TrialState.COMPLETE] * 4
+    on_front = [records[i] for i in pareto.front([r.values for r in records], [True, False, False])]
+    expected = sorted(on_front, key=lambda r: -r.values[0])  # the front ranked by the first objective
+    lightest = min(records, key=lambda r: r.values[1])
+    weakest = min(records, key=lambda r: r.values[2])
+    assert lightest is not weakest and {lightest.number, weakest.number} <= {r.number for r in on_front}
+
+    with chromium(tmp_path / "profile") as driver:
+        driver.get((sweep_dir / "report.html").as_uri())
+        assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+        table = driver.find_element(By.CSS_SELECTOR, "table.pareto")
+        assert table.is_displayed()
+        head = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")]
+        assert head == ["study", "trial", "eval_iqm", "mass", "total_gear", "spec keys"]
+        shown = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+                 for tr in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
+        assert [row[:5] for row in shown] == [["walker", str(r.number), *(f"{v:.4g}" for v in r.values)]
+                                              for r in expected]
+        for row, rec in zip(shown, expected, strict=True):  # the spec keys to paste, as the block reads
+            assert row[5] == ("edit_grid:  # under the variant, in place of the searched axes\n"
+                              f"  legs:\n  - {rec.params['edits.legs']}\n"
+                              f"  strength:\n  - {rec.params['edits.strength']}")
+        figure = driver.execute_script(
+            "const i = [...document.images].find(i => i.alt === arguments[0]);"
+            "return i && [i.complete, i.naturalWidth, i.getBoundingClientRect().height];", PARETO_CAPTION)
+    loaded, width, height = figure
+    # the figure `sweep report` drew beside report.md, one panel per pair of objectives
+    assert loaded and width == Image.open(sweep_dir / "report_pareto.png").width > 0 and height > 0

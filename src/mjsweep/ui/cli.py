@@ -502,7 +502,8 @@ def report(
         from .html_report import build, sweep_state
 
         # While a launcher runs the sweep, the page says so (under its title: how far it got).
-        write_text_atomic(folder.report_html, build(folder, groups, rows, warnings, decisions, sweep_state(view)))
+        write_text_atomic(folder.report_html, build(folder, groups, rows, warnings, decisions, sweep_state(view),
+                                                    trials, pareto))
         print(folder.report_html)
     else:
         problems = [p for r in rows for p in r.problems]

@@ -21,6 +21,8 @@ from .tables import fixed
 if TYPE_CHECKING:
     from ..results.report import GroupRow
     from ..results.rows import ResultRow
+    from ..search.results import TrialRow
+    from ..spec.searchspace import SearchSpec
     from ..sweepdir.files import SweepDir
     from .decision_figures import Decisions
     from .status import SweepView
@@ -31,6 +33,8 @@ table { border-collapse: collapse; margin: 1em 0; }
 th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
 th:first-child, td:first-child, th:nth-child(2), td:nth-child(2) { text-align: left; }
 th { background: #f0f0f0; }
+.pareto th:last-child, .pareto td:last-child { text-align: left; }
+td pre { margin: 0; }
 figure { margin: 1.5em 0; }
 img, video { max-width: 100%; }
 .videos { display: flex; flex-wrap: wrap; gap: 1em; }
@@ -40,12 +44,15 @@ img, video { max-width: 100%; }
 """
 COLUMNS = ("variant", "grid", "runs ok", "failed", "mean", "std", "IQM", "95% CI", "mean fps", "mass",
            "bodies/joints/act")
+PARETO_CAPTION = "Pareto front: the complete trials in objective space, trial numbers on the front's points"
 
 
 def build(folder: SweepDir, groups: list[GroupRow], rows: list[ResultRow], warnings: list[str],
-          decisions: Decisions | None = None, state: SweepState | None = None) -> str:
+          decisions: Decisions | None = None, state: SweepState | None = None,
+          trials: tuple[list[TrialRow], SearchSpec] | None = None, pareto: Path | None = None) -> str:
     """The whole report as one HTML document; with `decisions`, which group beats which, every pair; `state`
-    says under the title whether the sweep still runs."""
+    says under the title whether the sweep still runs; `trials` (a search's, ranked) with `pareto` (the
+    figure `sweep report` drew) show a multi-objective search's Pareto front."""
     name = html.escape(folder.path.name)
     parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sweep {name}</title>",
              f"<style>{STYLE}</style></head><body>", f"<h1>sweep {name}</h1>", *_state(state),
@@ -55,6 +62,8 @@ def build(folder: SweepDir, groups: list[GroupRow], rows: list[ResultRow], warni
     parts += [f'<p class="warning">warning: {html.escape(w)}</p>' for w in warnings]
     parts += [f'<p class="warning">warning: {html.escape(p)}</p>' for r in rows for p in r.problems]
     parts += _seed_rounds(folder)
+    if trials is not None:
+        parts += _pareto_front(*trials, pareto)
     parts += _figures(folder, rows)
     if decisions is not None:
         parts += _decisions(folder, decisions)
@@ -131,6 +140,31 @@ def _seed_rounds(folder: SweepDir) -> list[str]:
     items = "".join(f"<li>{html.escape(explain(r))}</li>" for r in rounds)
     return [f"<h2>adaptive seeds</h2><p>{len(rounds)} decisions, {state}; seeds per group: "
             f"{html.escape(', '.join(f'{g} {n}' for g, n in rounds[-1].granted().items()))}</p><ul>{items}</ul>"]
+
+
+def _pareto_front(rows: list[TrialRow], search: SearchSpec, figure: Path | None) -> list[str]:
+    """The figure, then each front point's trial, objective values and parameters as spec keys to paste;
+    nothing for one objective or before a trial is complete."""
+    from ..search.results import best_block, front, objective_cells, objectives_text
+
+    points = front(rows) if search.multi else []
+    if not points:
+        return []
+    parts = ["<h2>Pareto front</h2>",
+             f"<p>Trials on the front: {len(points)}, those that no other complete trial of their study beats in "
+             f"every objective ({html.escape(objectives_text(search))}); each one's parameters as spec keys to "
+             "paste.</p>"]
+    if figure is not None:
+        parts.append(_image_figure(figure.read_bytes(), PARETO_CAPTION))
+    head = "".join(f"<th>{html.escape(c)}</th>"
+                   for c in ("study", "trial", *(o.metric for o in search.objective), "spec keys"))
+    body = []
+    for row in points:
+        cells = "".join(f"<td>{html.escape(c)}</td>"
+                        for c in (row.record.study, str(row.record.number), *objective_cells(row, search)))
+        body.append(f"<tr>{cells}<td><pre>{html.escape(best_block(row).rstrip())}</pre></td></tr>")
+    parts.append(f'<table class="pareto"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>')
+    return parts
 
 
 def _figures(folder: SweepDir, rows: list[ResultRow]) -> list[str]:
