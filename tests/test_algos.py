@@ -54,7 +54,10 @@ CLASSES = {"ppo": "PPO", "sac": "SAC", "td3": "TD3", "a2c": "A2C", "tqc": "TQC",
 def test_each_algorithms_keywords_match_the_installed_class(name):
     package = pytest.importorskip(algos.ALGOS[name].package)
     cls = getattr(package, CLASSES[name])
-    assert set(inspect.signature(cls.__init__).parameters) - {"self", "env"} == algos.ALGOS[name].kwargs
+    params = inspect.signature(cls.__init__).parameters
+    assert set(params) - {"self", "env"} == algos.ALGOS[name].kwargs
+    takes_none = {key for key in algos.INTEGER_KWARGS if key in params and "None" in str(params[key].annotation)}
+    assert takes_none == algos.ALGOS[name].nullable
     assert algos.algorithm_class(name) is cls and algos.ALGOS[name].label == CLASSES[name]
     assert algos.ALGOS[name].policy in cls.policy_aliases
     assert algos.ALGOS[name].off_policy == (name in ("sac", "td3", "tqc", "crossq"))
@@ -99,6 +102,9 @@ def test_each_algorithms_keywords_match_the_installed_class(name):
      "spec.yaml:9: trpo.line_search_shrinking_factor: must be in (0, 1) (got 1)"),
     ("algo: recurrent_ppo\nrecurrent_ppo: {batch_size: 1}\n",
      "spec.yaml:9: recurrent_ppo.batch_size: must be an integer >= 2 (got 1)"),
+    ("ppo: {n_steps: null}\n", "spec.yaml:8: ppo.n_steps: must be an integer >= 1 (got None)"),
+    ("algo: trpo\ngrid:\n  trpo.batch_size: [64, null]\n",
+     "spec.yaml:10: grid.trpo.batch_size: must be an integer >= 1 (got None)"),
     ("algo: recurrent_ppo\nrecurrent_ppo: {rollout_buffer_kwargs: {}}\n",
      "spec.yaml:9: recurrent_ppo.rollout_buffer_kwargs: unknown RecurrentPPO keyword argument"),
     ("tqc: {tau: 0.01}\n", "spec.yaml:8: tqc: TQC hyperparameters, but no run trains TQC (algo: ppo)"),
@@ -106,6 +112,12 @@ def test_each_algorithms_keywords_match_the_installed_class(name):
 ])
 def test_bad_hyperparameters_name_file_line_and_key(tmp_path, text, expected):
     assert expected in error_of(tmp_path, text)
+
+
+def test_recurrent_ppo_takes_a_null_batch_size_as_its_class_does(tmp_path):
+    spec = load(tmp_path, "algo: recurrent_ppo\nrecurrent_ppo: {n_steps: 64, batch_size: null}\n")
+    [run] = plan.expand(spec, [VARIANT])
+    assert run.hyperparams == {"n_steps": 64, "batch_size": None}
 
 
 def test_contrib_runs_take_their_own_policy_checkpoints_and_model_check(tmp_path):

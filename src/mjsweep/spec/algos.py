@@ -50,6 +50,8 @@ class Algo:
     package: str = "stable_baselines3"
     policy: str = "MlpPolicy"
     """The policy a run trains unless its section names another."""
+    nullable: frozenset[str] = frozenset()
+    """Integer arguments the class takes as None too (RecurrentPPO's batch_size: the whole rollout)."""
 
     @property
     def label(self) -> str:
@@ -75,7 +77,8 @@ ALGOS = {
                  off_policy=False, row_steps=1, package=CONTRIB),
     "recurrent_ppo": Algo("recurrent_ppo", (_ON_POLICY - {"rollout_buffer_class", "rollout_buffer_kwargs"})
                           | _CLIPPED, off_policy=False, scheduled=("learning_rate", "clip_range"),
-                          class_name="RecurrentPPO", package=CONTRIB, policy="MlpLstmPolicy"),
+                          class_name="RecurrentPPO", package=CONTRIB, policy="MlpLstmPolicy",
+                          nullable=frozenset({"batch_size"})),
 }
 # Arguments mjsweep sets itself, from other spec keys or per run.
 OWNED = {
@@ -182,7 +185,7 @@ def value_problem(algo: Algo, key: str, value: Any) -> str | None:
         return f"must be in (0, 1] (got {value!r})"
     elif key == "gae_lambda" and not (number and 0 <= value <= 1):
         return f"must be in [0, 1] (got {value!r})"
-    elif key in INTEGER_KWARGS and value is not None:
+    elif key in INTEGER_KWARGS and not (value is None and key in algo.nullable):
         whole = value
         least = _LEAST.get(key, 2 if key == "batch_size" and algo.name in _BATCHES_OF_TWO else 1)
         if not isinstance(whole, int) or isinstance(whole, bool) or whole < least:
