@@ -58,6 +58,9 @@ def test_each_algorithms_keywords_match_the_installed_class(name):
     assert set(params) - {"self", "env"} == algos.ALGOS[name].kwargs
     takes_none = {key for key in algos.INTEGER_KWARGS if key in params and "None" in str(params[key].annotation)}
     assert takes_none == algos.ALGOS[name].nullable
+    # the defaults the rollout check reads, for every algorithm that collects a rollout before its update
+    read = {"n_steps", "batch_size", "normalize_advantage"} & set(params) if algos.ALGOS[name].has_rollout else set()
+    assert {key: params[key].default for key in read} == algos.ALGOS[name].defaults
     assert algos.algorithm_class(name) is cls and algos.ALGOS[name].label == CLASSES[name]
     assert algos.ALGOS[name].policy in cls.policy_aliases
     assert algos.ALGOS[name].off_policy == (name in ("sac", "td3", "tqc", "crossq"))

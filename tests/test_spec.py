@@ -257,3 +257,58 @@ def test_batch_size_that_does_not_divide_the_rollout_is_a_warning(tmp_path):
     assert len(spec.warnings) == 1
     assert "spec.yaml:8: ppo.batch_size: batch_size 64 does not divide the rollout" in spec.warnings[0]
     assert not speclib.load(write(tmp_path, GOOD)).warnings
+
+
+PPO_LINE = "ppo: {n_steps: 64, batch_size: 32}\n"
+
+
+@pytest.mark.parametrize("section, expected", [
+    ("algo: trpo\ntrpo: {n_steps: 1}",
+     "spec.yaml:9: trpo.n_steps: n_steps * n_envs must be > 1 to normalize advantages (got 1 * 1)"),
+    ("algo: recurrent_ppo\ngrid:\n  recurrent_ppo.n_steps: [64, 1]",
+     "spec.yaml:10: grid.recurrent_ppo.n_steps: n_steps * n_envs must be > 1 to normalize advantages (got 1 * 1)"),
+    ("algo: a2c\na2c: {n_steps: 1, normalize_advantage: true}",
+     "spec.yaml:9: a2c.n_steps: n_steps * n_envs must be > 1 to normalize advantages (got 1 * 1)"),
+    ("algo: recurrent_ppo\nrecurrent_ppo: {n_steps: 5, batch_size: 2}",
+     "spec.yaml:9: recurrent_ppo.batch_size: batch_size 2 leaves a last batch of one sample (n_steps 5 * n_envs "
+     "1 = 5), whose normalized advantages RecurrentPPO makes NaN: use a batch_size that divides the rollout, or "
+     "normalize_advantage: false"),
+])
+def test_every_on_policy_rollout_is_checked_before_launch(tmp_path, section, expected):
+    pytest.importorskip("sb3_contrib")
+    assert expected in error_of(tmp_path, GOOD.replace(PPO_LINE, section + "\n"))
+
+
+def test_rollouts_the_classes_train_load_with_their_part_batch_warnings(tmp_path):
+    pytest.importorskip("sb3_contrib")
+
+    def warnings_of(section: str) -> list[str]:
+        return speclib.load(write(tmp_path, GOOD.replace(PPO_LINE, section + "\n"))).warnings
+
+    # a rollout of one trains where advantages are not normalized, as A2C's default; SAC's n_steps is
+    # its n-step return, not a rollout
+    assert warnings_of("algo: trpo\ntrpo: {n_steps: 1, batch_size: 1, normalize_advantage: false}") == []
+    assert warnings_of("algo: a2c\na2c: {n_steps: 1}") == []
+    assert warnings_of("algo: sac\nsac: {n_steps: 1}") == []
+    [part] = warnings_of("algo: recurrent_ppo\nrecurrent_ppo: {n_steps: 7, batch_size: 4}")
+    assert part.endswith("spec.yaml:9: recurrent_ppo.batch_size: batch_size 4 does not divide the rollout "
+                         "(n_steps 7 * n_envs 1 = 7): each epoch ends with a batch of 3")
+    # TRPO normalizes over the whole rollout, and RecurrentPPO here not at all: a batch of one is a warning
+    [trpo] = warnings_of("algo: trpo\ntrpo: {n_steps: 5, batch_size: 2}")
+    assert "trpo.batch_size: batch_size 2 does not divide the rollout" in trpo and trpo.endswith("a batch of 1")
+    [lstm] = warnings_of("algo: recurrent_ppo\nrecurrent_ppo: {n_steps: 5, batch_size: 2, normalize_advantage: false}")
+    assert "recurrent_ppo.batch_size: batch_size 2 does not divide" in lstm
+    assert warnings_of("algo: recurrent_ppo\nrecurrent_ppo: {n_steps: 5, batch_size: null}") == []
+    [gridded] = warnings_of("algo: trpo\ntrpo: {n_steps: 64}\ngrid:\n  trpo.batch_size: [32, 48]")
+    assert "spec.yaml:11: grid.trpo.batch_size: batch_size 48 does not divide the rollout" in gridded
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_contrib_rollout_sb3_contrib_refuses_is_exit_2_before_launch(tmp_path, dry_run):
+    pytest.importorskip("sb3_contrib")
+    path = write(tmp_path, GOOD.replace(PPO_LINE, "algo: trpo\ntrpo: {n_steps: 1}\n") + "runs_dir: out\n")
+    proc = run_sweep("run", str(path), *(["--dry-run"] if dry_run else []))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == f"error: {path}:9: trpo.n_steps: n_steps * n_envs must be > 1 to normalize " \
+                                  "advantages (got 1 * 1)"
+    assert not (tmp_path / "out").exists()

@@ -32,7 +32,6 @@ DEFAULT_BUFFER_SIZE = 1_000_000
 DEFAULT_NET_ARCH: dict[str, Any] = {"ppo": [64, 64], "a2c": [64, 64], "sac": [256, 256], "td3": [400, 300],
                                     "tqc": [256, 256], "crossq": {"pi": [256, 256], "qf": [1024, 1024]},
                                     "trpo": [64, 64], "recurrent_ppo": [64, 64]}
-DEFAULT_N_STEPS = {"ppo": 2048, "a2c": 5, "trpo": 2048, "recurrent_ppo": 128}
 FLOAT32 = 4
 # Measured on SB3 2.x files (tests/test_disk.py holds the estimate to the real sizes).
 ZIP_BYTES = 10_000
@@ -248,7 +247,7 @@ def log_bytes(run: RunSpec, probe: EnvProbe) -> int:
     evaluations.csv (a row per eval_every) and the run's small files."""
     episode = min(probe.episode_steps or DEFAULT_EPISODE_STEPS, run.max_episode_steps or DEFAULT_EPISODE_STEPS)
     monitor = math.ceil(run.total_timesteps / max(1.0, episode)) * MONITOR_ROW_BYTES
-    iteration = run.n_envs * (int(run.hyperparams.get("n_steps", DEFAULT_N_STEPS.get(run.algo, 1))))
+    iteration = run.n_envs * (int(run.hyperparams.get("n_steps", ALGOS[run.algo].defaults.get("n_steps", 1))))
     progress = math.ceil(run.total_timesteps / max(1, iteration, ALGOS[run.algo].row_steps)) * PROGRESS_ROW_BYTES
     evaluations = (math.ceil(run.total_timesteps / run.eval_every)
                    * (EVALUATION_ROW_BYTES + EVALUATION_BYTES_PER_EPISODE * run.eval_episodes)) if run.eval_every else 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -50,17 +50,31 @@ class Algo:
     package: str = "stable_baselines3"
     policy: str = "MlpPolicy"
     """The policy a run trains unless its section names another."""
+    defaults: dict[str, Any] = field(default_factory=dict, hash=False)
+    """An on-policy class's defaults of the arguments the spec's rollout check reads (n_steps, batch_size,
+    normalize_advantage)."""
     nullable: frozenset[str] = frozenset()
     """Integer arguments the class takes as None too (RecurrentPPO's batch_size: the whole rollout)."""
+    fails_on_batch_of_one: bool = False
+    """Normalizes the advantages of a minibatch of one sample too, where PPO leaves them: they come out NaN
+    and the run fails at its first update."""
 
     @property
     def label(self) -> str:
         return self.class_name or self.name.upper()
 
+    @property
+    def has_rollout(self) -> bool:
+        """Collects n_steps per env before each update, as on-policy algorithms do (off-policy ones take
+        n_steps too, for n-step returns)."""
+        return not self.off_policy and "n_steps" in self.kwargs
+
 
 ALGOS = {
-    "ppo": Algo("ppo", _ON_POLICY | _CLIPPED, off_policy=False, scheduled=("learning_rate", "clip_range"), row_steps=1),
-    "a2c": Algo("a2c", _ON_POLICY | {"rms_prop_eps", "use_rms_prop"}, off_policy=False),
+    "ppo": Algo("ppo", _ON_POLICY | _CLIPPED, off_policy=False, scheduled=("learning_rate", "clip_range"), row_steps=1,
+                defaults={"n_steps": 2048, "batch_size": 64, "normalize_advantage": True}),
+    "a2c": Algo("a2c", _ON_POLICY | {"rms_prop_eps", "use_rms_prop"}, off_policy=False,
+                defaults={"n_steps": 5, "normalize_advantage": False}),
     "sac": Algo("sac", _OFF_POLICY | _ENTROPY | {"target_update_interval"}, off_policy=True),
     "td3": Algo("td3", _OFF_POLICY | {"policy_delay", "target_policy_noise", "target_noise_clip"}, off_policy=True),
     # sb3-contrib's: SAC with a distributional critic that drops the top quantiles; SAC without target
@@ -74,11 +88,13 @@ ALGOS = {
     "trpo": Algo("trpo", (_ON_POLICY - {"ent_coef", "vf_coef", "max_grad_norm"})
                  | {"batch_size", "target_kl", "cg_max_steps", "cg_damping", "line_search_shrinking_factor",
                     "line_search_max_iter", "n_critic_updates", "sub_sampling_factor"},
-                 off_policy=False, row_steps=1, package=CONTRIB),
+                 off_policy=False, row_steps=1, package=CONTRIB,
+                 defaults={"n_steps": 2048, "batch_size": 128, "normalize_advantage": True}),
     "recurrent_ppo": Algo("recurrent_ppo", (_ON_POLICY - {"rollout_buffer_class", "rollout_buffer_kwargs"})
                           | _CLIPPED, off_policy=False, scheduled=("learning_rate", "clip_range"),
                           class_name="RecurrentPPO", package=CONTRIB, policy="MlpLstmPolicy",
-                          nullable=frozenset({"batch_size"})),
+                          defaults={"n_steps": 128, "batch_size": 128, "normalize_advantage": True},
+                          nullable=frozenset({"batch_size"}), fails_on_batch_of_one=True),
 }
 # Arguments mjsweep sets itself, from other spec keys or per run.
 OWNED = {

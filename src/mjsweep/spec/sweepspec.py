@@ -48,8 +48,6 @@ MENAGERIE_PREFIX = "menagerie:"
 GRID_PREFIXES = (*(f"{name}." for name in ALGO_NAMES), "env_kwargs.")
 _OTHER_PREFIXES = ", ".join(f"{name}." for name in ALGO_NAMES[1:])
 SEARCH_TOP_KEYS = ("total_timesteps", "normalize")
-# SB3's defaults, for the checks that combine keys.
-PPO_DEFAULTS = {"n_steps": 2048, "batch_size": 64}
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+-]*$")
 
@@ -522,8 +520,9 @@ def _check_semantics(spec: SweepSpec, loc: SpecLocator) -> None:
     for key, values in spec.grid.items():
         if key != "algo":  # _check_algos checked it, before anything reads spec.algos
             _check_grid_key(key, values, spec.algos, loc)
-    if "ppo" in spec.algos:
-        _check_rollout(spec, loc)
+    for name in spec.algos:
+        if ALGOS[name].has_rollout:
+            _check_rollout(spec, ALGOS[name], loc)
     if spec.search is not None:
         _check_search(spec, spec.search, loc)
 
@@ -720,30 +719,41 @@ def _first_error(exc: ValidationError | ValueError) -> str:
     return str(exc)
 
 
-def _values_of(spec: SweepSpec, key: str) -> list[tuple[Any, tuple[str, ...]]]:
-    """Every value a PPO key takes in the sweep, with where it is written."""
-    grid_key = f"ppo.{key}"
+def _values_of(spec: SweepSpec, algo: Algo, key: str) -> list[tuple[Any, tuple[str, ...]]]:
+    """Every value one of the algorithm's keys takes in the sweep, with where it is written (the section
+    itself where the class's default applies)."""
+    grid_key = f"{algo.name}.{key}"
     if grid_key in spec.grid:
         return [(whole_number(v), ("grid", grid_key)) for v in spec.grid[grid_key]]
-    if key in spec.ppo:
-        return [(whole_number(spec.ppo[key]), ("ppo", key))]
-    return [(PPO_DEFAULTS[key], ("ppo",))]
+    section = spec.hyperparameters(algo.name)
+    if key in section:
+        return [(whole_number(section[key]), (algo.name, key))]
+    return [(algo.defaults[key], (algo.name,))]
 
 
-def _check_rollout(spec: SweepSpec, loc: SpecLocator) -> None:
-    """n_steps * n_envs > 1 (SB3 refuses less); a batch_size that leaves a part batch is a warning."""
-    for n_steps, at in _values_of(spec, "n_steps"):
+def _check_rollout(spec: SweepSpec, algo: Algo, loc: SpecLocator) -> None:
+    """What an on-policy algorithm's constructor or first update refuses, before launch. Normalized
+    advantages need n_steps * n_envs > 1: PPO and TRPO assert it, A2C and RecurrentPPO train on NaN.
+    A batch_size that leaves a part batch is a warning, as SB3 gives it; a part batch of one sample is
+    an error where the algorithm's advantages come out NaN from it."""
+    normalized = any(value for value, _ in _values_of(spec, algo, "normalize_advantage"))
+    batch_sizes = _values_of(spec, algo, "batch_size") if "batch_size" in algo.kwargs else []
+    for n_steps, at in _values_of(spec, algo, "n_steps"):
         rollout = n_steps * spec.n_envs
-        if rollout <= 1:
-            raise loc.error(at if at != ("ppo",) else ("n_envs",),
-                            f"n_steps * n_envs must be > 1 (got {n_steps} * {spec.n_envs})")
-        for batch_size, at_batch in _values_of(spec, "batch_size"):
-            if batch_size > 1 and rollout % batch_size:
-                line = loc.line_of(at_batch)
+        if normalized and rollout <= 1:
+            raise loc.error(at, f"n_steps * n_envs must be > 1 to normalize advantages (got {n_steps} * "
+                                f"{spec.n_envs})")
+        for batch_size, at_batch in batch_sizes:
+            left = rollout % batch_size if batch_size is not None else 0  # None: the whole rollout
+            sizes = f"(n_steps {n_steps} * n_envs {spec.n_envs} = {rollout})"
+            if left == 1 and normalized and algo.fails_on_batch_of_one:
+                raise loc.error(at_batch, f"batch_size {batch_size} leaves a last batch of one sample {sizes}, "
+                                          f"whose normalized advantages {algo.label} makes NaN: use a batch_size "
+                                          "that divides the rollout, or normalize_advantage: false")
+            if left:
                 spec._warnings.append(
-                    f"{loc.path}:{line}: {format_key(at_batch)}: batch_size {batch_size} does not divide the rollout "
-                    f"(n_steps {n_steps} * n_envs {spec.n_envs} = {rollout}): each epoch ends with a "
-                    f"batch of {rollout % batch_size}")
+                    f"{loc.path}:{loc.line_of(at_batch)}: {format_key(at_batch)}: batch_size {batch_size} does not "
+                    f"divide the rollout {sizes}: each epoch ends with a batch of {left}")
 
 
 def _resolve_paths(spec: SweepSpec, base: Path) -> SweepSpec:
