@@ -62,6 +62,7 @@ def test_each_algorithms_keywords_match_the_installed_class(name):
     read = {"n_steps", "batch_size", "normalize_advantage"} & set(params) if algos.ALGOS[name].has_rollout else set()
     assert {key: params[key].default for key in read} == algos.ALGOS[name].defaults
     assert algos.algorithm_class(name) is cls and algos.ALGOS[name].label == CLASSES[name]
+    assert cls.__module__.split(".")[0] == algos.ALGOS[name].package  # the package a refusal names
     assert algos.ALGOS[name].policy in cls.policy_aliases
     assert algos.ALGOS[name].off_policy == (name in ("sac", "td3", "tqc", "crossq"))
 

@@ -34,6 +34,20 @@ def test_a_policy_class_that_does_not_fit_the_env_is_refused_by_validate(tmp_pat
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_set_sb3_contrib_refuses_names_sb3_contrib_and_is_exit_2(tmp_path, tiny_spec):
+    pytest.importorskip("sb3_contrib")
+    del tiny_spec["ppo"]
+    # TQC's own policy argument, which the spec leaves to its class: no critic leaves nothing to optimize
+    tiny_spec.update(algo="tqc", tqc={"policy_kwargs": {"n_critics": 0}})
+    path = write_spec(tmp_path, tiny_spec)
+    result = run_sweep("run", str(path), "--dry-run")
+    assert result.returncode == 2, result.stdout + result.stderr
+    at = path.read_text().splitlines().index("tqc:") + 1
+    assert result.stderr.strip() == f"error: {path}:{at}: tqc: sb3-contrib cannot build the model: ValueError: " \
+                                    "optimizer got an empty parameter list"
+    assert not (tmp_path / "runs").exists()
+
+
 def test_sets_that_build_pass_and_each_distinct_set_is_built_once(tmp_path, tiny_spec):
     tiny_spec["ppo"] = {**tiny_spec["ppo"], "policy_kwargs": {"net_arch": [16], "log_std_init": -1}}
     tiny_spec["seeds"] = 3

@@ -28,6 +28,7 @@ from ..robots import variants as variantlib
 from ..robots.envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
 from ..robots.modelfiles import error_location
 from ..spec import sweepspec as speclib
+from ..spec.algos import ALGOS
 from ..sweepdir import index as runindex
 from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, write_model, write_text_atomic
 from ..sweepdir.models import RunSpec, RunState, SweepVariants, VariantRecord, succeeded
@@ -97,13 +98,13 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
 
 
 def _refused_hyperparameters(spec: speclib.SweepSpec, run: RunSpec, problem: str, count: int) -> speclib.SpecError:
-    """SB3 refused a set of hyperparameters: point at the grid key that made it, else at the algorithm's
-    section."""
+    """The algorithm's package (stable-baselines3, or sb3-contrib for its classes) refused a set of
+    hyperparameters: point at the grid key that made it, else at the algorithm's section."""
     grid_keys = [key for key in run.grid if key.startswith(f"{run.algo}.")]
     at: tuple[str, ...] = ("grid", grid_keys[0]) if grid_keys else (run.algo,)
     point = f" (grid point {', '.join(f'{k}={run.grid[k]}' for k in grid_keys)})" if grid_keys else ""
     more = f"; {count - 1} more set(s) refused" if count > 1 else ""
-    return spec.locator.error(at, f"stable-baselines3 cannot build the model{point}: {problem}{more}")
+    return spec.locator.error(at, f"{ALGOS[run.algo].distribution} cannot build the model{point}: {problem}{more}")
 
 
 def _check_env_kwargs(spec: speclib.SweepSpec) -> None:

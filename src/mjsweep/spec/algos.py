@@ -64,6 +64,11 @@ class Algo:
         return self.class_name or self.name.upper()
 
     @property
+    def distribution(self) -> str:
+        """The package as pip names it (stable-baselines3, sb3-contrib), for messages."""
+        return self.package.replace("_", "-")
+
+    @property
     def has_rollout(self) -> bool:
         """Collects n_steps per env before each update, as on-policy algorithms do (off-policy ones take
         n_steps too, for n-step returns)."""
