@@ -136,6 +136,13 @@ class AlgoOverhead:
     spread: float
     """Largest minus smallest ratio of the pairs: how far the machine's noise reaches."""
     rounds: int
+    env_stack_us: float
+    """CPU microseconds per env step the worker's env stack adds to plain SB3's (bench/overhead.py)."""
+    recorder_s: float
+    """Seconds in the recorder's hooks during the worker's training (median of the rounds)."""
+    added: float
+    """What the worker adds, timed in place, as a share of plain SB3's training: (env_stack_us x steps +
+    recorder_s) / plain_s."""
 
 
 @dataclass(frozen=True)

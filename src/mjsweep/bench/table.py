@@ -77,9 +77,11 @@ def _summary(report: BenchReport) -> list[str]:
                      f"update of {c.steps_per_update} steps (the policy's parameters) = {100 * share:.2f}% of the "
                      "solo run's training step")
     for o in report.overhead:
-        lines.append(f"- {o.algo} through the worker: {o.ratio:.3f}x plain SB3's CPU time ({o.worker_s:.2f} s against "
-                     f"{o.plain_s:.2f} s for {o.steps} steps; median of {o.rounds} alternated pairs, spread "
-                     f"{o.spread:.3f})")
+        lines.append(f"- {o.algo} through the worker adds {100 * o.added:.2f}% to plain SB3's training, timed in "
+                     f"place: {o.env_stack_us:.1f} us an env step (env stack) x {o.steps} steps + "
+                     f"{1000 * o.recorder_s:.1f} ms in the recorder's hooks beyond plain SB3's, against "
+                     f"{o.plain_s:.2f} s; whole trainings {o.ratio:.3f}x plain SB3's CPU time ({o.worker_s:.2f} s "
+                     f"against {o.plain_s:.2f} s; median of {o.rounds} alternated pairs, spread {o.spread:.3f})")
     lines.append(f"- recommended: `sweep run --workers {rec.n}` ({rec.aggregate:.0f} env-steps/s; the smallest N "
                  "within 3% of the best aggregate measured)")
     if report.failed:
@@ -109,7 +111,7 @@ def _targets(report: BenchReport) -> list[str]:
                        f"{ratio:.2f}x", ratio <= 0.25))
     if (share := report.check_share) is not None:
         checks.append(("non-finite checks <= 1% of a training step", f"{100 * share:.2f}%", share <= 0.01))
-    checks += [(f"{o.algo} through the worker <= 1.01x plain SB3", f"{o.ratio:.3f}x", o.ratio <= 1.01)
+    checks += [(f"{o.algo} through the worker adds <= 1% to plain SB3", f"{100 * o.added:.2f}%", o.added <= 0.01)
                for o in report.overhead]
     if report.scale:
         s = report.scale
