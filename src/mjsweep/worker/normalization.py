@@ -7,6 +7,8 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 if TYPE_CHECKING:
     from stable_baselines3.common.running_mean_std import RunningMeanStd
     from stable_baselines3.common.vec_env import VecEnv, VecNormalize
@@ -35,38 +37,45 @@ def load_frozen(path: str, venv: VecEnv) -> VecNormalize:
 
 
 class StatsSnapshot:
-    """VecNormalize's statistics (obs_rms, ret_rms) as they were when taken, copied into objects kept from one
-    take to the next: SAC or TD3 at train_freq 1 takes one at every env step, where building new
-    RunningMeanStd objects would cost more than the copy. obs_rms is a dict of them for Dict observations."""
+    """VecNormalize's statistics (obs_rms, ret_rms) as they were when taken: the arrays themselves, held.
+    RunningMeanStd's update binds new arrays and never writes into the ones it had, so holding them is a
+    snapshot at no copy (tests/test_recording_overhead.py checks it); SAC or TD3 at train_freq 1 takes one at
+    every env step. obs_rms is a dict of them for Dict observations."""
 
     def __init__(self) -> None:
         self._obs: Any = None
-        self._ret: RunningMeanStd | None = None
+        self._ret: _Held | None = None
 
     def take(self, normalizer: VecNormalize) -> None:
-        if isinstance(normalizer.obs_rms, dict):
-            kept = self._obs or {}
-            self._obs = {key: _copied_into(kept.get(key), rms) for key, rms in normalizer.obs_rms.items()}
-        else:
-            self._obs = _copied_into(self._obs, normalizer.obs_rms)
-        self._ret = _copied_into(self._ret, normalizer.ret_rms)
+        obs = normalizer.obs_rms
+        self._obs = {key: _held(rms) for key, rms in obs.items()} if isinstance(obs, dict) else _held(obs)
+        self._ret = _held(normalizer.ret_rms)
 
     @property
     def taken(self) -> bool:
         return self._ret is not None
 
     def restore(self, normalizer: VecNormalize) -> None:
-        """The statistics back as taken, in objects of their own (the snapshot's are overwritten by the next
-        take)."""
+        """The statistics back as taken, in objects and arrays of their own."""
         assert self._ret is not None, "restore() before take()"
         obs = self._obs
-        normalizer.obs_rms = {key: rms.copy() for key, rms in obs.items()} if isinstance(obs, dict) else obs.copy()
-        normalizer.ret_rms = self._ret.copy()
+        rebuilt: Any = {key: _rebuilt(held) for key, held in obs.items()} if isinstance(obs, dict) else _rebuilt(obs)
+        normalizer.obs_rms = rebuilt  # a dict where it was one
+        normalizer.ret_rms = _rebuilt(self._ret)
 
 
-def _copied_into(kept: RunningMeanStd | None, source: RunningMeanStd) -> RunningMeanStd:
-    """source's values in `kept` (new copies of its arrays in an object kept), or a copy of source."""
-    if kept is None:
-        return source.copy()
-    kept.mean, kept.var, kept.count = source.mean.copy(), source.var.copy(), float(source.count)
-    return kept
+_Held = tuple[Any, Any, float]
+"""A RunningMeanStd's mean, var and count."""
+
+
+def _held(rms: RunningMeanStd) -> _Held:
+    return rms.mean, rms.var, rms.count
+
+
+def _rebuilt(held: _Held) -> RunningMeanStd:
+    from stable_baselines3.common.running_mean_std import RunningMeanStd
+
+    mean, var, count = held
+    rms = RunningMeanStd(shape=np.shape(mean))
+    rms.mean, rms.var, rms.count = np.copy(mean), np.copy(var), float(count)
+    return rms

@@ -14,8 +14,9 @@ from typing import Any, TextIO
 
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env import VecEnv, VecMonitor
+from stable_baselines3.common.vec_env import VecEnv, VecMonitor, VecNormalize
 
 from ..sweepdir.files import RunDir
 from ..sweepdir.models import CheckpointRecord, Timing
@@ -122,11 +123,15 @@ class IterationRecorder(PhaseTimer):
         self._updated_at = 0
         """Timesteps at the end of the last iteration whose update ran."""
         self._sizes = LogSizes(checkpointer.run)
+        self._normalizer: VecNormalize | None = None
+        self._buffer: ReplayBuffer | None = None
+        """The model's, found once training starts: SB3 keeps both for the whole of learn()."""
 
     def _on_training_start(self) -> None:
         self.startup_s = process_age_s()
         self._trained = trained_parameters(self.model)
         self._sizes = LogSizes(self.checkpointer.run, vec_monitor(self.model.get_env()))
+        self._normalizer, self._buffer = self.model.get_vec_normalize_env(), replay_buffer(self.model)
         self._t0 = self.last_checkpoint_time = time.monotonic()
         path = self.checkpointer.run.progress_csv
         # A run that starts over (no checkpoint, or one it cannot resume: an off-policy run's without its
@@ -145,13 +150,13 @@ class IterationRecorder(PhaseTimer):
         self._mark_iteration_start()
 
     def _mark_iteration_start(self) -> None:
-        # At every iteration: one env step of SAC or TD3 at train_freq 1. So nothing here reads a file or
-        # copies more than the statistics' arrays, into arrays it keeps (StatsSnapshot).
+        # At every iteration: one env step of SAC or TD3 at train_freq 1, five of A2C. So nothing here reads a
+        # file or copies an array (StatsSnapshot holds the statistics' arrays, which VecNormalize replaces).
         self._iter_start = (self.model.num_timesteps, self.iteration, self._log_sizes())
-        if (normalizer := self.model.get_vec_normalize_env()) is not None:
-            self._stats_start.take(normalizer)
-        if (buffer := replay_buffer(self.model)) is not None:
-            self._buffer_start = (buffer.pos, buffer.full)
+        if self._normalizer is not None:
+            self._stats_start.take(self._normalizer)
+        if self._buffer is not None:
+            self._buffer_start = (self._buffer.pos, self._buffer.full)
 
     def _log_sizes(self) -> tuple[int, int, int]:
         return self._sizes.now()
@@ -274,7 +279,7 @@ class ParameterCheck:
     or A2C (every 5 steps) check every few updates. The first update is always checked.
     """
 
-    SHARE = 0.002
+    SHARE = 0.001
 
     def __init__(self) -> None:
         self.cost_s: float | None = None
@@ -299,7 +304,7 @@ class LogSizes:
         self.run, self.monitor = run, monitor
         self._paths = (run.monitor_csv, run.progress_csv, run.evaluations_csv)  # joined once: a join costs us
         self._episodes = -1
-        self._sizes = [0, 0, 0]
+        self._sizes = (0, 0, 0)
         self._stale = [True, True, True]
 
     def progress_written(self) -> None:
@@ -309,14 +314,15 @@ class LogSizes:
         self._stale[2] = True
 
     def now(self) -> tuple[int, int, int]:
-        episodes = self.monitor.episode_count if self.monitor is not None else -1
-        if self.monitor is None or episodes != self._episodes:  # without the monitor: no way to know
-            self._episodes, self._stale[0] = episodes, True
-        for index, path in enumerate(self._paths):
-            if self._stale[index]:
-                self._sizes[index], self._stale[index] = file_size(path), False
-        monitor, progress, evaluations = self._sizes
-        return monitor, progress, evaluations
+        if self.monitor is None or self.monitor.episode_count != self._episodes:  # without one: no way to know
+            self._episodes, self._stale[0] = self.monitor.episode_count if self.monitor else -1, True
+        elif not (self._stale[1] or self._stale[2]):
+            return self._sizes  # most iterations: nothing written since the last
+        monitor, progress, evaluations = (file_size(path) if stale else size
+                                          for path, stale, size in zip(self._paths, self._stale, self._sizes,
+                                                                       strict=True))
+        self._sizes, self._stale = (monitor, progress, evaluations), [False, False, False]
+        return self._sizes
 
 
 def vec_monitor(venv: VecEnv | None) -> VecMonitor | None:
