@@ -31,9 +31,9 @@ def test_subproc_runs_take_one_slot_per_env():
     data = {"name": "s", "env": "E", "variants": [{"name": "a", "xml": "a.xml"}], "total_timesteps": 10,
             "n_envs": 3, "vec_env": "subproc"}
     spec = parse(data, SpecLocator(None, None))
-    assert planlib.cpus_per_run(spec) == 3
-    assert planlib.cpus_per_run(parse({**data, "vec_env": "dummy"}, SpecLocator(None, None))) == 1
-    assert planlib.cpus_per_run(parse({**data, "cpus_per_run": 2}, SpecLocator(None, None))) == 2
+    assert planlib.cpus_per_run(spec, "ppo") == 3
+    assert planlib.cpus_per_run(parse({**data, "vec_env": "dummy"}, SpecLocator(None, None)), "ppo") == 1
+    assert planlib.cpus_per_run(parse({**data, "cpus_per_run": 2}, SpecLocator(None, None)), "ppo") == 2
 
 
 @pytest.mark.slow

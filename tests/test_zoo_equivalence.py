@@ -65,3 +65,23 @@ def test_sac_zoo_trains_the_episodes_rl_zoo_trains(tmp_path):
     theirs = rl_zoo_episodes(tmp_path, "sac", 3, 1000, "learning_starts:500")
     ours = mjsweep_episodes(tmp_path, "sac", 3, 1000, learning_starts=500)
     assert len(ours) > 30 and ours == theirs
+
+
+@needs_rl_zoo
+@pytest.mark.slow  # the SAC half of it is test_sac_zoo_trains_the_episodes_rl_zoo_trains
+def test_a_grid_of_zoo_algorithms_trains_each_as_rl_zoo_does(tmp_path):
+    """`algo: [ppo, sac]`, both zoo: true, each section with its own budget: the PPO run normalizes and the SAC
+    run does not, each as RL Zoo's trainer does for its algorithm."""
+    data = {"name": "hop", "env": "Hopper-v5", "grid": {"algo": ["ppo", "sac"]}, "seeds": [3],
+            "variants": [{"name": "hopper", "xml": str(HOPPER_XML)}], "runs_dir": str(tmp_path / "runs"),
+            "ppo": {"zoo": True, "n_timesteps": 2048},
+            "sac": {"zoo": True, "n_timesteps": 1000, "learning_starts": 500}}
+    spec = write_spec(tmp_path, data)
+    proc = run_sweep("run", str(spec), "--workers", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ppo, sac = (read_monitor_episodes(RunDir(tmp_path / "runs" / "hop" / run.run_id).monitor_csv)
+                for run in prepare(spec, check_envs=False).runs)
+    (tmp_path / "ppo").mkdir()
+    (tmp_path / "sac").mkdir()
+    assert len(ppo) > 50 and ppo == rl_zoo_episodes(tmp_path / "ppo", "ppo", 3, 2048)
+    assert len(sac) > 30 and sac == rl_zoo_episodes(tmp_path / "sac", "sac", 3, 1000, "learning_starts:500")

@@ -54,6 +54,9 @@ def test_schedules_decay_linearly_with_the_run():
     assert schedule(1.0) == 3e-4 and schedule(0.5) == 1.5e-4 and schedule(0.0) == 0.0
 
 
+needs_rl_zoo = pytest.mark.skipif(__import__("importlib").util.find_spec("rl_zoo3") is None, reason="needs rl_zoo3")
+
+
 def hopper_spec(tmp_path, **ppo) -> dict:
     import gymnasium
 
@@ -103,17 +106,77 @@ def test_zoo_true_reads_each_algorithms_own_file(tmp_path):
     assert run.policy == "MlpLstmPolicy" and run.hyperparams["gamma"] == 0.999 and run.normalize is not None
 
 
-@pytest.mark.skipif(__import__("importlib").util.find_spec("rl_zoo3") is None, reason="needs rl_zoo3")
-def test_zoo_sections_that_disagree_on_a_sweep_key_name_it(tmp_path):
-    """RL Zoo normalizes Hopper for PPO, not for SAC: one sweep has one normalize, unless the spec writes it."""
-    data = {**hopper_spec(tmp_path), "grid": {"algo": ["ppo", "sac"]}, "sac": {"zoo": True}}
+@needs_rl_zoo
+def test_each_zoo_algorithm_of_a_grid_takes_its_own_n_envs_normalize_and_timesteps(tmp_path):
+    """RL Zoo normalizes Hopper for PPO and TRPO, not for SAC, and gives TRPO 2 envs: each run takes its own
+    algorithm's values, as `python -m rl_zoo3.train --algo ALGO` would; the spec's own keys are every run's."""
+    data = {**hopper_spec(tmp_path), "grid": {"algo": ["ppo", "sac", "trpo"]}, "sac": {"zoo": True},
+            "trpo": {"zoo": True, "n_timesteps": 4096}}
     spec = write_spec(tmp_path, data)
-    line = spec.read_text().splitlines().index("sac:") + 2  # its zoo: true
-    with pytest.raises(SpecError, match=rf"spec.yaml:{line}: sac.zoo: normalize is False here but True in ppo, and a "
-                                        "sweep has one normalize: write normalize in the spec"):
-        prepare(spec, check_envs=False)
-    runs = prepare(write_spec(tmp_path, {**data, "normalize": True, "total_timesteps": 2048}), check_envs=False).runs
-    assert all(run.normalize is not None and run.total_timesteps == 2048 for run in runs)
+    ppo, sac, trpo = prepare(spec).runs
+    assert (ppo.n_envs, ppo.normalize["gamma"], ppo.total_timesteps) == (1, 0.999, 1_000_000)
+    assert (sac.n_envs, sac.normalize, sac.total_timesteps) == (1, None, 1_000_000)
+    assert (trpo.n_envs, trpo.normalize["gamma"], trpo.total_timesteps) == (2, 0.99, 4096)
+    proc = run_sweep("validate", str(spec))
+    assert proc.returncode == 0, proc.stderr
+    printed = {block.split(" for ")[0]: block for block in proc.stdout.split("hyperparameters: RL Zoo's ")[1:]}
+    assert "  n_envs: 1\n" in printed["PPO"] and "  normalize: True\n" in printed["PPO"]
+    assert "  normalize: False\n" in printed["SAC"] and "  total_timesteps: 1000000\n" in printed["SAC"]
+    assert "  n_envs: 2\n" in printed["TRPO"] and "  total_timesteps: 4096\n" in printed["TRPO"]
+    subproc = prepare(write_spec(tmp_path, {**data, "vec_env": "subproc"}), check_envs=False).runs
+    assert [run.cpus for run in subproc] == [1, 1, 2]  # a process per env: TRPO's 2
+
+    with pytest.raises(SpecError, match=r"trpo.n_timesteps and total_timesteps both given: keep one"):
+        prepare(write_spec(tmp_path, {**data, "total_timesteps": 2048}), check_envs=False)
+    del data["trpo"]["n_timesteps"]
+    written = {**data, "n_envs": 2, "normalize": False, "total_timesteps": 2048}
+    runs = prepare(write_spec(tmp_path, written), check_envs=False).runs
+    assert [(run.algo, run.n_envs, run.normalize, run.total_timesteps) for run in runs] == [
+        ("ppo", 2, None, 2048), ("sac", 2, None, 2048), ("trpo", 2, None, 2048)]
+
+
+@needs_rl_zoo
+def test_a_plain_section_beside_a_zoo_one_keeps_the_spec_values(tmp_path):
+    """RL Zoo's PPO values are PPO's alone: the SAC runs beside them take the spec's, or their section's."""
+    data = {**hopper_spec(tmp_path), "grid": {"algo": ["ppo", "sac"]}, "sac": {"learning_starts": 100}}
+    with pytest.raises(SpecError, match=r"spec.yaml:\d+: total_timesteps: required key is missing: the SAC runs have "
+                                        r"no n_timesteps of their own in their section"):
+        prepare(write_spec(tmp_path, data), check_envs=False)
+    ppo, sac = prepare(write_spec(tmp_path, {**data, "total_timesteps": 3000}), check_envs=False).runs
+    assert ppo.normalize is not None and (sac.n_envs, sac.normalize, sac.total_timesteps) == (1, None, 3000)
+    data["sac"]["n_timesteps"] = 3000  # a block pasted under sac: SAC's own
+    ppo, sac = prepare(write_spec(tmp_path, data), check_envs=False).runs
+    assert (ppo.normalize is not None, ppo.total_timesteps) == (True, 1_000_000)
+    assert (sac.n_envs, sac.normalize, sac.total_timesteps) == (1, None, 3000)
+    with pytest.raises(SpecError, match=r"td3: TD3 hyperparameters, but no run trains TD3"):
+        prepare(write_spec(tmp_path, {**data, "td3": {"n_envs": 2}}), check_envs=False)
+
+
+@needs_rl_zoo
+def test_a_grid_run_writes_its_own_algorithms_values(tmp_path):
+    """A real sweep of PPO and SAC with RL Zoo's values and a budget each: each spec.json holds its algorithm's
+    normalize and total_timesteps, only PPO's run keeps VecNormalize statistics, and sweep.yaml records each
+    section's own keys."""
+    import json
+
+    import yaml
+
+    data = {**hopper_spec(tmp_path), "grid": {"algo": ["ppo", "sac"]}, "seeds": [0], "eval": {"episodes": 1},
+            "sac": {"zoo": True, "n_timesteps": 300}}
+    data["ppo"]["n_timesteps"] = 512
+    spec = write_spec(tmp_path, data)
+    proc = run_sweep("run", str(spec), "--workers", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep = tmp_path / "runs" / "hop"
+    ppo, sac = (json.loads((sweep / run.run_id / "spec.json").read_text()) for run in prepare(spec).runs)
+    assert (ppo["algo"], ppo["total_timesteps"], ppo["normalize"]["gamma"]) == ("ppo", 512, 0.999)
+    assert (sac["algo"], sac["total_timesteps"], sac["normalize"], sac["n_envs"]) == ("sac", 300, None, 1)
+    assert (sweep / ppo["run_id"] / "vecnormalize.pkl").exists()
+    assert not (sweep / sac["run_id"] / "vecnormalize.pkl").exists()
+    recorded = yaml.safe_load((sweep / "sweep.yaml").read_text())
+    assert recorded["total_timesteps"] is None and recorded["n_envs"] == 1 and recorded["normalize"] is False
+    assert (recorded["ppo"]["n_timesteps"], recorded["ppo"]["normalize"]) == (512, True)
+    assert (recorded["sac"]["n_timesteps"], recorded["sac"]["normalize"]) == (300, False)
 
 
 def test_what_rl_zoo_builds_from_classes_is_refused_at_its_key(tmp_path, tiny_spec):

@@ -282,8 +282,7 @@ def reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
 def _write_sweep_files(plan: SweepPlan, runs: list[RunSpec]) -> None:
     """sweep.yaml, variants.json and the folder of each run about to run (a finished run's files are never
     touched again)."""
-    resolved = plan.spec.model_dump(mode="json")
-    write_text_atomic(plan.sweep_dir.sweep_yaml, yaml.safe_dump(resolved, sort_keys=False))
+    write_text_atomic(plan.sweep_dir.sweep_yaml, yaml.safe_dump(plan.spec.resolved(), sort_keys=False))
     write_model(plan.sweep_dir.variants_json, variants_record(plan))
     generated = {c.variant.name: c.variant.xml_text for c in plan.checks if c.variant.xml_text is not None}
     for run in runs:

@@ -62,8 +62,9 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
     algo = point.get("algo", spec.algo)
     hyperparams = copy.deepcopy(spec.hyperparameters(algo))
     env_kwargs = {**copy.deepcopy(spec.env_kwargs), **copy.deepcopy(variant.env_kwargs)}
-    total = spec.total_timesteps
-    normalize: Any = spec.normalize
+    total = spec.total_timesteps_of(algo)
+    normalize: Any = spec.normalize_of(algo)
+    n_envs = spec.n_envs_of(algo)
     if variant.loc[:1] == ("variants",) and spec.variants[int(variant.loc[1])].normalize is not None:
         normalize = spec.variants[int(variant.loc[1])].normalize
     for key, value in point.items():
@@ -79,7 +80,7 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
     content = {
         "env": spec.env, "xml_sha256": variant.sha256, "env_kwargs": env_kwargs,
         "max_episode_steps": spec.max_episode_steps, "policy": policy,
-        "seed": seed, "total_timesteps": total, "n_envs": spec.n_envs, "vec_env": spec.vec_env, "device": spec.device,
+        "seed": seed, "total_timesteps": total, "n_envs": n_envs, "vec_env": spec.vec_env, "device": spec.device,
     }
     # A PPO run hashes as it did before `algo` existed, so it keeps its id.
     if algo == "ppo":
@@ -96,11 +97,11 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         run_id=f"{readable}_{digest[:8]}", sweep=spec.name, variant=variant.name, grid=point, seed=seed,
         env=spec.env, xml=str(variant.xml), xml_sha256=variant.sha256, env_kwargs=env_kwargs,
         max_episode_steps=spec.max_episode_steps, policy=policy, algo=algo, hyperparams=hyperparams,
-        total_timesteps=total, n_envs=spec.n_envs, vec_env=spec.vec_env, **checkpoint_interval(spec, algo),
+        total_timesteps=total, n_envs=n_envs, vec_env=spec.vec_env, **checkpoint_interval(spec, algo),
         checkpoints_kept=spec.checkpoints_kept,
         eval_episodes=spec.eval.episodes, eval_deterministic=spec.eval.deterministic, eval_every=spec.eval.every,
         eval_info=spec.search.info_keys() if spec.search else [],
-        content_hash=digest, cpus=cpus_per_run(spec), device=spec.device, tensorboard=spec.tensorboard,
+        content_hash=digest, cpus=cpus_per_run(spec, algo), device=spec.device, tensorboard=spec.tensorboard,
         normalize=normalized, wandb=spec.tracking.wandb,
     )
 
@@ -117,10 +118,10 @@ def checkpoint_interval(spec: SweepSpec, algo: str) -> dict[str, Any]:
     }
 
 
-def cpus_per_run(spec: SweepSpec) -> int:
-    """The spec's cpus_per_run, else what a run uses: one slot per process, each on one thread
+def cpus_per_run(spec: SweepSpec, algo: str) -> int:
+    """The spec's cpus_per_run, else what a run of `algo` uses: one slot per process, each on one thread
     (a DummyVecEnv steps its n_envs environments in turn in the run's one process)."""
-    return spec.cpus_per_run or (spec.n_envs if spec.vec_env == "subproc" else 1)
+    return spec.cpus_per_run or (spec.n_envs_of(algo) if spec.vec_env == "subproc" else 1)
 
 
 def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:

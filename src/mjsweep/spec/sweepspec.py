@@ -42,12 +42,15 @@ from .algos import (
 from .editspec import PLACEHOLDER, EditSpec
 from .literals import zoo_expression, zoo_text
 from .searchspace import EVAL_METRICS, MULTI_OBJECTIVE_METHODS, Dimension, SearchSpec
-from .zoo import ZooProblem, zoo_sections
+from .zoo import ZOO_TOP_KEYS, ZooProblem, zoo_sections
 
 MENAGERIE_PREFIX = "menagerie:"
 GRID_PREFIXES = (*(f"{name}." for name in ALGO_NAMES), "env_kwargs.")
 _OTHER_PREFIXES = ", ".join(f"{name}." for name in ALGO_NAMES[1:])
 SEARCH_TOP_KEYS = ("total_timesteps", "normalize")
+
+# A section's key for each of the spec's keys it may set (RL Zoo's spelling).
+ZOO_KEY_OF = {key: zoo_key for zoo_key, key in ZOO_TOP_KEYS.items()}
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+-]*$")
 
@@ -206,6 +209,15 @@ class AdaptiveSeeds(_Strict):
         return value
 
 
+class AlgoOwnKeys(_Strict):
+    """What an algorithm's section sets of the spec's n_envs, normalize and total_timesteps (RL Zoo's with
+    zoo: true, or written there) in a sweep of several algorithms: that algorithm's runs take them."""
+
+    n_envs: WholeInt | None = Field(None, ge=1)
+    normalize: NormalizeValue | None = None
+    total_timesteps: WholeInt | None = Field(None, gt=0)
+
+
 class SweepSpec(_Strict):
     name: SafeName
     """Sweep name; runs go to <runs_dir>/<name>/."""
@@ -221,8 +233,9 @@ class SweepSpec(_Strict):
     """One more variant per matching file, named by the file's stem."""
     seeds: int | list[int] | AdaptiveSeeds = Field(1)
     """A count n (seeds 0..n-1), an explicit list, or adaptive seeds (0..max-1, as many as the answer needs)."""
-    total_timesteps: WholeInt = Field(gt=0)
-    """Environment steps per run (1e6 is read as 1000000)."""
+    total_timesteps: WholeInt | None = Field(None, gt=0)
+    """Environment steps per run (1e6 is read as 1000000). Required, unless each algorithm of a sweep of several
+    gives its own in its section (RL Zoo's n_timesteps)."""
     algo: Literal["ppo", "sac", "td3", "a2c", "tqc", "crossq", "trpo", "recurrent_ppo"] = "ppo"
     """The algorithm every run trains (a grid key too: `grid: {algo: [ppo, sac]}`); tqc, crossq, trpo and
     recurrent_ppo need sb3-contrib (the `contrib` extra)."""
@@ -246,9 +259,10 @@ class SweepSpec(_Strict):
     """Cartesian product over dotted keys: <algo>.<kwarg> (ppo.gamma, sac.tau), env_kwargs.<kwarg>,
     total_timesteps, normalize, algo."""
     n_envs: WholeInt = Field(1, ge=1)
-    """Environments per run."""
+    """Environments per run; in a sweep of several algorithms, an algorithm's section may give its runs' own."""
     normalize: NormalizeValue = False
-    """Observation and reward normalization (VecNormalize): true, or a mapping of its arguments."""
+    """Observation and reward normalization (VecNormalize): true, or a mapping of its arguments; in a sweep of
+    several algorithms, an algorithm's section may give its runs' own."""
     vec_env: Literal["dummy", "subproc"] = "dummy"
     """dummy: the n_envs environments step in turn in the run's one process; subproc: one process
     each (SubprocVecEnv, in the run's process group), and the run takes n_envs CPU slots."""
@@ -287,6 +301,7 @@ class SweepSpec(_Strict):
     _locator: SpecLocator | None = PrivateAttr(None)
     _warnings: list[str] = PrivateAttr(default_factory=list)
     _zoo_entries: dict[str, str] = PrivateAttr(default_factory=dict)
+    _own_keys: dict[str, AlgoOwnKeys] = PrivateAttr(default_factory=dict)
 
     @field_validator("seeds")
     @classmethod
@@ -320,6 +335,37 @@ class SweepSpec(_Strict):
     def algos(self) -> list[str]:
         """The algorithms the sweep's runs train, in the spec's order."""
         return list(dict.fromkeys(self.grid["algo"])) if "algo" in self.grid else [self.algo]
+
+    def own_keys(self, algo: str) -> AlgoOwnKeys:
+        """What the algorithm's section sets of n_envs, normalize and total_timesteps for its runs alone (in a
+        sweep of several algorithms; none in a sweep of one, whose runs take the spec's)."""
+        return self._own_keys.get(algo, AlgoOwnKeys())
+
+    def n_envs_of(self, algo: str) -> int:
+        """The n_envs of the algorithm's runs: its section's own, else the spec's."""
+        own = self.own_keys(algo).n_envs
+        return self.n_envs if own is None else own
+
+    def normalize_of(self, algo: str) -> bool | NormalizeSpec:
+        """The normalize of the algorithm's runs (before a variant's or a grid point's): as n_envs_of."""
+        own = self.own_keys(algo).normalize
+        return self.normalize if own is None else own
+
+    def total_timesteps_of(self, algo: str) -> int:
+        """The total_timesteps of the algorithm's runs (before a grid point's): as n_envs_of."""
+        own = self.own_keys(algo).total_timesteps
+        steps = self.total_timesteps if own is None else own
+        assert steps is not None, "parse() refuses a spec where an algorithm's runs have no total_timesteps"
+        return steps
+
+    def resolved(self) -> dict[str, Any]:
+        """The spec as sweep.yaml records it: every key, and each algorithm's own n_envs, normalize and
+        n_timesteps in its section, as a spec writes them there."""
+        data = self.model_dump(mode="json")
+        for algo, own in self._own_keys.items():
+            written = own.model_dump(mode="json", exclude_none=True)
+            data[algo] = {**data[algo], **{ZOO_KEY_OF[key]: value for key, value in written.items()}}
+        return data
 
     def hyperparameters(self, algo: str) -> dict[str, Any]:
         """The spec's section of keyword arguments for one algorithm (`ppo:`, `sac:`, ...)."""
@@ -418,10 +464,11 @@ def load(path: str | Path) -> SweepSpec:
 
 def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
     """Validate already-loaded data; paths are left as written."""
+    written = data
     try:
         # RL Zoo's values where a section says zoo: true; n_envs, normalize and n_timesteps in a section
-        # mean the spec's own keys.
-        data, zoo_entries = zoo_sections(data)
+        # mean the spec's own keys, or in a sweep of several algorithms that algorithm's runs' own.
+        data, zoo_entries, own_keys = zoo_sections(data)
     except ZooProblem as exc:
         raise locator.error(exc.at, str(exc)) from None
     try:
@@ -435,11 +482,26 @@ def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
         loc = _as_written(tuple(part for part in err["loc"] if part not in UNION_TAGS), data)
         raise locator.error(loc, _explain({**err, "loc": loc})) from None
     spec._locator = locator
+    spec._own_keys = {algo: _own_keys(algo, values, written, locator) for algo, values in own_keys.items()}
+    if spec.total_timesteps is None and not own_keys:
+        raise locator.error(("total_timesteps",), "required key is missing")
     if spec.search is not None and "seeds" in data:
         raise locator.error(("seeds",), "a search trains search.seeds_per_trial seeds per trial: drop 'seeds'")
     spec._zoo_entries = zoo_entries
     _check_semantics(spec, locator)
     return spec
+
+
+def _own_keys(algo: str, values: dict[str, Any], written: dict[str, Any], locator: SpecLocator) -> AlgoOwnKeys:
+    """An algorithm's own n_envs, normalize and total_timesteps, checked; an error names the section's key that
+    gave the value, or its `zoo`."""
+    try:
+        return AlgoOwnKeys.model_validate(values)
+    except ValidationError as exc:
+        err: dict[str, Any] = min((dict(e) for e in exc.errors()), key=lambda e: _wrong_union_member(e, values))
+        key, *inner = (part for part in err["loc"] if part not in UNION_TAGS)
+        at = (algo, ZOO_KEY_OF[str(key)], *inner) if ZOO_KEY_OF[str(key)] in written.get(algo, {}) else (algo, "zoo")
+        raise locator.error(at, _explain({**err, "loc": at})) from None
 
 
 def _as_written(loc: tuple[str | int, ...], data: dict[str, Any]) -> tuple[str | int, ...]:
@@ -517,6 +579,7 @@ def _check_semantics(spec: SweepSpec, loc: SpecLocator) -> None:
         seen[variant.name] = i
         _check_edit_grid(variant, ("variants", i), loc)
     _check_algos(spec, loc)
+    _check_own_timesteps(spec, loc)
     for key, values in spec.grid.items():
         if key != "algo":  # _check_algos checked it, before anything reads spec.algos
             _check_grid_key(key, values, spec.algos, loc)
@@ -660,6 +723,16 @@ def _check_algos(spec: SweepSpec, loc: SpecLocator) -> None:
             raise loc.error((name, key) if key in section else ("grid", f"{name}.{key}"), together[1])
 
 
+def _check_own_timesteps(spec: SweepSpec, loc: SpecLocator) -> None:
+    """Without the spec's total_timesteps, each algorithm of the sweep gives its own."""
+    if spec.total_timesteps is not None:
+        return
+    lacking = [ALGOS[algo].label for algo in spec.algos if spec.own_keys(algo).total_timesteps is None]
+    if lacking:
+        raise loc.error(("total_timesteps",), f"required key is missing: the {', '.join(lacking)} runs have no "
+                                              "n_timesteps of their own in their section")
+
+
 def _check_trained(algo: Algo, algos: list[str], what: str, at: tuple[str, ...], loc: SpecLocator) -> None:
     """Hyperparameters of an algorithm no run trains are a mistake, not something to ignore."""
     if algo.name not in algos:
@@ -738,14 +811,15 @@ def _check_rollout(spec: SweepSpec, algo: Algo, loc: SpecLocator) -> None:
     an error where the algorithm's advantages come out NaN from it."""
     normalized = any(value for value, _ in _values_of(spec, algo, "normalize_advantage"))
     batch_sizes = _values_of(spec, algo, "batch_size") if "batch_size" in algo.kwargs else []
+    n_envs = spec.n_envs_of(algo.name)
     for n_steps, at in _values_of(spec, algo, "n_steps"):
-        rollout = n_steps * spec.n_envs
+        rollout = n_steps * n_envs
         if normalized and rollout <= 1:
             raise loc.error(at, f"n_steps * n_envs must be > 1 to normalize advantages (got {n_steps} * "
-                                f"{spec.n_envs})")
+                                f"{n_envs})")
         for batch_size, at_batch in batch_sizes:
             left = rollout % batch_size if batch_size is not None else 0  # None: the whole rollout
-            sizes = f"(n_steps {n_steps} * n_envs {spec.n_envs} = {rollout})"
+            sizes = f"(n_steps {n_steps} * n_envs {n_envs} = {rollout})"
             if left == 1 and normalized and algo.fails_on_batch_of_one:
                 raise loc.error(at_batch, f"batch_size {batch_size} leaves a last batch of one sample {sizes}, "
                                           f"whose normalized advantages {algo.label} makes NaN: use a batch_size "
@@ -770,4 +844,5 @@ def _resolve_paths(spec: SweepSpec, base: Path) -> SweepSpec:
     resolved._locator = spec._locator
     resolved._warnings = list(spec._warnings)
     resolved._zoo_entries = spec._zoo_entries
+    resolved._own_keys = spec._own_keys
     return resolved

@@ -1,6 +1,7 @@
 """RL Zoo's hyperparameter blocks in a spec: `<algo>: {zoo: true}` reads them from the installed rl_zoo3
 package (its hyperparams/<algo>.yml), and a block pasted under an algorithm's section may hold keys that are
-the spec's own (n_envs, normalize, n_timesteps).
+the spec's own (n_envs, normalize, n_timesteps): the spec's for a sweep of one algorithm, that algorithm's
+runs' own in a sweep of several.
 """
 
 from __future__ import annotations
@@ -53,39 +54,51 @@ def zoo_hyperparameters(algo: str, env_id: str) -> tuple[str, dict[str, Any]]:
     return entry, dict(entries[entry])
 
 
-def zoo_sections(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    """The spec's data with RL Zoo's values in each algorithm's section that says `zoo: true`, and with the
-    n_envs, normalize and n_timesteps of such a section or of a block pasted there moved out to the spec's
-    own keys; and the RL Zoo entry each `zoo: true` section took (algorithm -> env id). ZooProblem if a
-    block cannot be used."""
+def zoo_sections(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str], dict[str, dict[str, Any]]]:
+    """The spec's data with RL Zoo's values in each trained algorithm's section that says `zoo: true`, and the
+    n_envs, normalize and n_timesteps of such a section or of a block pasted there taken out of it; the RL Zoo
+    entry each `zoo: true` section took (algorithm -> env id); and, in a sweep of several algorithms, the spec
+    keys each section gives its own algorithm's runs (algorithm -> spec key -> value). In a sweep of one
+    algorithm its runs are the sweep's: they become the spec's own keys. Keys the spec writes itself override
+    RL Zoo's for every run. ZooProblem if a block cannot be used."""
     env = data.get("env")
     if not isinstance(env, str) or not env:
-        return data, {}  # the spec's check of `env` says what is wrong
+        return data, {}, {}  # the spec's check of `env` says what is wrong
     data = dict(data)
     entries: dict[str, str] = {}
     written = {key for key in ZOO_TOP_KEYS.values() if key in data}
-    moved: dict[str, tuple[str, Any]] = {}  # spec key -> (the section it came from, its value)
+    trained = _trained_algos(data)
+    own: dict[str, dict[str, Any]] = {}
     for algo in ALGO_NAMES:
         section = data.get(algo)
-        if not isinstance(section, dict) or not {*ZOO_TOP_KEYS, "zoo"} & section.keys():
-            continue
+        if algo not in trained or not isinstance(section, dict) or not {*ZOO_TOP_KEYS, "zoo"} & section.keys():
+            continue  # a section of an algorithm no run trains is left as written: the spec's check refuses it
         section, from_zoo = _with_zoo(algo, env, dict(section), entries)
         for zoo_key, key in ZOO_TOP_KEYS.items():
             if zoo_key not in section:
                 continue
             value = section.pop(zoo_key)
-            at = (algo, "zoo") if zoo_key in from_zoo else (algo, zoo_key)
             if key in written:
                 if zoo_key in from_zoo:
                     continue  # the spec's own key overrides RL Zoo's
-                raise ZooProblem(at, f"{algo}.{zoo_key} and {key} both given: keep one")
-            if key in moved and moved[key][1] != value:
-                raise ZooProblem(at, f"{zoo_key} is {value!r} here but {moved[key][1]!r} in {moved[key][0]}, and a "
-                                     f"sweep has one {key}: write {key} in the spec, or use separate sweeps")
-            moved[key] = (algo, value)
+                raise ZooProblem((algo, zoo_key), f"{algo}.{zoo_key} and {key} both given: keep one")
+            own.setdefault(algo, {})[key] = value
         data[algo] = section
-    data.update({key: value for key, (_, value) in moved.items()})
-    return data, entries
+    if len(trained) == 1:
+        for values in own.values():
+            data.update(values)
+        own = {}
+    return data, entries, own
+
+
+def _trained_algos(data: dict[str, Any]) -> set[str]:
+    """The algorithms the spec's runs train, as written (`grid.algo`, else `algo`); the spec's checks refuse
+    what is wrong with them."""
+    grid = data.get("grid")
+    listed = grid.get("algo") if isinstance(grid, dict) else None
+    if isinstance(listed, list):
+        return {algo for algo in listed if isinstance(algo, str)}
+    return {data.get("algo", "ppo")} if isinstance(data.get("algo", "ppo"), str) else set()
 
 
 def _with_zoo(algo: str, env: str, section: dict[str, Any], entries: dict[str, str]
@@ -106,6 +119,6 @@ def _with_zoo(algo: str, env: str, section: dict[str, Any], entries: dict[str, s
             raise ZooProblem((algo, "zoo"), f"RL Zoo's {zoo_name(algo)}.yml entry for {entry} sets {key}: "
                                             f"{NOT_APPLIED[key]}")
     entries[algo] = entry
-    # RL Zoo's defaults where its entry has no n_envs or normalize, so that two zoo sections compare whole.
+    # RL Zoo's defaults where its entry has no n_envs or normalize: what its trainer takes, over the spec's.
     tuned = {**ZOO_TOP_DEFAULTS, **tuned}
     return {**tuned, **section}, {key for key in tuned if key not in section}

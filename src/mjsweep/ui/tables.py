@@ -40,8 +40,9 @@ def zoo_hyperparameters(spec: SweepSpec) -> None:
     them."""
     for algo, entry in spec.zoo_entries.items():
         print(f"hyperparameters: RL Zoo's {label_of(algo)} for {entry}, with the spec's keys over them:")
-        resolved = {"n_envs": spec.n_envs, "total_timesteps": spec.total_timesteps,
-                    "normalize": spec.normalize if isinstance(spec.normalize, bool) else spec.normalize.model_dump(),
+        normalize = spec.normalize_of(algo)
+        resolved = {"n_envs": spec.n_envs_of(algo), "total_timesteps": spec.total_timesteps_of(algo),
+                    "normalize": normalize if isinstance(normalize, bool) else normalize.model_dump(),
                     **spec.hyperparameters(algo)}
         for key, value in resolved.items():
             print(f"  {key}: {value}")
