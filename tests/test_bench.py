@@ -231,6 +231,17 @@ def test_the_hook_timer_sums_the_time_spent_in_each_hook_and_only_there():
     assert timer.seconds() >= 0.9 * sum(slept)  # wall time in the hooks covers the CPU time spent there
 
 
+def test_the_hooks_left_untimed_are_sb3s_own_in_the_recorder_too():
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from mjsweep.bench.overhead import HookTimer
+    from mjsweep.worker.recording import IterationRecorder
+
+    untimed = [name for name in ("update_locals", "update_child_locals") if name not in HookTimer.HOOKS]
+    assert untimed == ["update_locals", "update_child_locals"]
+    assert all(getattr(IterationRecorder, name) is getattr(BaseCallback, name) for name in untimed)
+
+
 @pytest.mark.parametrize(("value", "expected"), [("none", "()"), ("ppo, sac", "('ppo', 'sac')")])
 def test_overhead_names_the_algorithms(value, expected):
     from mjsweep.ui.cli import _overhead_algos

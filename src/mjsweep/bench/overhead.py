@@ -93,8 +93,8 @@ def _run_spec(env: str, xml: str, algo: str, steps: int, folder: Path) -> Any:
 def _plain(spec: Any) -> tuple[float, float]:
     """Plain SB3 as its documentation writes it: make_vec_env (a Monitor on each env), VecNormalize, the
     model, learn; nothing else. Its CPU seconds, and the seconds in the hooks of the callback SB3 makes of
-    `callback=None` (a ConvertCallback of None), timed as the worker's recorder is: SB3 calls them at every
-    env step all the same, and the tensors a callback's locals let go of are freed in them."""
+    `callback=None` (a ConvertCallback of None), timed as the worker's recorder is: SB3 calls them all the
+    same."""
     from stable_baselines3.common.callbacks import ConvertCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
@@ -144,12 +144,15 @@ def _worker(spec: Any, run_path: Path) -> tuple[float, float]:
 
 
 class HookTimer:
-    """Times every call SB3 makes into a callback (its on_* hooks and update_locals), in place: the hooks are
-    replaced on the instance by timed ones. perf_counter_ns, not a CPU clock: a CPU clock is a system call
-    that would cost more than some hooks; the timer's own cost is measured and taken off."""
+    """Times every call SB3 makes into a callback's on_* hooks, in place: the hooks are replaced on the
+    instance by timed ones. perf_counter_ns, not a CPU clock: a CPU clock is a system call that would cost
+    more than some hooks; the timer's own cost is measured and taken off.
 
-    HOOKS = ("on_training_start", "on_rollout_start", "on_step", "update_locals", "on_rollout_end",
-             "on_training_end")
+    update_locals, SB3's own in both callbacks (the recorder does not override it), is left out: it frees
+    the tensors the last step's locals held, tens of milliseconds of a training with a noise of their own,
+    the same work in plain SB3's training and the worker's."""
+
+    HOOKS = ("on_training_start", "on_rollout_start", "on_step", "on_rollout_end", "on_training_end")
 
     def __init__(self, callback: Any):
         self.ns = self.calls = 0
@@ -182,10 +185,10 @@ class HookTimer:
         return max(0.0, self.ns - self.calls * self.timer_ns) / 1e9
 
 
-def env_stack_us(spec: Any, steps: int = 5_000, rounds: int = 9) -> float:
+def env_stack_us(spec: Any, steps: int = 10_000, rounds: int = 15) -> float:
     """CPU microseconds per env step that the worker's env stack adds to plain SB3's (a Monitor in a
     DummyVecEnv), both around an env that replays one real step at no cost of its own: the median of
-    alternated rounds. VecNormalize, which both have, is left out."""
+    alternated rounds (a few seconds in all). VecNormalize, which both have, is left out."""
     import numpy as np
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv
