@@ -101,8 +101,8 @@ class NamedNonFiniteCheck(VecCheckNan):
     def step_wait(self) -> VecEnvStepReturn:
         observations, rewards, dones, infos = self.venv.step_wait()
         # At every env step, a few microseconds against a step's thousand: the usual case (float arrays, all
-        # finite) is one sum of each and nothing else; anything else is checked VecCheckNan's way, which
-        # names what it finds (and clears a sum that overflowed from finite values).
+        # finite) is one dot product of each with itself and nothing else; anything else is checked
+        # VecCheckNan's way, which names what it finds (and clears a square that overflowed).
         if not _finite_floats(observations, rewards):
             if _floats(self._actions) and not _finite_floats(self._actions):
                 self._check_val(event="step_async", actions=self._actions)
