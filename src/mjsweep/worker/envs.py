@@ -176,7 +176,9 @@ def _finite_floats(*arrays: Any) -> bool:
     """Float arrays whose every entry is finite, told by the sum of each one's dot product with itself (a NaN or
     an infinity anywhere makes it non-finite): one BLAS call per array, half a numpy sum's fixed cost. False
     for anything else: a dict observation, integer actions, a square that overflowed (finite values over
-    1e154, checked again the slow way)."""
+    1e154, or 1.8e19 in float32: checked again the slow way, and numpy warns of the overflow once). A dot
+    with zeros would never overflow, but numpy would warn of the invalid inf * 0 at every infinity, the
+    failure this check exists to name."""
     total = 0.0
     for array in arrays:
         if type(array) is not np.ndarray or array.dtype.kind != "f":
