@@ -193,6 +193,7 @@ def test_each_algorithm_through_the_worker_has_its_line_its_target_and_its_json(
     assert "through the worker" not in render(base)
 
 
+@pytest.mark.slow
 def test_a_pair_trains_the_same_steps_plain_and_through_the_worker():
     from mjsweep.bench.overhead import ROUNDS, time_pair
 

@@ -108,6 +108,7 @@ def test_a_damaged_newest_model_falls_back_to_the_one_before_and_says_so(tmp_pat
     assert record["timesteps"] == 768 and [e["timesteps"] for e in record["earlier"]] == [640]
 
 
+@pytest.mark.slow
 def test_a_model_cut_short_without_a_checksum_falls_back_when_it_does_not_load(tmp_path, spec):
     """A checkpoint.json written before checksums: the load's own error is what tells a damaged file."""
     run = Run(tmp_path, spec)
@@ -140,6 +141,7 @@ def test_every_checkpoint_damaged_starts_over_once_and_says_so(tmp_path, spec):
     assert "cannot resume" not in proc.stdout and run.result()["resumed_from"] == 640
 
 
+@pytest.mark.slow
 def test_a_garbled_checkpoint_json_starts_over(tmp_path, spec):
     run = Run(tmp_path, spec)
     run.attempt(256)
@@ -149,6 +151,7 @@ def test_a_garbled_checkpoint_json_starts_over(tmp_path, spec):
     assert run.result()["timesteps"] == 384 and run.progress_steps() == [128, 256, 384]
 
 
+@pytest.mark.slow
 def test_one_checkpoint_kept_has_nothing_to_fall_back_to(tmp_path, spec):
     run = Run(tmp_path, {**spec, "checkpoints_kept": 1})
     run.attempt(512)
@@ -159,6 +162,7 @@ def test_one_checkpoint_kept_has_nothing_to_fall_back_to(tmp_path, spec):
     assert "STARTING OVER" in proc.stdout and run.result()["timesteps"] == 640
 
 
+@pytest.mark.slow
 def test_damaged_normalization_statistics_beside_a_good_model_fall_back(tmp_path, spec):
     run = Run(tmp_path, {**spec, "normalize": True})
     run.attempt(512)

@@ -169,6 +169,7 @@ def test_html_report_reads_an_old_sweep_folder(old_sweep):
     assert "walker" in (sweep_dir / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_run_resumes_the_stopped_sac_run_of_a_search(search_sweep):
     sweep_dir, spec = search_sweep
     trials_before = (sweep_dir / "trials.jsonl").read_text()

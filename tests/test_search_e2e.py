@@ -225,6 +225,7 @@ def test_a_multi_objective_robot_search_reports_its_pareto_front_and_resumes(tmp
     assert replay(sweep_dir / "trials.jsonl") == records
 
 
+@pytest.mark.slow
 @needs_browser
 def test_report_html_shows_a_multi_objective_searchs_pareto_front_in_chromium(tmp_path):
     from PIL import Image

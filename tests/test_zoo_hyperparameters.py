@@ -152,6 +152,7 @@ def test_a_plain_section_beside_a_zoo_one_keeps_the_spec_values(tmp_path):
         prepare(write_spec(tmp_path, {**data, "td3": {"n_envs": 2}}), check_envs=False)
 
 
+@pytest.mark.slow
 @needs_rl_zoo
 def test_a_grid_run_writes_its_own_algorithms_values(tmp_path):
     """A real sweep of PPO and SAC with RL Zoo's values and a budget each: each spec.json holds its algorithm's
