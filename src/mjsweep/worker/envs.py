@@ -181,7 +181,7 @@ def _finite_floats(*arrays: Any) -> bool:
     failure this check exists to name."""
     total = 0.0
     for array in arrays:
-        if type(array) is not np.ndarray or array.dtype.kind != "f":
+        if not _floats(array):
             return False
         flat = array.ravel()
         total += flat.dot(flat)

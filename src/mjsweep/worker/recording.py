@@ -253,13 +253,11 @@ class IterationRecorder(PhaseTimer):
         if self._file:
             self._file.flush()
         self.model.num_timesteps, iteration, log_sizes = self._iter_start
-        normalizer = self.model.get_vec_normalize_env()
-        if normalizer is not None and self._stats_start.taken:
+        if self._normalizer is not None and self._stats_start.taken:
             # The statistics as they were before the dropped partial rollout, to pair with the model.
-            self._stats_start.restore(normalizer)
-        buffer = replay_buffer(self.model)
-        if buffer is not None and self._buffer_start is not None:
-            buffer.pos, buffer.full = self._buffer_start
+            self._stats_start.restore(self._normalizer)
+        if self._buffer is not None and self._buffer_start is not None:
+            self._buffer.pos, self._buffer.full = self._buffer_start
         self._save(iteration, log_sizes)
 
     def _save(self, iteration: int, log_sizes: tuple[int, ...]) -> None:
@@ -301,7 +299,7 @@ class LogSizes:
     to the sizes at its iteration's start, and SAC at train_freq 1 starts an iteration at every env step."""
 
     def __init__(self, run: RunDir, monitor: VecMonitor | None = None):
-        self.run, self.monitor = run, monitor
+        self.monitor = monitor
         self._paths = (run.monitor_csv, run.progress_csv, run.evaluations_csv)  # joined once: a join costs us
         self._episodes = -1
         self._sizes = (0, 0, 0)
