@@ -8,8 +8,10 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from helpers.commands import run_sweep, write_spec
-from helpers.models import REPO, TINY_LONG_XML, TINY_SPEC, TINY_XML
+from helpers.models import REPO, TINY_SPEC, TINY_XML
 from mjsweep.results.seeding import explain, next_round
 from mjsweep.spec.sweepspec import AdaptiveSeeds
 from mjsweep.sweepdir.files import append_line, read_lines
@@ -23,20 +25,27 @@ def simulate(draw: Callable[[str, int], float], groups: list[str], policy: Adapt
     """Every round the launcher would decide when seed s of group g returns draw(g, s)."""
     seeds = dict.fromkeys(groups, policy.min)
     rounds: list[SeedRound] = []
+    history: list[dict[str, int]] = []
     while not rounds or not rounds[-1].done:
-        returns = {g: [draw(g, s) for s in range(n)] for g, n in seeds.items()}
-        rounds.append(next_round(len(rounds) + 1, returns, seeds, policy))
+        returns: dict[str, list[float | None]] = {g: [draw(g, s) for s in range(n)] for g, n in seeds.items()}
+        rounds.append(next_round(len(rounds) + 1, returns, history, policy))
+        history.append(rounds[-1].seeds())
         seeds = rounds[-1].granted()
     return rounds
 
 
-def test_groups_far_apart_are_separated_with_min_seeds_and_get_none_more():
+def test_groups_far_apart_are_separated_at_the_first_look_whose_share_of_the_error_allows_it():
+    # 3 vs 3 seeds cannot give p below 0.1; at 4 each the design has spent 0.05 * 16/100 = 0.008 < 2/70; at 5
+    # each 0.0125 >= 2/252: the complete order of 5 vs 5 crosses.
     rounds = simulate(lambda g, s: (100.0 if g == "strong" else 0.0) + s, ["weak", "strong"])
-    assert len(rounds) == 1 and rounds[0].done
-    assert rounds[0].best == "strong"
-    weak = rounds[0].groups[0]
-    assert (weak.verdict, weak.p, weak.low, weak.high, weak.add) == (SeedVerdict.SEPARATED, 1.0, 1.0, 1.0, False)
-    assert rounds[0].granted() == {"weak": 3, "strong": 3}
+    assert [r.granted() for r in rounds] == [{"weak": 4, "strong": 4}, {"weak": 5, "strong": 5},
+                                             {"weak": 5, "strong": 5}]
+    assert rounds[-1].best == "strong" and rounds[-1].done
+    weak = rounds[-1].groups[0]
+    assert (weak.verdict, weak.p, weak.add) == (SeedVerdict.SEPARATED, 1.0, False)
+    [pair] = rounds[-1].pairs
+    assert pair.looks == [[3, 3], [4, 4], [5, 5]] and pair.boundaries == [None, None, 25.0]
+    assert (pair.u, pair.d, pair.level, pair.separated) == (0.0, 25.0, pytest.approx(0.05), True)
 
 
 def test_identical_groups_are_never_separated_and_stop_at_max():
@@ -45,20 +54,25 @@ def test_identical_groups_are_never_separated_and_stop_at_max():
     assert all(g.p == 0.5 for r in rounds for g in r.groups if g.verdict is not SeedVerdict.BEST)
     assert [g.verdict for g in rounds[-1].groups] == [SeedVerdict.BEST, SeedVerdict.AT_MAX]
     assert rounds[-1].granted() == {"a": 10, "b": 10}
+    assert not any(p.separated for r in rounds for p in r.pairs)
 
 
-def test_with_one_clearly_best_group_seeds_go_only_to_the_close_pair():
+def test_with_one_clearly_best_group_the_far_one_stops_once_separated_and_seeds_go_to_the_close_pair():
     def draw(group: str, seed: int) -> float:
         wobble = [0.0, 3.0, 1.0, 2.0][seed % 4]
         return {"best": 11.0 + wobble, "close": 10.0 + wobble, "far": wobble}[group]
 
     rounds = simulate(draw, ["far", "close", "best"])
-    assert len(rounds) > 1
     assert all(r.best == "best" for r in rounds)
-    assert all(r.groups[0].verdict is SeedVerdict.SEPARATED and not r.groups[0].add for r in rounds)
-    assert rounds[-1].granted()["far"] == 3
-    assert rounds[-1].granted()["close"] == rounds[-1].granted()["best"] > 3
-    assert [g.add for g in rounds[0].groups] == [False, True, True]
+    # Holm over 3 pairs: the far pair is tested at 0.05 / 3 first, which a complete order reaches at 6 seeds.
+    far = [r.groups[0] for r in rounds]
+    assert [g.verdict for g in far[:4]] == [SeedVerdict.OPEN] * 3 + [SeedVerdict.SEPARATED]
+    assert all(g.verdict is SeedVerdict.SEPARATED and not g.add for g in far[3:])
+    assert rounds[-1].granted()["far"] == 6
+    assert rounds[-1].granted()["close"] == rounds[-1].granted()["best"] == 10
+    # The far group left play at 6 seeds: its pairs keep the looks they had.
+    pairs = {(p.a, p.b): p for p in rounds[-1].pairs}
+    assert pairs[("far", "best")].looks[-1] == [6, 6] and pairs[("close", "best")].looks[-1] == [10, 10]
 
 
 def test_a_close_pair_is_separated_once_enough_seeds_show_the_gap():
@@ -68,39 +82,80 @@ def test_a_close_pair_is_separated_once_enough_seeds_show_the_gap():
     assert 3 < rounds[-1].granted()["a"] < 10
 
 
+def test_a_group_that_leaves_play_stays_out_when_the_best_changes():
+    # Round 1 (3 seeds): far apart from a, b goes on with a; c is out of play once it got no seed.
+    returns: dict[str, list[float | None]] = {"a": [10.0, 11.0, 12.0, 13.0, 14.0], "b": [0.0, 1.0, 2.0, 3.0, 4.0],
+                                              "c": [20.0, 21.0, 22.0]}
+    history = [{"a": 3, "b": 3, "c": 3}, {"a": 4, "b": 4, "c": 3}]
+    decision = next_round(3, returns, history, AdaptiveSeeds(min=3, max=10))
+    verdicts = {g.group: g.verdict for g in decision.groups}
+    assert decision.best == "a"  # c has the highest mean but is out of play
+    assert verdicts["c"] is SeedVerdict.STOPPED and not decision.groups[2].add
+    pairs = {(p.a, p.b): p.looks for p in decision.pairs}
+    assert pairs[("a", "c")] == [[3, 3]] and pairs[("a", "b")] == [[3, 3], [4, 4], [5, 5]]
+
+
+def test_equal_within_a_margin_stops_a_group_whose_shift_is_shown_small():
+    policy = AdaptiveSeeds(min=3, max=10, equal_within=50.0)
+    rounds = simulate(lambda g, s: float(s % 4) + (0.5 if g == "b" else 0.0), ["a", "b"], policy)
+    last = rounds[-1]
+    assert last.done and last.granted()["a"] < 10
+    assert [g.verdict for g in last.groups] == [SeedVerdict.EQUAL, SeedVerdict.BEST]
+    assert last.pairs[0].equal and not last.pairs[0].separated and last.equal_within == 50.0
+    # Without the margin the same returns run to max.
+    assert simulate(lambda g, s: float(s % 4) + (0.5 if g == "b" else 0.0), ["a", "b"])[-1].granted()["a"] == 10
+    # A margin the spread cannot show is never met.
+    tight = AdaptiveSeeds(min=3, max=10, equal_within=0.1)
+    assert not any(p.equal for r in simulate(lambda g, s: float(s % 4), ["a", "b"], tight) for p in r.pairs)
+
+
 def test_decisions_are_deterministic_given_the_results():
-    returns = {"a": [1.0, 2.5, 0.7, 1.9], "b": [1.2, 2.0, 0.9, 2.4], "c": [5.0, 5.5, 4.0, 6.1]}
-    seeds = {"a": 4, "b": 4, "c": 4}
-    first = next_round(2, returns, seeds, POLICY)
-    assert all(next_round(2, returns, seeds, POLICY) == first for _ in range(3))
+    returns: dict[str, list[float | None]] = {"a": [1.0, 2.5, 0.7, 1.9], "b": [1.2, 2.0, 0.9, 2.4],
+                                              "c": [5.0, 5.5, 4.0, 6.1]}
+    history = [{"a": 3, "b": 3, "c": 3}]
+    first = next_round(2, returns, history, POLICY)
+    assert all(next_round(2, returns, history, POLICY) == first for _ in range(3))
     assert first.best == "c"
 
 
 def test_a_group_whose_seeds_all_failed_gets_no_more_and_the_others_go_on():
-    decision = next_round(1, {"a": [1.0, 2.0, 3.0], "b": []}, {"a": 3, "b": 3}, POLICY)
+    decision = next_round(1, {"a": [1.0, 2.0, 3.0], "b": [None, None, None]}, [], POLICY)
     assert decision.best == "a"
     assert [(g.verdict, g.add) for g in decision.groups] == [(SeedVerdict.BEST, False), (SeedVerdict.NO_RETURN, False)]
     assert decision.done
 
 
 def test_a_group_with_one_return_is_open():
-    decision = next_round(1, {"a": [1.0, 2.0, 3.0], "b": [0.0]}, {"a": 3, "b": 3}, POLICY)
-    assert (decision.groups[1].verdict, decision.groups[1].p, decision.groups[1].add) == (SeedVerdict.OPEN, None, True)
+    decision = next_round(1, {"a": [1.0, 2.0, 3.0], "b": [0.0, None, None]}, [], POLICY)
+    assert (decision.groups[1].verdict, decision.groups[1].add) == (SeedVerdict.OPEN, True)
     assert decision.granted() == {"a": 4, "b": 4}
+    assert decision.pairs[0].looks == [[3, 1]]
 
 
 def test_the_explanation_says_what_was_decided_and_why():
-    open_ = next_round(1, {"a": [1.0, 2.0, 3.0], "b": [1.5, 2.5, 0.5]}, {"a": 3, "b": 3}, POLICY)
+    open_ = next_round(1, {"a": [1.0, 2.0, 3.0], "b": [1.5, 2.5, 0.5]}, [], POLICY)
     line = explain(open_)
     assert line.startswith("round 1: best a; b: open, P(best > it) = ")
-    assert line.endswith("with 3 seeds; one more seed to a, b")
-    done = next_round(1, {"a": [10.0, 11.0, 12.0], "b": [1.0, 2.0, 3.0]}, {"a": 3, "b": 3}, POLICY)
-    assert explain(done) == "round 1: best a; b: separated, P(best > it) = 1.00 [1.00, 1.00] with 3 seeds; done"
+    assert line.endswith("with 3 seeds (D = 3; no D can cross at error 0.05 yet, 1 look); one more seed to a, b")
+    done = next_round(1, {"a": [10.0, 11.0, 12.0, 13.0, 14.0], "b": [1.0, 2.0, 3.0, 4.0, 5.0]}, [],
+                      AdaptiveSeeds(min=5, max=5))
+    assert explain(done) == ("round 1: best a; b: separated, P(best > it) = 1.00 with 5 seeds (separated at error "
+                             "0.05, 1 look, D = 25); done")
+
+
+def test_a_record_from_before_the_sequential_test_still_reads_and_explains():
+    old = ('{"schema": 2, "round": 1, "best": "a", "confidence": 0.95, "groups": [{"group": "a", "seeds": 3, '
+           '"returns": 3, "mean": 2.0, "verdict": "best", "add": true}, {"group": "b", "seeds": 3, "returns": 3, '
+           '"mean": 1.5, "p": 0.67, "low": 0.0, "high": 1.0, "verdict": "open", "add": true}]}\n')
+    decision = SeedRound.model_validate_json(old)
+    assert decision.pairs == [] and decision.test is None
+    assert explain(decision) == ("round 1: best a; b: open, P(best > it) = 0.67 [0.00, 1.00] with 3 seeds; "
+                                 "one more seed to a, b")
 
 
 def test_the_record_reads_back_and_skips_a_line_cut_short(tmp_path):
     path = tmp_path / "seeds.jsonl"
-    decision = next_round(1, {"a": [1.0, 2.0, 3.0], "b": [1.5, 2.5, 0.5]}, {"a": 3, "b": 3}, POLICY)
+    decision = next_round(1, {"a": [1.0, 2.0, 3.0], "b": [1.5, 2.5, 0.5]}, [], POLICY)
     append_line(path, decision)
     with open(path, "a") as fh:
         fh.write('{"schema": 2, "round": 2, "be')
@@ -110,10 +165,13 @@ def test_the_record_reads_back_and_skips_a_line_cut_short(tmp_path):
 # -- real sweeps ---------------------------------------------------------------------------------------
 
 
-def adaptive_spec(tmp_path: Path, seeds: dict, long_xml: Path = TINY_LONG_XML) -> Path:
+def adaptive_spec(tmp_path: Path, seeds: dict, twin: dict | None = None) -> Path:
+    """The walker beside a twin: by default the same walker paying 1000 times the control cost, which ends
+    every seed far below any of the walker's."""
+    twin = twin or {"xml": str(TINY_XML), "env_kwargs": {"ctrl_cost_weight": 1000.0}}
     spec = {**TINY_SPEC, "name": "adaptive", "seeds": seeds, "total_timesteps": 256, "max_episode_steps": 50,
             "ppo": {"n_steps": 64, "batch_size": 32}, "eval": {"episodes": 2},
-            "variants": [{"name": "walker", "xml": str(TINY_XML)}, {"name": "twin", "xml": str(long_xml)}]}
+            "variants": [{"name": "walker", "xml": str(TINY_XML)}, {"name": "twin", **twin}]}
     return write_spec(tmp_path, spec)
 
 
@@ -123,7 +181,7 @@ def decisions(sweep: Path) -> list[dict]:
 
 def test_identical_variants_train_every_seed_up_to_max_and_resume_from_the_same_state(tmp_path):
     # The same XML twice: the same seed trains the same returns, so the pair is never separated.
-    spec = adaptive_spec(tmp_path, {"min": 2, "max": 4, "until": "separated"}, long_xml=TINY_XML)
+    spec = adaptive_spec(tmp_path, {"min": 2, "max": 4, "until": "separated"}, twin={"xml": str(TINY_XML)})
     sweep = tmp_path / "runs" / "adaptive"
     dry = run_sweep("run", str(spec), "--dry-run")
     assert dry.returncode == 0, dry.stderr
@@ -161,17 +219,23 @@ def test_identical_variants_train_every_seed_up_to_max_and_resume_from_the_same_
     assert "adaptive seeds, as decided: round 3: best walker; twin: at max, P(best > it) = 0.50" in table.stdout
     markdown = run_sweep("report", str(sweep), "--format", "md").stdout
     assert "## Adaptive seeds\n\n3 decisions, done; seeds per group: walker 4, twin 4." in markdown
-    assert "- round 1: best walker; twin: open, P(best > it) = 0.50 [0.00, 1.00] with 2 seeds; one more seed to " \
-           "walker, twin" in markdown
+    assert "- round 1: best walker; twin: open, P(best > it) = 0.50 with 2 seeds (D = 0; no D can cross at error " \
+           "0.05 yet, 1 look); one more seed to walker, twin" in markdown
     as_json = json.loads(run_sweep("report", str(sweep), "--format", "json").stdout)
     assert as_json["seed_rounds"] == first
+    # The verdict of a pair whose seeds were granted by looking is the sequential test's, not a one-look test's.
+    compared = run_sweep("report", str(sweep), "--compare").stdout
+    assert "twin vs walker: not separated with 4 seeds each (sequential rank test, round 3: D = 0 < 16 at error 0.05" \
+           in compared
     assert run_sweep("report", str(sweep), "--format", "html").returncode == 0
     page = (sweep / "report.html").read_text()
     assert "<h2>adaptive seeds</h2><p>3 decisions, done; seeds per group: walker 4, twin 4</p>" in page
 
 
 def test_variants_far_apart_stop_at_min_and_slurm_is_refused(tmp_path):
-    spec = adaptive_spec(tmp_path, {"min": 2, "max": 5})
+    # 5 seeds each of at most 6 is the first look at which the design's error allows a separation at all:
+    # 0.05 * 25/36 spent, above 2/252, the chance of a complete order of 5 and 5.
+    spec = adaptive_spec(tmp_path, {"min": 5, "max": 6})
     refused = run_sweep("run", str(spec), "--backend", "slurm")
     assert refused.returncode == 2
     assert "adaptive seeds add runs as results come in: use --backend local or ray, not slurm" in refused.stderr
@@ -180,7 +244,9 @@ def test_variants_far_apart_stop_at_min_and_slurm_is_refused(tmp_path):
     sweep = tmp_path / "runs" / "adaptive"
     [decision] = decisions(sweep)
     assert decision["round"] == 1 and not any(g["add"] for g in decision["groups"])
-    assert len([p for p in sweep.iterdir() if (p / "spec.json").exists()]) == 4
+    assert len([p for p in sweep.iterdir() if (p / "spec.json").exists()]) == 10
+    [pair] = decision["pairs"]
+    assert pair["separated"] and pair["looks"] == [[5, 5]] and pair["d"] >= pair["boundaries"][0]
 
 
 def test_the_example_config_validates_and_its_dry_run_says_what_it_may_cost(tmp_path):

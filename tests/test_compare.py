@@ -22,23 +22,28 @@ RNG = np.random.default_rng(7)
 FAR = {"good": list(RNG.normal(100, 5, 5)), "bad": list(RNG.normal(0, 5, 5))}
 
 
-def test_groups_far_apart_are_separated_and_the_verdict_names_the_better_and_the_seeds():
+def test_groups_far_apart_are_separated_and_the_verdict_names_the_test_the_better_and_the_seeds():
     [c] = compare(FAR)
     assert c.separated and c.p == 1.0 and c.seeds_needed is None
-    assert c.verdict() == "good > bad (P = 1.00 [1.00, 1.00], 5 seeds each)"
+    assert c.p_value == pytest.approx(2 / 252) and c.adjusted == c.p_value and c.family == 1
+    assert c.verdict() == "good > bad (rank test p = 0.0079; P = 1.00 [1.00, 1.00], 5 seeds each)"
     [reverse] = compare(FAR, [("bad", "good")])
-    assert reverse.verdict() == "good > bad (P = 1.00 [1.00, 1.00], 5 seeds each)"  # said of the better one
+    assert reverse.verdict() == "good > bad (rank test p = 0.0079; P = 1.00 [1.00, 1.00], 5 seeds each)"
 
 
-def test_a_complete_order_of_few_seeds_says_how_often_chance_alone_gives_it():
+def test_seeds_too_few_to_reach_the_level_say_so_and_name_the_count_that_could():
+    # Every seed of good beats every seed of bad, yet 3 vs 3 seeds cannot give a p below 2/20 = 0.1.
     [three] = compare({"good": [10.0, 11.0, 12.0], "bad": [0.0, 1.0, 2.0]})
-    assert (three.low, three.high, three.orderings) == (1.0, 1.0, 20)
-    assert three.verdict() == ("good > bad (P = 1.00 [1.00, 1.00], 3 seeds each); every seed of good beat every "
-                               "seed of bad, which chance alone does 1 time in 20")
-    [reverse] = compare({"bad": [0.0, 1.0], "good": [10.0, 11.0, 12.0]})
-    assert reverse.orderings == 10 and reverse.verdict().endswith("which chance alone does 1 time in 10")
-    [overlap] = compare({"good": [10.0, 11.0, 1.5], "bad": [0.0, 1.0, 2.0]})
-    assert overlap.orderings is None
+    assert (three.low, three.high, three.p_value) == (1.0, 1.0, pytest.approx(0.1))
+    assert not three.separated and not three.reachable and three.seeds_could == 4
+    assert three.verdict() == ("good vs bad: not separated with 3 seeds each (rank test p = 0.1; P(good > bad) = "
+                               "1.00 [1.00, 1.00]); 3 vs 3 seeds cannot separate anything at 95%: the smallest "
+                               "p-value they can give is 0.1; 4 seeds each could")
+    [four] = compare({"good": [10.0, 11.0, 12.0, 13.0], "bad": [0.0, 1.0, 2.0, 3.0]})
+    assert four.separated and four.p_value == pytest.approx(2 / 70)
+    # With six pairs Holm's strictest step is 0.05 / 6: only 5 seeds each could reach it.
+    six = {g: [float(i + 10 * k) for i in range(3)] for k, g in enumerate("abcd")}
+    assert {c.seeds_could for c in compare(six)} == {5}
 
 
 def test_close_groups_are_not_separated_and_the_verdict_says_how_many_seeds_would_do():
@@ -46,15 +51,15 @@ def test_close_groups_are_not_separated_and_the_verdict_says_how_many_seeds_woul
     [c] = compare(returns)
     assert not c.separated and c.p is not None and c.p > 0.5
     assert c.seeds_needed is not None and c.seeds_needed > 4
-    assert c.verdict().startswith("a vs b: not separated with 4 seeds each (P(a > b) = ")
+    assert c.verdict().startswith("a vs b: not separated with 4 seeds each (rank test p = 0.4; P(a > b) = ")
     assert c.verdict().endswith(f"; at the spread seen, about {c.seeds_needed} seeds each would separate them")
     more = {k: v * 8 for k, v in returns.items()}  # the same spread seen over 32 seeds each
     assert compare(more)[0].separated
 
 
 def test_identical_groups_are_never_said_to_differ():
-    [c] = compare({"a": [1.0, 2.0, 3.0], "b": [1.0, 2.0, 3.0]})
-    assert c.p == 0.5 and not c.separated and c.seeds_needed is None
+    [c] = compare({"a": [1.0, 2.0, 3.0, 4.0], "b": [1.0, 2.0, 3.0, 4.0]})
+    assert c.p == 0.5 and c.p_value == 1.0 and not c.separated and c.seeds_needed is None
     assert c.verdict().endswith("no difference seen: more seeds may never separate them")
 
 
@@ -124,12 +129,13 @@ def test_sweep_report_compare_prints_the_verdicts_and_json_and_report_md_carry_t
     sweep_of_two_variants(tmp_path)
     table = run_sweep("report", str(tmp_path), "--compare")
     assert table.returncode == 0, table.stderr
-    assert "good > bad (P = 1.00 [1.00, 1.00], 5 seeds each)" in table.stdout
-    assert "- good > bad (P = 1.00" in (tmp_path / "report.md").read_text()
+    assert "good > bad (rank test p = 0.0079; P = 1.00 [1.00, 1.00], 5 seeds each)" in table.stdout
+    assert "- good > bad (rank test p = 0.0079; P = 1.00" in (tmp_path / "report.md").read_text()
     data = json.loads(run_sweep("report", str(tmp_path), "--compare", "bad", "good", "--format", "json").stdout)
     [c] = data["comparisons"]
     assert (c["a"], c["b"], c["p"], c["low"], c["high"], c["seeds_a"], c["separated"]) == \
         ("bad", "good", 0.0, 0.0, 0.0, 5, True)
+    assert (c["p_value"], c["adjusted"], c["family"]) == (pytest.approx(2 / 252), pytest.approx(2 / 252), 1)
     assert "comparisons" not in json.loads(run_sweep("report", str(tmp_path), "--format", "json").stdout)
 
 

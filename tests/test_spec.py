@@ -86,7 +86,7 @@ def test_relative_paths_resolve_against_the_spec_folder(tmp_path):
     (GOOD.replace("seeds: 2", "seeds: {min: 2, max: 4, confidence: 0.3}"),
      "spec.yaml:6: seeds.confidence: Input should be greater than 0.5"),
     (GOOD.replace("seeds: 2", "seeds: {min: 2, max: 4, mni: 2}"),
-     "spec.yaml:6: seeds.mni: unknown key (allowed: min, max, until, confidence)"),
+     "spec.yaml:6: seeds.mni: unknown key (allowed: min, max, until, confidence, equal_within)"),
     (GOOD + "checkpoints_kept: 0\n", "spec.yaml:10: checkpoints_kept: Input should be greater than or equal to 1"),
 ])
 def test_syntax_keys_and_types(tmp_path, text, expected):

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 
 from ..plan.planned import Action, PlannedRun, Reason
 from ..results.rows import read_row
-from ..results.seeding import explain, next_round
+from ..results.seeding import explain, history, next_round
 from ..spec.sweepspec import AdaptiveSeeds
 from ..sweepdir.files import append_line, read_lines
 from ..sweepdir.models import RunSpec, RunState, SeedRound
@@ -87,13 +87,12 @@ class AdaptiveSource:
         self.outstanding |= run_ids
 
     def _decide(self) -> None:
-        returns = {g: [r for run in runs[:self.seeds[g]]
-                       if (r := read_row(self.sweep_dir.run(run.run_id)).final_return) is not None]
+        returns = {g: [read_row(self.sweep_dir.run(run.run_id)).final_return for run in runs[:self.seeds[g]]]
                    for g, runs in self.by_group.items()}
         last = self.rounds[-1] if self.rounds else None
-        same_seeds = last is not None and {g.group: g.seeds for g in last.groups} == self.seeds
+        same_seeds = last is not None and last.seeds() == self.seeds
         number = (last.round if same_seeds else last.round + 1) if last is not None else 1
-        decision = next_round(number, returns, self.seeds, self.policy)
+        decision = next_round(number, returns, history(self.rounds, number), self.policy)
         if decision != last:
             append_line(self.sweep_dir.seeds_jsonl, decision)  # on record before any seed it adds starts
             self.rounds.append(decision)

@@ -1,8 +1,11 @@
-"""Which group is better, and how sure: P(A > B) over seeds with its interval, and a plain verdict.
+"""Which group is better, and how sure: a test whose false alarms stay at the level it names, P(A > B) with its
+interval as the effect size, and a plain verdict.
 
-A pair is separated when the interval of P(A > B) leaves out 0.5 (a coin toss). When it is not, the
-verdict says how many seeds each would take at the spread seen: the interval's half-width shrinks as one
-over the square root of the seeds, so about n * (half-width / |P - 0.5|)^2 seeds bring it inside the gap.
+A pair is separated when a test says so at the report's level, with the family-wise error held over every
+pair compared: with fixed seeds, the exact rank test of results/ranktest.py with Holm's step-down over the
+pairs; with adaptive seeds, the group-sequential test the seeds were granted by (results/seeding.py, its
+verdicts read from seeds.jsonl), since a test for one look would overstate data gathered by looking.
+P(A > B) and its stratified-bootstrap interval say how large the difference is; they decide nothing.
 
 `matrix()` holds P(row > column) for every ordered pair, and `profiles()` each group's performance profile:
 the numbers `sweep report` draws and writes as JSON, so that figure and file never disagree.
@@ -12,12 +15,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from . import stats
+from . import ranktest, stats
 
 MIN_SEEDS = 2
 """Seeds a group needs before it is compared: one seed says nothing of the spread."""
@@ -36,53 +39,78 @@ class Comparison:
     low: float | None
     high: float | None
     confidence: float
+    """1 - the family-wise error the verdicts hold: 0.95 separates at most one pair in 20 sweeps of equals."""
+    p_value: float | None = None
+    """The exact two-sided rank-test p-value of this pair alone (fixed seeds)."""
+    adjusted: float | None = None
+    """p_value adjusted by Holm's step-down over the `family` pairs compared: separated when <= 1 - confidence."""
+    family: int = 1
+    """How many pairs the error is held over."""
+    sequential: str | None = None
+    """With adaptive seeds: the group-sequential test's verdict in words (how many looks, where it crossed)."""
+    separated: bool = False
+    equal: bool = False
+    """With adaptive seeds and `equal_within`: the pair was found equal within that margin."""
 
     @property
-    def separated(self) -> bool:
-        return self.low is not None and self.high is not None and (self.low > 0.5 or self.high < 0.5)
+    def alpha(self) -> float:
+        return 1.0 - self.confidence
+
+    @property
+    def reachable(self) -> bool:
+        """Whether these seed counts can give a p-value at the level at all (3 vs 3 at 5% cannot: at best 0.1)."""
+        return ranktest.smallest_p(self.seeds_a, self.seeds_b) <= self.alpha + 1e-12
+
+    @property
+    def seeds_could(self) -> int:
+        """The fewest seeds each that could separate this pair even at Holm's strictest step."""
+        return ranktest.seeds_to_reach(self.alpha / self.family)
 
     @property
     def seeds_needed(self) -> int | None:
-        """Seeds each that would separate the pair at the spread seen; None when separated or no gap is seen."""
+        """Seeds each that would separate the pair at the spread seen, a rough guide from the interval's
+        width; None when separated or no gap is seen."""
         if self.separated or self.p is None or self.low is None or self.high is None or self.p == 0.5:
             return None
         half = (self.high - self.low) / 2
         return max(math.ceil(min(self.seeds_a, self.seeds_b) * (half / abs(self.p - 0.5)) ** 2),
-                   min(self.seeds_a, self.seeds_b) + 1)
-
-    @property
-    def orderings(self) -> int | None:
-        """When every seed of one group beat every seed of the other (P = 1 or 0): in how many equally likely
-        orders of the seeds chance alone gives that one, C(n + m, n). The bootstrap interval of such a pair is
-        [1.00, 1.00] however few the seeds, so the verdict says it while that is fewer than a hundred."""
-        if self.p not in (0.0, 1.0):
-            return None
-        return math.comb(self.seeds_a + self.seeds_b, self.seeds_a)
+                   min(self.seeds_a, self.seeds_b) + 1, self.seeds_could)
 
     def verdict(self) -> str:
         seeds = self._seeds()
         if self.p is None or self.low is None or self.high is None:
             return f"{self.a} vs {self.b}: too few seeds to compare ({seeds}; at least 2 each)"
+        effect = f"P({self.a} > {self.b}) = {self.p:.2f} [{self.low:.2f}, {self.high:.2f}]"
         if self.separated:
             better, worse, p, low, high = (self.a, self.b, self.p, self.low, self.high) if self.p > 0.5 else \
                 (self.b, self.a, 1 - self.p, 1 - self.high, 1 - self.low)
-            said = f"{better} > {worse} (P = {p:.2f} [{low:.2f}, {high:.2f}], {seeds})"
-            if self.orderings is not None and self.orderings < 100:
-                said += (f"; every seed of {better} beat every seed of {worse}, which chance alone does 1 time in "
-                         f"{self.orderings}")
-            return said
-        said = (f"{self.a} vs {self.b}: not separated with {seeds} "
-                f"(P({self.a} > {self.b}) = {self.p:.2f} [{self.low:.2f}, {self.high:.2f}])")
+            return f"{better} > {worse} ({self._test()}; P = {p:.2f} [{low:.2f}, {high:.2f}], {seeds})"
+        if self.equal:
+            return f"{self.a} = {self.b} within the margin ({self._test()}; {effect}, {seeds})"
+        said = f"{self.a} vs {self.b}: not separated with {seeds} ({self._test()}; {effect})"
+        if self.sequential is None and not self.reachable:
+            return (f"{said}; {self.seeds_a} vs {self.seeds_b} seeds cannot separate anything at "
+                    f"{self.confidence:.0%}: the smallest p-value they can give is "
+                    f"{ranktest.smallest_p(self.seeds_a, self.seeds_b):.2g}; {self.seeds_could} seeds each could")
         if self.seeds_needed is None:
             return said + "; no difference seen: more seeds may never separate them"
         return said + f"; at the spread seen, about {self.seeds_needed} seeds each would separate them"
 
+    def _test(self) -> str:
+        if self.sequential is not None:
+            return self.sequential
+        assert self.p_value is not None and self.adjusted is not None
+        if self.family == 1:
+            return f"rank test p = {self.p_value:.2g}"
+        return f"rank test p = {self.p_value:.2g}, {self.adjusted:.2g} after Holm over {self.family} pairs"
+
     def flipped(self) -> Comparison:
-        """The same pair read the other way: P(B > A) = 1 - P(A > B) (ties count half), its interval mirrored."""
-        if self.p is None or self.low is None or self.high is None:
-            return Comparison(self.b, self.a, self.seeds_b, self.seeds_a, None, None, None, self.confidence)
-        return Comparison(self.b, self.a, self.seeds_b, self.seeds_a, 1 - self.p, 1 - self.high, 1 - self.low,
-                          self.confidence)
+        """The same pair read the other way: P(B > A) = 1 - P(A > B) (ties count half), its interval mirrored;
+        the test is symmetric and stays."""
+        mirrored = (None, None, None) if self.p is None or self.low is None or self.high is None else \
+            (1 - self.p, 1 - self.high, 1 - self.low)
+        return replace(self, a=self.b, b=self.a, seeds_a=self.seeds_b, seeds_b=self.seeds_a, p=mirrored[0],
+                       low=mirrored[1], high=mirrored[2])
 
     def _seeds(self) -> str:
         if self.seeds_a == self.seeds_b:
@@ -90,23 +118,57 @@ class Comparison:
         return f"{self.seeds_a} and {self.seeds_b} seeds"
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "separated": self.separated, "seeds_needed": self.seeds_needed,
-                "verdict": self.verdict()}
+        return {**asdict(self), "seeds_needed": self.seeds_needed, "verdict": self.verdict()}
 
 
 def compare(returns: dict[str, list[float]], pairs: list[tuple[str, str]] | None = None,
-            confidence: float = stats.CONFIDENCE) -> list[Comparison]:
-    """One comparison per pair (every pair of groups, in the order given, by default)."""
+            confidence: float = stats.CONFIDENCE, sequential: dict[frozenset[str], SequentialVerdict] | None = None
+            ) -> list[Comparison]:
+    """One comparison per pair (every pair of groups, in the order given, by default), the family-wise error
+    held over the pairs asked for. `sequential`: adaptive seeds' verdicts by pair, which then decide."""
     chosen = pairs if pairs is not None else list(itertools.combinations(returns, 2))
+    adjusted = rank_tests(returns, chosen)
+    alpha = 1.0 - confidence
     out = []
     for a, b in chosen:
         x, y = returns[a], returns[b]
-        if len(x) < MIN_SEEDS or len(y) < MIN_SEEDS:
+        if (a, b) not in adjusted:
             out.append(Comparison(a, b, len(x), len(y), None, None, None, confidence))
             continue
         low, high = stats.improvement_interval(x, y, confidence=confidence)
-        out.append(Comparison(a, b, len(x), len(y), stats.probability_of_improvement(x, y), low, high, confidence))
+        p_value, holm_p = adjusted[(a, b)]
+        base = Comparison(a, b, len(x), len(y), stats.probability_of_improvement(x, y), low, high, confidence,
+                          p_value=p_value, adjusted=holm_p, family=len(adjusted), separated=holm_p <= alpha + 1e-12)
+        said = (sequential or {}).get(frozenset((a, b)))
+        out.append(base if said is None else replace(base, sequential=said.words, separated=said.separated,
+                                                     equal=said.equal, family=said.family))
     return out
+
+
+def rank_tests(returns: dict[str, list[float]], pairs: list[tuple[str, str]]
+               ) -> dict[tuple[str, str], tuple[float, float]]:
+    """Each pair with enough seeds on both sides: its exact rank-test p-value and that p adjusted by Holm's
+    step-down over those pairs."""
+    tested = [(a, b) for a, b in pairs if len(returns[a]) >= MIN_SEEDS and len(returns[b]) >= MIN_SEEDS]
+    p_values = [ranktest.exact_p(returns[a], returns[b]) for a, b in tested]
+    return dict(zip(tested, zip(p_values, ranktest.holm(p_values), strict=True), strict=True))
+
+
+def separations(returns: dict[str, list[float]], confidence: float = stats.CONFIDENCE) -> set[frozenset[str]]:
+    """The pairs a fixed-seed report separates, every pair of groups tested: what `compare()` decides,
+    without the bootstrap of the effect sizes."""
+    tests = rank_tests(returns, list(itertools.combinations(returns, 2)))
+    return {frozenset(pair) for pair, (_, holm_p) in tests.items() if holm_p <= 1.0 - confidence + 1e-12}
+
+
+@dataclass(frozen=True)
+class SequentialVerdict:
+    """Adaptive seeds' last word on a pair (seeds.jsonl), which a report shows in place of a one-look test."""
+
+    separated: bool
+    equal: bool
+    family: int
+    words: str
 
 
 @dataclass(frozen=True)
@@ -137,12 +199,13 @@ class Matrix:
                 "low": field("low"), "high": field("high"), "separated": field("separated")}
 
 
-def matrix(returns: dict[str, list[float]], confidence: float = stats.CONFIDENCE) -> Matrix:
-    """Every ordered pair of groups. Each pair is bootstrapped once, above the diagonal, as `compare()` does;
-    below it the same pair is read the other way, so a cell and its mirror always add up to 1."""
+def matrix(returns: dict[str, list[float]], confidence: float = stats.CONFIDENCE,
+           sequential: dict[frozenset[str], SequentialVerdict] | None = None) -> Matrix:
+    """Every ordered pair of groups. Each pair is tested and bootstrapped once, above the diagonal, as
+    `compare()` does; below it the same pair is read the other way, so a cell and its mirror always add up to 1."""
     groups = list(returns)
     cells: list[list[Comparison | None]] = [[None] * len(groups) for _ in groups]
-    for comparison in compare(returns, confidence=confidence):
+    for comparison in compare(returns, confidence=confidence, sequential=sequential):
         i, j = groups.index(comparison.a), groups.index(comparison.b)
         cells[i][j], cells[j][i] = comparison, comparison.flipped()
     return Matrix(groups, [len(returns[g]) for g in groups], cells, confidence)
@@ -206,7 +269,20 @@ def pick(names: list[str], groups: list[str], variants: dict[str, str]) -> list[
     return [(chosen[0], chosen[1])]
 
 
+def method(comparisons: list[Comparison]) -> str:
+    """What the verdicts rest on, in one sentence for report.md and report.html."""
+    first = comparisons[0]
+    if first.sequential is not None:
+        test = ("the group-sequential rank test adaptive seeds were granted by (seeds.jsonl), its error spent "
+                "over the looks")
+    else:
+        test = "an exact two-sided rank test (Mann-Whitney U, every split of the seeds counted)"
+    return (f"A pair is separated when {test} rejects at {first.alpha:.0%} with Holm's step-down over the "
+            f"{first.family} pairs, so that the chance of any false separation among groups that do not differ is "
+            f"at most {first.alpha:.0%}. P(A > B) over seeds, with its {first.confidence:.0%} stratified-bootstrap "
+            "interval, says how large the difference is.")
+
+
 def to_markdown(comparisons: list[Comparison]) -> str:
-    lines = ["## Comparisons", "", f"P(A > B) over seeds with its {comparisons[0].confidence:.0%} interval "
-             "(stratified bootstrap); a pair is separated when the interval leaves out 0.5.", ""]
+    lines = ["## Comparisons", "", method(comparisons), ""]
     return "\n".join(lines + [f"- {c.verdict()}" for c in comparisons]) + "\n"

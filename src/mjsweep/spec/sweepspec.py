@@ -190,7 +190,8 @@ class TrackingSpec(_Strict):
 
 class AdaptiveSeeds(_Strict):
     """`seeds: {min: 3, max: 10, until: separated}`: every group (variant x grid point) trains `min` seeds,
-    then one more seed a round goes to the groups not yet separated from the best one (docs/statistics.md)."""
+    then one more seed a round goes to the groups not yet separated from the best one by a group-sequential
+    test that holds the family-wise error over every look and pair (docs/statistics.md)."""
 
     min: int = Field(ge=2)
     """Seeds every group trains first: a comparison needs at least 2 on each side."""
@@ -199,7 +200,10 @@ class AdaptiveSeeds(_Strict):
     until: Literal["separated"] = "separated"
     """When to stop adding: once the best group is separated from every other."""
     confidence: float = Field(0.95, gt=0.5, lt=1)
-    """Of the interval of P(best > other) that must leave out 0.5."""
+    """1 - the chance, over every look and every pair, of separating any two groups that do not differ."""
+    equal_within: float | None = Field(None, gt=0, allow_inf_nan=False)
+    """A margin of final return: a group whose shift against the best is shown to lie within it gets no more
+    seeds ("equal")."""
 
     @field_validator("max")
     @classmethod

@@ -407,10 +407,12 @@ class TrialRecord(FileModel):
 
 
 class SeedVerdict(str, Enum):
-    BEST = "best"            # the group every other is compared with: highest mean final return
-    SEPARATED = "separated"  # P(best > it) has an interval that leaves out 0.5
-    OPEN = "open"            # not separated yet: one more seed this round
-    AT_MAX = "at max"        # not separated, but it has trained its `max` seeds
+    BEST = "best"            # the group every other is compared with: highest mean final return in play
+    SEPARATED = "separated"  # the sequential test separates it from the best
+    EQUAL = "equal"          # found equal to the best within `equal_within`: no more seeds
+    OPEN = "open"            # not decided yet: one more seed this round
+    AT_MAX = "at max"        # not decided, but it has trained its `max` seeds
+    STOPPED = "stopped"      # left the contenders in an earlier round; its seeds stay as they are
     NO_RETURN = "no return"  # none of its seeds gave a final return (all failed): no more seeds
 
 
@@ -426,12 +428,35 @@ class SeedGroup(BaseModel):
     """How many of them gave a final return."""
     mean: float | None = None
     p: float | None = None
-    """P(best > this group) with its interval; None for the best group, or with fewer than 2 returns."""
+    """P(best > this group); None for the best group, or with fewer than 2 returns."""
     low: float | None = None
     high: float | None = None
+    """The bootstrap interval of p, in rounds decided before the sequential test (schema 1 of this file)."""
     verdict: SeedVerdict
     add: bool = False
     """It gets one more seed."""
+
+
+class SeedPair(BaseModel):
+    """One pair's group-sequential rank test as it stood at a round (results/seeding.py): enough to recheck it
+    by hand from the returns of the seeds named."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    a: str
+    b: str
+    looks: list[list[int]]
+    """The returns each group had at each of this pair's looks: [[n_a, n_b], ...]."""
+    u: float
+    """Mann-Whitney U of a over b at the last look (a tie counts one half)."""
+    d: float
+    """|2U - n_a n_b| at the last look: the statistic the boundaries bound."""
+    boundaries: list[float | None]
+    """D's boundary at each look at `level` (None: no D could cross there)."""
+    level: float
+    """The error this pair was last tested at: alpha / (pairs not yet separated), Holm's step."""
+    separated: bool
+    equal: bool = False
 
 
 class SeedRound(FileModel):
@@ -443,6 +468,11 @@ class SeedRound(FileModel):
     best: str | None
     confidence: float
     groups: list[SeedGroup]
+    test: str | None = None
+    """The test the decision rests on, in words; None in rounds decided before the sequential test."""
+    pairs: list[SeedPair] = Field(default_factory=list)
+    """Every pair's sequential test at this round (empty in rounds decided before it)."""
+    equal_within: float | None = None
 
     @property
     def done(self) -> bool:
@@ -452,6 +482,10 @@ class SeedRound(FileModel):
     def granted(self) -> dict[str, int]:
         """Seeds each group has once this round's seeds are added."""
         return {g.group: g.seeds + int(g.add) for g in self.groups}
+
+    def seeds(self) -> dict[str, int]:
+        """Seeds each group had when this round was decided: the round's look."""
+        return {g.group: g.seeds for g in self.groups}
 
 
 class CrossResult(FileModel):

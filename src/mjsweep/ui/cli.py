@@ -451,14 +451,16 @@ def report(
     if names and not compare:
         raise InputError(f"sweep report: {' '.join(names)}: group names go with --compare")
     returns = _returns(groups, rows)
-    comparisons = _comparisons(groups, returns, names or []) if compare else None
+    rounds = _seed_rounds(folder)
+    sequential = _sequential_verdicts(rounds)
+    comparisons = _comparisons(groups, returns, names or [], sequential) if compare else None
     decisions = None
     # The figures cost a second or two (matplotlib, the bootstrap of every pair): drawn when asked for, and for
     # report.html, which draws figures anyway and is what a sweep's results are shared as.
     if compare or fmt == "html":
         from .decision_figures import decide
 
-        decisions = decide(folder, returns, f"sweep {folder.path.name}")
+        decisions = decide(folder, returns, f"sweep {folder.path.name}", sequential)
     view = read_sweep(folder.path)
     warnings = [str(w) for w in view.warnings]
     csv_text = reportlib.to_csv(groups)
@@ -476,7 +478,6 @@ def report(
         md_text += "\n" + comparisons_markdown(comparisons)
     if decisions is not None:
         md_text += "\n" + decisions.markdown(folder)
-    rounds = _seed_rounds(folder)
     if rounds:
         from ..results.seeding import to_markdown as seeds_markdown
 
@@ -530,15 +531,22 @@ def _returns(groups, rows) -> dict[str, list[float]]:
     return returns
 
 
-def _comparisons(groups, returns: dict[str, list[float]], names: list[str]):
-    """The report's groups compared pairwise over their seeds' final returns (results/compare.py)."""
+def _comparisons(groups, returns: dict[str, list[float]], names: list[str], sequential):
+    """The report's groups compared pairwise over their seeds' final returns (results/compare.py); with
+    adaptive seeds, each pair's verdict is the sequential test's."""
     from ..results import compare as comparelib
 
     try:
         pairs = comparelib.pick(names, list(returns), {g.group: g.variant for g in groups})
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    return comparelib.compare(returns, pairs)
+    return comparelib.compare(returns, pairs, sequential=sequential)
+
+
+def _sequential_verdicts(rounds):
+    from ..results.seeding import verdicts
+
+    return verdicts(rounds) if rounds else None
 
 
 def _seed_rounds(folder):

@@ -52,8 +52,8 @@ class Decisions:
         if self.drawn:
             lines += [f"![{MATRIX_CAPTION}]({folder.report_matrix_png.name})", "",
                       f"![{PROFILE_CAPTION}]({folder.report_profile_png.name})", "",
-                      f"{folder.report_matrix_png.name}: P(row > column), a bold, outlined cell when its 95% "
-                      "interval leaves out 0.5; "
+                      f"{folder.report_matrix_png.name}: P(row > column) with its 95% interval, a bold, outlined "
+                      "cell when the pair's test separates it (the family-wise error held at 5%); "
                       f"{folder.report_profile_png.name}: the fraction of each group's runs whose final return is "
                       "above tau, with a 95% stratified-bootstrap band."]
         else:
@@ -69,10 +69,12 @@ def label(group: str, seeds: int) -> str:
     return f"{group} ({seeds_text(seeds)})"
 
 
-def decide(folder: SweepDir, returns: dict[str, list[float]], title: str) -> Decisions:
+def decide(folder: SweepDir, returns: dict[str, list[float]], title: str,
+           sequential: dict[frozenset[str], comparelib.SequentialVerdict] | None = None) -> Decisions:
     """The matrix and the profiles of `returns` (group -> final returns, in the report's order), drawn into
-    the sweep folder when there is something to compare."""
-    matrix = comparelib.matrix(returns)
+    the sweep folder when there is something to compare. `sequential`: adaptive seeds' verdicts, which decide
+    which cells are separated."""
+    matrix = comparelib.matrix(returns, sequential=sequential)
     profiles = comparelib.profiles(returns)
     comparable = len(matrix.comparable)
     if comparable < 2:
@@ -128,7 +130,7 @@ def matrix_png(matrix: comparelib.Matrix, title: str) -> bytes:
     ax.set_yticks(range(n), labels)
     ax.set(xlabel="column", ylabel="row",
            title=f"{title}: P(row > column) over seeds, 95% interval\n"
-                 "bold and outlined: separated (the interval leaves out 0.5); n/a: fewer than "
+                 f"bold and outlined: separated by the test at {matrix.confidence:.0%}, family-wise; n/a: fewer than "
                  f"{comparelib.MIN_SEEDS} seeds")
     ax.title.set_fontsize(9)
     fig.colorbar(image, ax=ax, label="P(row > column)", fraction=0.046, pad=0.04)

@@ -182,12 +182,14 @@ def _figures(folder: SweepDir, rows: list[ResultRow]) -> list[str]:
 
 def _decisions(folder: SweepDir, decisions: Decisions) -> list[str]:
     """The figures `sweep report` drew into the sweep folder, then the verdict of every pair."""
+    from ..results.compare import method
     from .decision_figures import MATRIX_CAPTION, PROFILE_CAPTION
 
+    comparisons = decisions.matrix.comparisons()
+    said = f" {method(comparisons)}" if comparisons else ""
     parts = ["<h2>which group beats which</h2>",
-             f"<p>P(A &gt; B): the chance that a seed of A beats a seed of B (ties count half), with its "
-             f"{decisions.matrix.confidence:.0%} stratified-bootstrap interval; a pair is separated when the "
-             "interval leaves out 0.5.</p>"]
+             "<p>P(A &gt; B): the chance that a seed of A beats a seed of B (ties count half), with its "
+             f"{decisions.matrix.confidence:.0%} stratified-bootstrap interval.{html.escape(said)}</p>"]
     if decisions.drawn:
         parts += [_image_figure(folder.report_matrix_png.read_bytes(), MATRIX_CAPTION),
                   _image_figure(folder.report_profile_png.read_bytes(), PROFILE_CAPTION)]
