@@ -44,10 +44,12 @@ def draw(distribution: str, rng: np.random.Generator, shape: tuple[int, ...],
 
 
 def scale(distribution: str, pool: np.ndarray | None = None) -> float:
-    """What an effect of 1 shifts by: the spread of a seed that learns (the pool's std when resampled)."""
-    if distribution == "resampled" and pool is not None:
-        return float(np.std(pool, ddof=1)) or 1.0
-    return 1.0
+    """What an effect of 1 shifts by: the returns' interquartile range over 1.349 (the standard deviation of a
+    normal distribution, and a finite spread for heavy tails and for seeds that fail)."""
+    values = pool if distribution == "resampled" and pool is not None else \
+        draw(distribution, np.random.default_rng(0), (200_000,))
+    low, high = np.percentile(values, [25, 75])
+    return float(high - low) / 1.349 or 1.0
 
 
 @dataclass(frozen=True)
@@ -163,3 +165,121 @@ def equal_power_seeds(curve: list[Outcome], power: float) -> float | None:
         if p1 >= power:
             return n0 + (n1 - n0) * (power - p0) / (p1 - p0)
     return points[-1][0] if points and points[-1][1] >= power else None
+
+
+@dataclass(frozen=True)
+class StatsConfig:
+    min_seeds: int = 3
+    max_seeds: int = 10
+    groups: tuple[int, ...] = (2, 6)
+    effect: float = 2.0
+    """The first group's shift in the alternative, in units of the distribution's scale."""
+    power: float = 0.9
+    """The power at which fixed and adaptive seeds are compared."""
+    sweeps: int = 1000
+    confidence: float = 0.95
+    pool: tuple[float, ...] | None = None
+    """Final returns of a finished sweep to resample from, beside the named distributions."""
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class SettingResult:
+    groups: int
+    distribution: str
+    null_fixed: Outcome
+    """Fixed seeds at `max_seeds` each, nothing differing."""
+    null_adaptive: Outcome
+    """Adaptive seeds from `min_seeds` to `max_seeds`, nothing differing."""
+    alt_fixed: list[Outcome]
+    """Fixed designs at min, min + 1, ... seeds under the alternative, up to the first past the target power."""
+    alt_adaptive: list[Outcome]
+    """Adaptive designs at increasing max under the alternative, up to the first past the target power."""
+    power: float
+
+    @property
+    def fixed_seeds(self) -> float | None:
+        """The seeds each the fixed design needs for the target power (linear between seed counts)."""
+        return equal_power_seeds(self.alt_fixed, self.power)
+
+    @property
+    def adaptive_seeds(self) -> float | None:
+        """The mean seeds each adaptive seeds spend at the target power (linear between two maxima)."""
+        points = [(o.power or 0.0, o.seeds_per_group) for o in self.alt_adaptive]
+        for (p0, s0), (p1, s1) in zip(points, points[1:], strict=False):
+            if p1 >= self.power > p0:
+                return s0 + (s1 - s0) * (self.power - p0) / (p1 - p0)
+        return points[0][1] if points and points[0][0] >= self.power else None
+
+    @property
+    def saving(self) -> float | None:
+        """The share of seeds adaptive seeds save against the fixed design of equal power and error."""
+        fixed_n, adaptive_n = self.fixed_seeds, self.adaptive_seeds
+        return None if fixed_n is None or adaptive_n is None else 1.0 - adaptive_n / fixed_n
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"groups": self.groups, "distribution": self.distribution, "null_fixed": self.null_fixed.to_dict(),
+                "null_adaptive": self.null_adaptive.to_dict(), "alt_fixed": [o.to_dict() for o in self.alt_fixed],
+                "alt_adaptive": [o.to_dict() for o in self.alt_adaptive], "power": self.power,
+                "fixed_seeds": self.fixed_seeds, "adaptive_seeds": self.adaptive_seeds, "saving": self.saving}
+
+
+def run_stats(config: StatsConfig, on_step: Callable[[str], None] = lambda line: None) -> list[SettingResult]:
+    """Every setting: each group count x each distribution (and the pool, when given)."""
+    pool = np.asarray(config.pool, dtype=float) if config.pool else None
+    names = [*DISTRIBUTIONS, *(["resampled"] if pool is not None else [])]
+    return [_setting(config, groups, name, pool, on_step) for groups in config.groups for name in names]
+
+
+def _setting(config: StatsConfig, groups: int, name: str, pool: np.ndarray | None,
+             on_step: Callable[[str], None]) -> SettingResult:
+    sample, unit = sampler(name, pool), scale(name, pool)
+    on_step(f"{groups} groups, {name} returns: {config.sweeps} simulated sweeps per design")
+
+    def run_fixed(seeds: int, effect: float) -> Outcome:
+        return fixed(groups, seeds, sample, effect, unit, config.sweeps, config.seed, config.confidence, name)
+
+    def run_adaptive(top: int, effect: float) -> Outcome:
+        policy = AdaptiveSeeds(min=config.min_seeds, max=top, confidence=config.confidence)
+        return adaptive(groups, policy, sample, effect, unit, config.sweeps, config.seed, name)
+
+    curve = [run_fixed(config.min_seeds, config.effect)]
+    while (curve[-1].power or 0.0) < config.power and curve[-1].seeds_per_group < 4 * config.max_seeds:
+        curve.append(run_fixed(int(curve[-1].seeds_per_group) + 1, config.effect))
+    needed = equal_power_seeds(curve, config.power)
+    designs: list[Outcome] = []
+    top = max(config.min_seeds + 1, math.floor(needed or 0))
+    while needed is not None and (not designs or (designs[-1].power or 0.0) < config.power) \
+            and top <= 4 * config.max_seeds:
+        designs.append(run_adaptive(top, config.effect))
+        top += 1
+    return SettingResult(groups, name, run_fixed(config.max_seeds, 0.0), run_adaptive(config.max_seeds, 0.0),
+                         curve, designs, config.power)
+
+
+def render(results: list[SettingResult], config: StatsConfig) -> str:
+    """The Markdown table BENCHMARKS.md shows."""
+    alpha = 1 - config.confidence
+    lines = [f"Nothing differing: the family-wise false separation rate with its 95% interval, fixed "
+             f"{config.max_seeds} seeds each (exact rank test, Holm) and adaptive {config.min_seeds} to "
+             f"{config.max_seeds} (group-sequential rank test, Holm), error {alpha:.0%}. The first group shifted by "
+             f"{config.effect:g} x scale: the seeds each for {config.power:.0%} power (that group separated from "
+             f"every other), fixed against adaptive (min {config.min_seeds}, the max that reaches it). "
+             f"{config.sweeps} simulated sweeps per design.", "",
+             "| groups | returns | false sep., fixed | false sep., adaptive | fixed seeds | adaptive seeds (max) "
+             "| seeds saved |",
+             "|---|---|---|---|---|---|---|"]
+    for r in results:
+        fixed_n, adaptive_n = r.fixed_seeds, r.adaptive_seeds
+        top = f" (max {r.alt_adaptive[-1].design.split()[-2].split('-')[-1]})" if r.alt_adaptive else ""
+        lines.append(
+            f"| {r.groups} | {r.distribution} | {_rate(r.null_fixed)} | {_rate(r.null_adaptive)} "
+            f"| {f'over {4 * config.max_seeds}' if fixed_n is None else f'{fixed_n:.2f}'} "
+            f"| {'-' if adaptive_n is None else f'{adaptive_n:.2f}'}{top} "
+            f"| {'-' if r.saving is None else f'{r.saving:.0%}'} |")
+    return "\n".join(lines) + "\n"
+
+
+def _rate(outcome: Outcome) -> str:
+    low, high = outcome.false_interval
+    return f"{outcome.false_rate:.1%} [{low:.1%}, {high:.1%}]"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -44,13 +45,23 @@ def exact_p(a: Sequence[float], b: Sequence[float]) -> float:
     if n_a == 0 or n_b == 0:
         raise ValueError("a rank test needs at least one value on each side")
     # Doubled midranks are integers, so rank sums index an array exactly.
-    doubled = np.rint(2 * midranks(np.concatenate([x, y]))).astype(int)
+    pooled = np.concatenate([x, y])
+    doubled = np.rint(2 * midranks(pooled)).astype(int)
     observed = int(doubled[:n_a].sum())
     centre = n_a * (n_a + n_b + 1)  # E[doubled rank sum of A] under the null
-    counts = _subset_sums(doubled, n_a)
+    tied = len(np.unique(pooled)) < len(pooled)
+    counts = _subset_sums(doubled, n_a) if tied else _untied_sums(n_a, n_b)
     sums = np.arange(len(counts))
     extreme = counts[np.abs(sums - centre) >= abs(observed - centre)].sum()
     return float(min(1.0, extreme / counts.sum()))
+
+
+@lru_cache(maxsize=1024)
+def _untied_sums(n_a: int, n_b: int) -> np.ndarray:
+    """_subset_sums of the doubled ranks 2, 4, ..., 2N: the same for every sample without ties."""
+    counts = _subset_sums(2 * np.arange(1, n_a + n_b + 1), n_a)
+    counts.flags.writeable = False
+    return counts
 
 
 def _subset_sums(values: np.ndarray, size: int) -> np.ndarray:

@@ -708,9 +708,20 @@ def bench(
                                             "file (as pasted into BENCHMARKS.md)."),
     save: bool = typer.Option(True, "--save/--no-save", help="Keep the recommended --workers for this machine "
                               "as `sweep run`'s default."),
+    stats: bool = typer.Option(False, "--stats", help="Instead: the verdicts' error rates, power and seeds spent "
+                               "on simulated sweeps, fixed against adaptive seeds (docs/statistics.md)."),
+    sweeps: int = typer.Option(1000, "--sweeps", min=100, help="With --stats: simulated sweeps per design."),
+    effect: float = typer.Option(2.0, "--effect", min=0.1, help="With --stats: the better group's shift, in "
+                                 "units of the returns' spread."),
+    resample: Path | None = typer.Option(None, "--from", help="With --stats: also simulate sweeps whose returns "
+                                         "are resampled from this finished sweep folder's final returns."),
 ) -> None:
     """Measure throughput through mjsweep (N = 1, 2, 4, ...) against a naive Pool; recommend --workers."""
     import json
+
+    if stats:
+        _bench_stats(sweeps, effect, resample, as_json, markdown)
+        return
 
     from ..bench import BenchConfig, run_bench
     from ..bench.table import render as render_bench
@@ -733,6 +744,26 @@ def bench(
         markdown.write_text(table, encoding="utf-8")
     if save and not report.failed:
         _keep_recommendation(report, cores, env)
+
+
+def _bench_stats(sweeps: int, effect: float, resample: Path | None, as_json: bool, markdown: Path | None) -> None:
+    """`sweep bench --stats`: bench/decisions.py's simulations, as a table or JSON."""
+    import json
+
+    from ..bench import decisions
+    from ..results.rows import collect
+
+    pool = None
+    if resample is not None:
+        pool = tuple(r.final_return for r in collect(resample) if r.final_return is not None)
+        if len(pool) < 2:
+            raise InputError(f"--from {resample}: fewer than 2 runs with a final return to resample")
+    config = decisions.StatsConfig(effect=effect, sweeps=sweeps, pool=pool)
+    results = decisions.run_stats(config, lambda line: print(f"bench: {line}", file=sys.stderr, flush=True))
+    table = decisions.render(results, config)
+    sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=2) + "\n" if as_json else table)
+    if markdown:
+        markdown.write_text(table, encoding="utf-8")
 
 
 def _overhead_algos(text: str) -> tuple[str, ...]:
