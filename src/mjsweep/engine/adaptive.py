@@ -19,7 +19,7 @@ from ..sweepdir.files import append_line, read_lines
 from ..sweepdir.models import RunSpec, RunState, SeedRound
 from .recorder import StatusRecorder
 from .scheduler import Event, EventKind
-from .sweep import Runs, RunsOpener, SweepPlan, decide, reindex, write_run_dir
+from .sweep import Runs, RunsOpener, SweepPlan, decide, earlier_spec_notes, reindex, write_run_dir
 
 
 class AdaptiveSource:
@@ -124,7 +124,7 @@ def adaptive_runs(plan: SweepPlan, policy: AdaptiveSeeds) -> RunsOpener:
         skipped = source.open(planned)
         return Runs([p for p in planned if p.action is not Action.SKIP], source=source, skipped=skipped,
                     orphans=[p.run.run_id for p in planned if p.reason is Reason.LEFT_RUNNING],
-                    notes=[Event(EventKind.SEEDS, None, source.summary()),
+                    notes=[Event(EventKind.SEEDS, None, source.summary()), *earlier_spec_notes(plan),
                            *(Event(EventKind.WARNING, p.run.run_id, f"{p.note}; running it again")
                              for p in planned if p.reason is Reason.CORRUPT)])
     return open_runs

@@ -31,7 +31,7 @@ from ..spec import sweepspec as speclib
 from ..spec.algos import ALGOS
 from ..sweepdir import index as runindex
 from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, write_model, write_text_atomic
-from ..sweepdir.models import RunSpec, RunState, SweepVariants, VariantRecord, succeeded
+from ..sweepdir.models import PlanRecord, RunSpec, RunState, SweepVariants, VariantRecord, succeeded
 from ..worker.tracking import check_tracking
 from .modelcheck import ModelCheck
 from .recorder import StatusRecorder
@@ -237,9 +237,34 @@ def planned_runs(plan: SweepPlan, order: Order = Order.BREADTH) -> RunsOpener:
             runs=[p.run for p in in_start_order(plan, planned, order) if p.action is not Action.SKIP],
             skipped=[p.run.run_id for p in planned if p.action is Action.SKIP],
             orphans=[p.run.run_id for p in planned if p.reason is Reason.LEFT_RUNNING],
-            notes=[Event(EventKind.WARNING, p.run.run_id, f"{p.note}; running it again")
-                   for p in planned if p.reason is Reason.CORRUPT])
+            notes=[*earlier_spec_notes(plan),
+                   *(Event(EventKind.WARNING, p.run.run_id, f"{p.note}; running it again")
+                     for p in planned if p.reason is Reason.CORRUPT)])
     return open_runs
+
+
+def earlier_spec_notes(plan: SweepPlan) -> list[Event]:
+    """A line when the folder holds runs this plan does not include (an earlier spec's: another budget,
+    settings, model or env): a report shows this plan's runs and counts those apart, never as seeds of a group
+    of this plan."""
+    from ..results.experiments import differences
+    from ..results.rows import read_row
+
+    planned = {r.run_id for r in plan.runs}
+    by_group = {r.group: r for r in plan.runs}
+    others = [read_row(d) for d in plan.sweep_dir.run_dirs() if d.run_id not in planned]
+    if not others:
+        return []
+    changes: dict[str, str] = {}
+    for row in others:
+        if row.spec is not None and row.spec.group not in changes:
+            now = by_group.get(row.spec.group)
+            changes[row.spec.group] = differences(row.spec, now) if now is not None else "not in this plan"
+    said = "; ".join(f"{g}: {c}" for g, c in list(changes.items())[:3]) + ("; ..." if len(changes) > 3 else "")
+    return [Event(EventKind.WARNING, None,
+                  f"this folder holds {len(others)} run{'s' if len(others) != 1 else ''} of an earlier spec that "
+                  f"this plan does not include ({said}); sweep report shows this plan's runs and counts those "
+                  "apart (--all-specs shows them)")]
 
 
 def execute(plan: SweepPlan, runs: RunsOpener, launcher: Launcher, options: SchedulerOptions,
@@ -280,10 +305,12 @@ def reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
 
 
 def _write_sweep_files(plan: SweepPlan, runs: list[RunSpec]) -> None:
-    """sweep.yaml, variants.json and the folder of each run about to run (a finished run's files are never
-    touched again)."""
+    """sweep.yaml, variants.json, plan.json and the folder of each run about to run (a finished run's files
+    are never touched again)."""
     write_text_atomic(plan.sweep_dir.sweep_yaml, yaml.safe_dump(plan.spec.resolved(), sort_keys=False))
     write_model(plan.sweep_dir.variants_json, variants_record(plan))
+    if plan.spec.search is None:  # a search's groups are its trials, made as it runs
+        write_model(plan.sweep_dir.plan_json, PlanRecord(experiments={r.group: r.experiment for r in plan.runs}))
     generated = {c.variant.name: c.variant.xml_text for c in plan.checks if c.variant.xml_text is not None}
     for run in runs:
         write_run_dir(plan.sweep_dir.run(run.run_id), run, generated.get(run.variant))

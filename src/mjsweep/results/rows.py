@@ -27,6 +27,8 @@ class ResultRow:
     result: RunResult | None
     problems: tuple[str, ...] = ()
     """Files that could not be read, each with why."""
+    label: str | None = None
+    """The group this row is counted in when it is not its spec's (a run of an earlier spec, shown apart)."""
 
     @property
     def variant(self) -> str:
@@ -42,6 +44,8 @@ class ResultRow:
 
     @property
     def group(self) -> str:
+        if self.label is not None:
+            return self.label
         return self.spec.group if self.spec else "?"
 
     @property

@@ -267,6 +267,7 @@ class SweepDir:
     trials_jsonl = property(lambda self: self.path / "trials.jsonl")
     seeds_jsonl = property(lambda self: self.path / "seeds.jsonl")
     variants_json = property(lambda self: self.path / "variants.json")
+    plan_json = property(lambda self: self.path / "plan.json")
     report_csv = property(lambda self: self.path / "report.csv")
     report_html = property(lambda self: self.path / "report.html")
     pictures = property(lambda self: self.path / "pictures")

@@ -7,6 +7,8 @@ names are those earlier versions wrote.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from enum import Enum
 from typing import Any, Literal, TypeVar
 
@@ -362,6 +364,27 @@ class RunSpec(FileModel):
     def group(self) -> str:
         """Runs that differ only by seed share a group: the unit a report aggregates over."""
         return " ".join([self.variant, *(f"{k}={format_value(v)}" for k, v in self.grid.items())])
+
+    def experiment_content(self) -> dict[str, Any]:
+        """What decides what the run computes, but the seed: runs of one experiment have equal contents."""
+        return {"env": self.env, "xml_sha256": self.xml_sha256, "env_kwargs": self.env_kwargs,
+                "max_episode_steps": self.max_episode_steps, "policy": self.policy, "algo": self.algo,
+                "hyperparams": self.hyperparams, "total_timesteps": self.total_timesteps, "n_envs": self.n_envs,
+                "vec_env": self.vec_env, "device": self.device, "normalize": self.normalize}
+
+    @property
+    def experiment(self) -> str:
+        """A short hash of experiment_content: seeds of one group pool only when it is equal."""
+        text = json.dumps(self.experiment_content(), sort_keys=True, default=repr)
+        return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+class PlanRecord(FileModel):
+    """plan.json: the experiment of every group the last `sweep run` planned, so that a report shows that
+    plan's runs and keeps runs of earlier specs apart. Folders from before it have none."""
+
+    experiments: dict[str, str]
+    """group -> RunSpec.experiment of its runs in the plan."""
 
 
 class TrialState(str, Enum):

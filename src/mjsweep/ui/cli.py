@@ -432,6 +432,8 @@ def report(
                                  "figures of P(row > column) and performance profiles in the sweep folder."),
     names: list[str] | None = typer.Argument(None, help="With --compare: two groups, each a variant's name or "
                                              "the group as the report names it.", show_default=False),
+    all_specs: bool = typer.Option(False, "--all-specs", help="Also the runs of earlier specs of this folder, "
+                                   "each experiment a group of its own (by default: the last plan's runs)."),
 ) -> None:
     """Mean, std, IQM and 95% CI of the final eval return over seeds; writes report.csv and report.md too."""
     from ..results import report as reportlib
@@ -442,7 +444,7 @@ def report(
     if fmt not in REPORT_FORMATS:
         raise InputError(f"--format {fmt!r}: choose one of {', '.join(REPORT_FORMATS)}")
     folder = SweepDir(sweep_dir)
-    rows = collect(folder)
+    rows, left_out = _plan_rows(folder, collect(folder), all_specs)
     if not rows:
         raise InputError(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
     if rank not in reportlib.RANKINGS:
@@ -462,7 +464,7 @@ def report(
 
         decisions = decide(folder, returns, f"sweep {folder.path.name}", sequential)
     view = read_sweep(folder.path)
-    warnings = [str(w) for w in view.warnings]
+    warnings = [str(w) for w in view.warnings] + ([left_out] if left_out else [])
     csv_text = reportlib.to_csv(groups)
     md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings)
     trials = _search_trials(folder)
@@ -520,6 +522,15 @@ def report(
 
             text = json.dumps({**json.loads(text), "trials": to_dicts(trials[0])}, indent=2) + "\n"
         sys.stdout.write(text)
+
+
+def _plan_rows(folder, rows, all_specs: bool):
+    """The last plan's runs (or every run, each earlier experiment a group of its own) and the line that says
+    what was left out (results/experiments.py)."""
+    from ..results import experiments
+
+    split = experiments.split(folder, rows)
+    return (experiments.apart(split), None) if all_specs else (split.current, split.note())
 
 
 def _returns(groups, rows) -> dict[str, list[float]]:
@@ -664,19 +675,23 @@ def plot(
     sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
     output: Path = typer.Option(..., "--output", "-o", help="The learning-curve PNG; final returns go "
                                 "next to it as <name>_final.png."),
+    all_specs: bool = typer.Option(False, "--all-specs", help="Also the runs of earlier specs of this folder, "
+                                   "each experiment a group of its own."),
 ) -> None:
     """Learning curves (mean over seeds, 95% CI band) and final returns per variant x grid point."""
     from ..results.rows import collect
+    from ..sweepdir.files import SweepDir
     from .plot import plot_sweep
 
-    rows = collect(sweep_dir)
+    rows, left_out = _plan_rows(SweepDir(sweep_dir), collect(sweep_dir), all_specs)
+    if left_out:
+        print(f"note: {left_out}", file=sys.stderr)
     if not rows:
         raise InputError(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
     if output.suffix.lower() != ".png":
         raise InputError(f"-o {output}: the output must be a .png file")
     written = plot_sweep(sweep_dir, rows, output)
     from ..search import results as searchresults
-    from ..sweepdir.files import SweepDir
 
     folder = SweepDir(sweep_dir)
     if (search := searchresults.searched(folder)) is not None:

@@ -1,0 +1,99 @@
+"""A group is one experiment: runs whose spec differs in anything but the seed are never seeds of one group.
+
+Running a spec folder again after changing the budget, an algorithm setting, a model's XML or an env kwarg
+gives new run ids beside the old runs. The last `sweep run` records the experiment of every group it
+planned (plan.json); a report shows those runs and counts the others apart, or, asked to, shows each earlier
+experiment as a group of its own. A folder from before plan.json takes each group's newest runs (by their
+spec.json) as its current experiment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..sweepdir.files import CorruptFileError, SweepDir, read_model
+from ..sweepdir.models import PlanRecord, RunSpec
+from .rows import ResultRow
+
+
+@dataclass(frozen=True)
+class Split:
+    current: list[ResultRow]
+    """The runs of the current plan (and rows whose spec could not be read: their problems are shown)."""
+    earlier: list[ResultRow]
+    """Runs of an earlier spec: another experiment of a planned group, or a group no longer planned."""
+    changes: dict[str, str]
+    """group -> what differs between its earlier runs and its current ones, in words."""
+
+    def note(self) -> str | None:
+        """One line for the report's warnings; None when every run is of the current plan."""
+        if not self.earlier:
+            return None
+        said = "; ".join(f"{group}: {change}" for group, change in self.changes.items())
+        return (f"{len(self.earlier)} run{'s' if len(self.earlier) != 1 else ''} of an earlier spec left out"
+                f"{f' ({said})' if said else ''}; --all-specs shows them as groups of their own")
+
+
+def current_experiments(folder: SweepDir, rows: list[ResultRow]) -> dict[str, str]:
+    """group -> the experiment of the current plan: plan.json's, else each group's newest run's."""
+    try:
+        record = read_model(folder.plan_json, PlanRecord)
+    except CorruptFileError:
+        record = None
+    if record is not None:
+        return record.experiments
+    newest: dict[str, tuple[int, str]] = {}
+    for row in rows:
+        if row.spec is None:
+            continue
+        try:
+            written = folder.run(row.run_id).spec_json.stat().st_mtime_ns
+        except OSError:
+            continue
+        if row.spec.group not in newest or written > newest[row.spec.group][0]:
+            newest[row.spec.group] = (written, row.spec.experiment)
+    return {group: experiment for group, (_, experiment) in newest.items()}
+
+
+def split(folder: SweepDir, rows: list[ResultRow]) -> Split:
+    experiments = current_experiments(folder, rows)
+    current: list[ResultRow] = []
+    earlier: list[ResultRow] = []
+    for row in rows:
+        is_current = row.spec is None or experiments.get(row.spec.group) == row.spec.experiment
+        (current if is_current else earlier).append(row)
+    reference = {r.spec.group: r.spec for r in current if r.spec is not None}
+    changes: dict[str, str] = {}
+    for row in earlier:
+        assert row.spec is not None
+        group = row.spec.group
+        if group not in changes:
+            now = reference.get(group)
+            changes[group] = differences(row.spec, now) if now is not None else "not in the current plan"
+    return Split(current, earlier, changes)
+
+
+def apart(split_rows: Split) -> list[ResultRow]:
+    """Every run, each earlier experiment a group of its own: "<group> [earlier spec <experiment>]"."""
+    labelled = [replace(row, label=f"{row.spec.group} [earlier spec {row.spec.experiment}]")
+                for row in split_rows.earlier if row.spec is not None]
+    return split_rows.current + labelled
+
+
+FIELDS = {"total_timesteps": "total_timesteps", "hyperparams": "algorithm settings", "xml_sha256": "XML content",
+          "env_kwargs": "env_kwargs", "n_envs": "n_envs", "normalize": "normalize", "env": "env", "algo": "algo",
+          "max_episode_steps": "max_episode_steps", "policy": "policy", "vec_env": "vec_env", "device": "device"}
+
+
+def differences(old: RunSpec, new: RunSpec) -> str:
+    """What an earlier run's spec has that the current one does not, in words: 'total_timesteps 256, now 384'."""
+    a, b = old.experiment_content(), new.experiment_content()
+    said = []
+    for key, name in FIELDS.items():
+        if a[key] == b[key]:
+            continue
+        if isinstance(a[key], dict | list) or key == "xml_sha256":
+            said.append(f"{name} differ")
+        else:
+            said.append(f"{name} {a[key]}, now {b[key]}")
+    return ", ".join(said) or "another experiment"
