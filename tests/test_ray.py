@@ -264,6 +264,26 @@ def test_unreachable_address_is_one_error_line(tmp_path, tiny_spec):
     assert not (tmp_path / "runs").exists()  # nothing was written
 
 
+def test_rays_oom_killer_is_named_as_one_and_another_death_is_lost():
+    pytest.importorskip("ray")
+    from ray.exceptions import ActorDiedError, OutOfMemoryError, RayActorError
+
+    from mjsweep.engine.causes import cause_of
+    from mjsweep.engine.failures import classify
+    from mjsweep.launchers.ray import end_of_actor
+
+    # A task's OutOfMemoryError, and an actor's death with the raylet's words for its memory monitor's kill.
+    raylet = ("The actor is dead because its worker process has died. Worker exit type: USER_ERROR Worker exit "
+              "detail: Task was killed due to the node running low on memory.")
+    for exc in (OutOfMemoryError("Task was killed due to the node running low on memory."),
+                RayActorError("abc", raylet)):
+        end = end_of_actor(exc)
+        failure = classify(end, stopped=False, timed_out=False, succeeded=False)
+        assert failure.value == "out-of-memory"
+        assert cause_of(end, failure, "").startswith("killed by Ray's OOM killer")
+    assert end_of_actor(ActorDiedError()).kind.value == "lost"
+
+
 def test_without_ray_the_error_says_how_to_install_it(tmp_path, tiny_spec, monkeypatch):
     spec = write_spec(tmp_path, {**tiny_spec, "runs_dir": str(tmp_path / "runs")})
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError

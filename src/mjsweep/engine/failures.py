@@ -8,11 +8,11 @@ from ..sweepdir.models import FailureClass
 
 WORKER_INTERRUPTED = 130
 """The worker's exit code after a requested stop and a saved checkpoint."""
-RETRYABLE = frozenset({FailureClass.KILLED, FailureClass.TIMEOUT, FailureClass.LOST})
+RETRYABLE = frozenset({FailureClass.KILLED, FailureClass.TIMEOUT, FailureClass.LOST, FailureClass.OUT_OF_MEMORY})
 """Ends the run itself did not cause: another attempt may finish it. An error would happen again."""
 UNASKED_ENDS = {
-    ExitKind.KILLED: FailureClass.KILLED,         # a signal nobody in this sweep sent (OOM killer, kill -9)
-    ExitKind.OUT_OF_MEMORY: FailureClass.KILLED,
+    ExitKind.KILLED: FailureClass.KILLED,         # a signal nobody in this sweep sent (kill -9)
+    ExitKind.OUT_OF_MEMORY: FailureClass.OUT_OF_MEMORY,
     ExitKind.CANCELLED: FailureClass.KILLED,
     ExitKind.TIME_LIMIT: FailureClass.KILLED,     # the cluster's limit, not --timeout
     ExitKind.LOST: FailureClass.LOST,

@@ -22,6 +22,7 @@ from ..errors import LaunchError
 from ..launchers.base import Launcher, RunExit, RunHandle
 from ..sweepdir.files import SweepDir, now_iso
 from ..sweepdir.models import FailureClass, RunSpec, RunState, RunStatus
+from .causes import cause_of
 from .failures import classify, should_retry
 from .memory import MeasuredPeaks, memory_admits, run_memory_mb
 from .recorder import StatusRecorder
@@ -201,7 +202,8 @@ class Scheduler:
         except (OSError, LaunchError) as exc:  # cannot fork, disk full, sbatch refused: this run fails alone
             self.recorder.record(run_dir, RunStatus(state=RunState.FAILED, attempts=attempts,
                                                     failure=FailureClass.ERROR, ended_at=now_iso(),
-                                                    error_tail=f"could not start the worker: {exc}"))
+                                                    error_tail=f"could not start the worker: {exc}",
+                                                    cause=f"could not start the worker: {exc}"))
             outcome.failed.append(run.run_id)
             self._ended(run.run_id, RunState.FAILED)
             self.on_event(Event(EventKind.FAILED, run.run_id, f"could not start the worker: {exc}"))
@@ -287,13 +289,17 @@ class Scheduler:
             self.on_event(Event(EventKind.SUCCEEDED, active.run.run_id))
             self._ended(active.run.run_id, RunState.SUCCEEDED)
             return
-        tail = run_dir.error_tail() if run_dir.path.is_dir() else \
-            f"its run folder {run_dir.path} was deleted while it ran"  # log.txt went with it
+        if run_dir.path.is_dir():
+            tail = run_dir.error_tail()
+            cause = cause_of(end, failure, tail, timeout_s=self.options.timeout_s, peak_mb=peak_rss)
+        else:  # log.txt went with it
+            tail, cause = "", f"its run folder {run_dir.path} was deleted while it ran"
         state = RunState.INTERRUPTED if failure is FailureClass.INTERRUPTED else RunState.FAILED
         if active.pruned_at is not None:
-            state = RunState.PRUNED
-        status = active.status.model_copy(update={"state": state, "failure": failure, "error_tail": tail,
-                                                  **ended})
+            state, cause = RunState.PRUNED, "pruned: its trial was behind the others"
+        # The cause ends the tail: whatever shows error_tail's last line (older readers too) shows it.
+        status = active.status.model_copy(update={"state": state, "failure": failure, "cause": cause,
+                                                  "error_tail": f"{tail}\n{cause}" if tail else cause, **ended})
         self.recorder.record(run_dir, status)
         if state is RunState.PRUNED:
             outcome.pruned.append(active.run.run_id)
@@ -301,14 +307,13 @@ class Scheduler:
             self._ended(active.run.run_id, state)
         elif should_retry(failure, active.attempt, self.options.retries, stopping=bool(self._stop_requests)):
             pending.append((active.run, active.attempt + 1))
-            self.on_event(Event(EventKind.RETRYING, active.run.run_id, f"{failure.value} (exit {code})"))
+            self.on_event(Event(EventKind.RETRYING, active.run.run_id, f"{failure.value}: {cause} (exit {code})"))
         elif state is RunState.INTERRUPTED:
             outcome.interrupted.append(active.run.run_id)
             self.on_event(Event(EventKind.INTERRUPTED, active.run.run_id))
         else:
             outcome.failed.append(active.run.run_id)
-            last = tail.strip().splitlines()[-1] if tail.strip() else f"exit {code}"
-            self.on_event(Event(EventKind.FAILED, active.run.run_id, f"{failure.value}: {last}"))
+            self.on_event(Event(EventKind.FAILED, active.run.run_id, f"{failure.value}: {cause}"))
             self._ended(active.run.run_id, state)
 
     def _warn(self, run_id: str, message: str) -> None:

@@ -462,7 +462,8 @@ def report(
     view = read_sweep(folder.path)
     warnings = [str(w) for w in view.warnings]
     csv_text = reportlib.to_csv(groups)
-    md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings)
+    failed = reportlib.failed_runs(rows)
+    md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings, failed)
     trials = _search_trials(folder)
     pareto = _pareto_figure(folder, *trials) if trials is not None else None
     if trials is not None:
@@ -484,7 +485,7 @@ def report(
     write_text_atomic(folder.report_csv, csv_text)
     write_text_atomic(folder.report_md, md_text)
     if fmt == "table":
-        tables.report_table(tables.make_console(), groups, rows, warnings)
+        tables.report_table(tables.make_console(), groups, rows, warnings, failed)
         for comparison in comparisons or []:
             print(comparison.verdict())
         if decisions is not None:
@@ -511,7 +512,7 @@ def report(
             groups, warnings, problems, [c.to_json() for c in comparisons] if comparisons is not None else None,
             decisions.matrix.to_json() if decisions is not None else None,
             decisions.profiles.to_json() if decisions is not None else None,
-            [r.to_file() for r in rounds] if rounds else None)
+            [r.to_file() for r in rounds] if rounds else None, failed)
         if fmt == "json" and trials is not None:
             import json
 
