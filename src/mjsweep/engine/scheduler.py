@@ -284,7 +284,15 @@ class Scheduler:
         ended = {"returncode": code, "ended_at": now_iso(), "peak_rss_mb": peak_rss, "peak_uss_mb": peak_uss,
                  "pid": active.status.pid, "fell_back": run_dir.fell_back()}
         if failure is None:
-            self.recorder.record(run_dir, active.status.model_copy(update={"state": RunState.SUCCEEDED, **ended}))
+            unrecorded = self.recorder.record(run_dir, active.status.model_copy(update={"state": RunState.SUCCEEDED,
+                                                                                         **ended}))
+            if unrecorded:  # the next `sweep run` would run it again: it is not reported as succeeded
+                outcome.failed.append(active.run.run_id)
+                self.on_event(Event(EventKind.FAILED, active.run.run_id,
+                                    f"{FailureClass.ERROR.value}: it finished, but its end is not on record "
+                                    f"({unrecorded}); the next `sweep run` runs it again"))
+                self._ended(active.run.run_id, RunState.FAILED)
+                return
             outcome.succeeded.append(active.run.run_id)
             self.on_event(Event(EventKind.SUCCEEDED, active.run.run_id))
             self._ended(active.run.run_id, RunState.SUCCEEDED)
