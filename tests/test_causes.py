@@ -21,6 +21,9 @@ from mjsweep.launchers.oomkill import MemoryCgroup, OomWatch, memory_cgroup
 from mjsweep.sweepdir.files import SweepDir
 
 HOG = "x = []\nwhile True:\n    x.append(bytearray(8 * 2**20))  # resident: zero-filled\n"
+FAT = ("import json, time\nheld = bytearray(150 * 2**20)  # resident: zero-filled\ntime.sleep(2)\n"
+       "open('result.json', 'w').write(json.dumps({'eval_mean_return': 1.0}))\n")
+"""A run that needs 150 MiB for 2 s: two fit in the test's cgroup one at a time, not together."""
 BEHAVIOURS = {
     # exit 1 after a traceback, then a line that has nothing to do with it
     "error": "import sys; print('training', flush=True)\ntry:\n    raise ValueError('n_steps must be positive')\n"
@@ -62,11 +65,10 @@ from mjsweep.sweepdir.models import RunSpec
 
 sweep = SweepDir(Path(sys.argv[1]))
 runs = [RunSpec.model_validate_json((sweep.path / name / "spec.json").read_text()) for name in sys.argv[2:]]
-hog = {hog!r}
-rest = "import time; time.sleep(1)"
-command = lambda run_dir: [sys.executable, "-c", hog if run_dir.name.startswith("oom") else rest]
+scripts = {{"oom": {hog!r}, "fat": {fat!r}}}
+command = lambda run_dir: [sys.executable, "-c", scripts[run_dir.name.split("_")[0].rstrip("0123456789")]]
 events = []
-options = SchedulerOptions(max_workers=len(runs), poll_s=0.05, retries=int({retries}), memory_guard=False)
+options = SchedulerOptions(max_workers=len(runs), poll_s=0.05, retries={retries}, memory_guard=False)
 outcome = Scheduler(LocalLauncher(command=command), sweep, options, on_event=events.append).run(runs)
 print(json.dumps([[e.kind.value, e.run_id, e.message] for e in events]))
 """
@@ -76,8 +78,8 @@ def run_in_cgroup(tmp_path: Path, cgroup: Path, names: list[str], retries: int =
     sweep = SweepDir(tmp_path / "sweep")
     for name in names:
         make_run(sweep.path, run_spec(name, 0))
-    script = tmp_path / "launcher.py"
-    script.write_text(LAUNCHER_IN_CGROUP.format(hog=HOG, retries=retries))
+    script = tmp_path / "launcher.py"  # a run named fatN runs FAT
+    script.write_text(LAUNCHER_IN_CGROUP.format(hog=HOG, fat=FAT, retries=retries))
     done = subprocess.run(["sh", "-c", f'echo $$ > {cgroup}/cgroup.procs && exec "$@"', "sh", sys.executable,
                            str(script), str(sweep.path), *(f"{name}_s0" for name in names)],
                           capture_output=True, text=True, timeout=600)
@@ -134,6 +136,30 @@ def test_a_run_killed_by_the_oom_killer_in_its_memory_cgroup_is_named_as_one(tmp
     assert failed_lines(events)["oom"] == f"out-of-memory: {status['cause']}"
     shown = run_sweep("status", str(sweep.path))
     assert "oom_s0: failed: killed by the kernel's OOM killer" in " ".join(shown.stdout.split()), shown.stdout
+
+
+def test_a_run_oom_killed_beside_another_is_retried_alone_and_fits(tmp_path):
+    with limited_cgroup(320 * 2**20) as cgroup:
+        sweep, events = run_in_cgroup(tmp_path, cgroup, ["fat", "fat2"], retries=1)
+    kinds = [(e.kind, e.run_id) for e in events]
+    [(_, killed)] = [k for k in kinds if k[0] is EventKind.RETRYING]
+    assert sorted(e.run_id for e in events if e.kind is EventKind.SUCCEEDED) == ["fat2_s0", "fat_s0"]
+    [warning] = [e.message for e in events if e.kind is EventKind.WARNING]
+    assert warning == "a run was killed for its memory with 2 runs at once: at most 1 at once from now on"
+    [retry] = [e.message for e in events if e.kind is EventKind.RETRYING]
+    assert retry.startswith("out-of-memory: killed by the kernel's OOM killer (memory cgroup ")
+    assert "2 runs were running at once; it would fit with fewer --workers" in retry
+    assert json.loads((sweep.path / killed / "status.json").read_text())["attempts"] == 2
+
+
+def test_the_memory_guard_sees_the_limit_of_its_memory_cgroup(tmp_path):
+    """The host's available memory (GiBs here) is not what a launcher in a 320 MiB cgroup can use."""
+    probe = "from mjsweep.engine.scheduler import _available_here; print(_available_here()())"
+    with limited_cgroup(320 * 2**20) as cgroup:
+        done = subprocess.run(["sh", "-c", f'echo $$ > {cgroup}/cgroup.procs && exec "$@"', "sh", sys.executable,
+                               "-c", probe], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert 0 < float(done.stdout) < 320
 
 
 def test_cgroup_files_of_both_versions_are_read(tmp_path):

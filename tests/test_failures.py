@@ -70,7 +70,7 @@ def test_status_json_keeps_the_returncode_it_always_had():
 
 @pytest.mark.parametrize("failure", list(FailureClass))
 def test_only_ends_the_run_did_not_cause_are_retried(failure):
-    assert should_retry(failure, attempt=0, retries=1, stopping=False) is (failure in RETRYABLE)
+    assert should_retry(failure, attempt=0, retries=1, stopping=False, shared_with=1) is (failure in RETRYABLE)
     assert RETRYABLE == {FailureClass.KILLED, FailureClass.TIMEOUT, FailureClass.LOST, FailureClass.OUT_OF_MEMORY}
 
 
@@ -144,3 +144,28 @@ def test_the_error_line_is_the_exception_not_the_last_line(tail, line):
 def test_an_error_without_an_exception_says_so_and_quotes_the_last_line():
     assert cause_of(RunExit.exited(3), FailureClass.ERROR, "step 10\nbye\n") == \
         "exited with code 3, naming no error (log.txt ends: bye)"
+
+
+def test_a_run_killed_for_its_memory_is_retried_only_where_fewer_runs_at_once_may_let_it_fit():
+    oom = FailureClass.OUT_OF_MEMORY
+    assert should_retry(oom, attempt=0, retries=1, stopping=False, shared_with=2)
+    assert not should_retry(oom, attempt=0, retries=1, stopping=False, shared_with=0)  # alone: it would die again
+    assert not should_retry(oom, attempt=1, retries=1, stopping=False, shared_with=2)
+    assert not should_retry(oom, attempt=0, retries=1, stopping=True, shared_with=2)
+
+
+def test_the_advice_names_the_setting_that_would_fit():
+    from helpers.fake_sweep import run_spec
+    from mjsweep.engine.failures import oom_advice
+
+    cgroup = RunExit.out_of_memory(OomFacts("the kernel's OOM killer", limit_mb=4096.0))
+    sac = run_spec("ant", 0, algo="sac", ppo={"buffer_size": 1_000_000})
+    assert oom_advice(sac, cgroup, 3, 1500.0) == (
+        "3 runs were running at once; it would fit with fewer --workers (about 2 fit in 4,096 MiB at its peak), "
+        "or a smaller sac.buffer_size (now 1,000,000 transitions), or more memory for the sweep")
+    ppo = run_spec("ant", 0)
+    assert oom_advice(ppo, cgroup, 1, 900.0) == "it ran alone; it would fit with more memory for the sweep"
+    slurm = RunExit.out_of_memory(OomFacts("SLURM", shared=False))
+    assert oom_advice(run_spec("ant", 0, algo="td3", ppo={}), slurm, 4, None) == (
+        "4 runs were running at once; it would fit with a smaller td3.buffer_size (now 1,000,000 transitions), "
+        "or a larger slurm.mem")

@@ -36,6 +36,10 @@ class OomFacts:
     """The memory limit that was hit (the smallest limit of the cgroup and the cgroups above it)."""
     peak_mb: float | None = None
     """The cgroup's peak use (all its processes, the run's among them)."""
+    shared: bool = True
+    """Whether the run shared the memory that ran out with the sweep's other runs (a machine, a Ray node, a
+    cgroup holding the launcher and its runs), so that fewer runs at once may let it fit; False for a limit of
+    its own (a SLURM task's --mem)."""
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,17 @@ def memory_cgroup(pid: int | str = "self", proc: Path = PROC) -> MemoryCgroup | 
     return None
 
 
+def cgroup_available_mb(cgroup: MemoryCgroup | None) -> float | None:
+    """What a memory cgroup with a limit (a SLURM job's, a container's) has left: its limit less its use; None
+    without a limit. The host's available memory does not see such a limit."""
+    if cgroup is None:
+        return None
+    limit, usage = cgroup.limit_bytes(), cgroup.usage_bytes()
+    if limit is None or usage is None:
+        return None
+    return max(limit - usage, 0) / 2**20
+
+
 def kernel_oom_kills(proc: Path = PROC) -> int | None:
     """The machine's OOM kills since boot (/proc/vmstat, kernel 4.13 and later); None where not told."""
     return _field(proc / "vmstat", "oom_kill")

@@ -110,7 +110,8 @@ class _Queue:
         self._at = time.monotonic()
 
 
-SLURM_OOM = OomFacts("SLURM's memory enforcement (job state OUT_OF_MEMORY: the task went over its --mem)")
+SLURM_OOM = OomFacts("SLURM's memory enforcement (job state OUT_OF_MEMORY: the task went over its --mem)",
+                     shared=False)
 
 
 def finished_exit(task: str, run_dir: RunDir) -> RunExit | None:
