@@ -18,7 +18,9 @@ from helpers.fake_sweep import make_run, run_spec
 from mjsweep.engine.scheduler import Event, EventKind, Scheduler, SchedulerOptions
 from mjsweep.launchers.local import LocalLauncher
 from mjsweep.launchers.oomkill import MemoryCgroup, OomWatch, memory_cgroup
+from mjsweep.results.rows import collect
 from mjsweep.sweepdir.files import SweepDir
+from mjsweep.ui.html_report import build
 
 HOG = "x = []\nwhile True:\n    x.append(bytearray(8 * 2**20))  # resident: zero-filled\n"
 FAT = ("import json, time\nheld = bytearray(150 * 2**20)  # resident: zero-filled\ntime.sleep(2)\n"
@@ -123,6 +125,8 @@ def test_each_death_is_named_where_the_user_looks(tmp_path):
     for name, cause in causes.items():
         assert f"failed: {name}_s0: {cause}" in report.stdout, report.stdout
     assert f"- `error_s0`: {causes['error']}" in (sweep.path / "report.md").read_text()
+    page = build(sweep, [], collect(sweep), [])
+    assert f'<p class="failed">failed: noresult_s0: {causes["noresult"]}</p>' in page
 
 
 def test_a_run_killed_by_the_oom_killer_in_its_memory_cgroup_is_named_as_one(tmp_path):
