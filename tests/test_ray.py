@@ -284,6 +284,19 @@ def test_rays_oom_killer_is_named_as_one_and_another_death_is_lost():
     assert end_of_actor(ActorDiedError()).kind.value == "lost"
 
 
+def test_a_worker_the_nodes_oom_killer_ended_is_named_as_one():
+    pytest.importorskip("ray")
+    from mjsweep.launchers.base import ExitKind, OomFacts
+    from mjsweep.launchers.filesync import Shipment
+    from mjsweep.launchers.ray import end_of_shipment
+
+    facts = OomFacts("the kernel's OOM killer (memory cgroup /ray/worker, v2, counted the kill)", limit_mb=2048.0)
+    assert end_of_shipment(Shipment(exit_code=-9, oom=facts)).oom == facts
+    assert end_of_shipment(Shipment(exit_code=-9, oom=facts)).kind is ExitKind.OUT_OF_MEMORY
+    assert end_of_shipment(Shipment(exit_code=-9)).kind is ExitKind.KILLED
+    assert end_of_shipment(Shipment(exit_code=0)).kind is ExitKind.EXITED
+
+
 def test_without_ray_the_error_says_how_to_install_it(tmp_path, tiny_spec, monkeypatch):
     spec = write_spec(tmp_path, {**tiny_spec, "runs_dir": str(tmp_path / "runs")})
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError

@@ -62,7 +62,7 @@ class RayHandle:
             self._unavailable_since = None
             apply(self.run_dir.path, shipment)
             if shipment.exit_code is not None:
-                self._end(RunExit.from_returncode(shipment.exit_code))
+                self._end(end_of_shipment(shipment))
             else:
                 self._pending = self.actor.sync.remote()
         if self._exit is None and self._kill_deadline and time.monotonic() > self._kill_deadline:
@@ -151,6 +151,14 @@ class RayLauncher(Launcher):
 RAY_OOM_WORDS = ("running low on memory", "memory monitor", "OutOfMemoryError", "out of memory")
 """What Ray says of an actor its memory monitor (Ray's OOM killer) killed: ActorDiedError carries the raylet's
 words, not a type of its own (a task gets OutOfMemoryError)."""
+
+
+def end_of_shipment(shipment: Shipment) -> RunExit:
+    """A worker's end as its node saw it: its exit code, or the node's OOM killer where a count there says so."""
+    assert shipment.exit_code is not None, "the last shipment carries the exit code"
+    if shipment.oom is not None:
+        return RunExit.out_of_memory(shipment.oom)
+    return RunExit.from_returncode(shipment.exit_code)
 
 
 def end_of_actor(exc: RayError) -> RunExit:
