@@ -169,3 +169,15 @@ def test_the_advice_names_the_setting_that_would_fit():
     assert oom_advice(run_spec("ant", 0, algo="td3", ppo={}), slurm, 4, None) == (
         "4 runs were running at once; it would fit with a smaller td3.buffer_size (now 1,000,000 transitions), "
         "or a larger slurm.mem")
+
+
+def test_the_worker_s_own_line_is_found_past_a_deep_chained_traceback():
+    frames = "".join(f'  File "/sb3/x.py", line {i}, in f\n    f()\n' for i in range(30))
+    tail = (f"Traceback (most recent call last):\n{frames}ValueError: found nan\n\nThe above exception was the "
+            f"direct cause of the following exception:\n\nTraceback (most recent call last):\n{frames}"
+            "mjsweep.worker.nonfinite.NonFiniteError: non-finite reward = nan from the env at step 621 (episode 7)\n"
+            "non-finite reward = nan from the env at step 621 (episode 7)\n")
+    assert error_line(tail) == "non-finite reward = nan from the env at step 621 (episode 7)"
+    # Only the last 20 lines: no traceback header left, the same line still.
+    line = "non-finite reward = nan from the env at step 621 (episode 7)"
+    assert error_line("\n".join(tail.splitlines()[-20:])) == line

@@ -28,19 +28,23 @@ def signal_name(sig: int) -> str:
 
 
 def error_line(tail: str) -> str | None:
-    """The error a log's tail names: the last traceback's exception line (a line printed after it that the
-    exception line ends with, as the worker prints a non-finite value's line, is preferred: it is the same
-    words without the class's module path); else the last line naming an exception; None when there is none."""
+    """The error a log's tail names: the last traceback's exception line, else the last line naming an
+    exception; None when there is none. A line printed after it that the exception line ends with is
+    preferred: the same words without the class's module path, as the worker prints a non-finite value's."""
     lines = [line.rstrip() for line in tail.splitlines()]
     starts = [i for i, line in enumerate(lines) if line.startswith(TRACEBACK)]
     if starts:
-        after = [line for line in lines[starts[-1] + 1:] if line and not line[0].isspace()]
-        if after:
-            exception = after[0]
-            last = after[-1]
-            return last if len(after) > 1 and exception.endswith(f": {last}") else exception
-    named = [line for line in lines if EXCEPTION_LINE.match(line)]
-    return named[-1] if named else None
+        after = [i for i in range(starts[-1] + 1, len(lines)) if lines[i] and not lines[i][0].isspace()]
+        at = after[0] if after else None
+    else:
+        named = [i for i, line in enumerate(lines) if EXCEPTION_LINE.match(line)]
+        at = named[-1] if named else None
+    if at is None:
+        return None
+    later = [line for line in lines[at + 1:] if line.strip()]
+    if later and lines[at].endswith(f": {later[-1]}"):
+        return later[-1]
+    return lines[at]
 
 
 def _mb(value: float | None) -> str:

@@ -305,7 +305,9 @@ class Scheduler:
         at_once = len(self._active) + 1  # itself included: it has left _active already
         if run_dir.path.is_dir():
             tail = run_dir.error_tail()
-            cause = cause_of(end, failure, tail, timeout_s=self.options.timeout_s, peak_mb=peak_rss)
+            # A deep traceback's header is further back than the tail status.json keeps.
+            cause = cause_of(end, failure, run_dir.error_tail(lines=1000), timeout_s=self.options.timeout_s,
+                             peak_mb=peak_rss)
             if failure is FailureClass.OUT_OF_MEMORY:
                 cause += f"; {oom_advice(active.run, end, at_once, peak_uss or peak_rss)}"
         else:  # log.txt went with it
