@@ -199,6 +199,11 @@ def test_a_process_in_a_container_finds_its_cgroup_through_mountinfo(tmp_path):
     (proc / "42" / "cgroup").write_text("0::/kubepods/pod1/sub\n")
     found = memory_cgroup(42, proc)
     assert found is not None and (found.path, found.version) == (mount / "sub", 2)
+    (proc / "43").mkdir()
+    (proc / "43" / "cgroup").write_text("0::/kubepods/pod10/sub\n")  # a cgroup outside what is mounted here
+    (mount / "0" / "sub").mkdir(parents=True)  # where a plain prefix match would look
+    (mount / "0" / "sub" / "memory.events").write_text("oom_kill 0\n")
+    assert memory_cgroup(43, proc) is None
     (proc / "vmstat").write_text("pgfault 10\noom_kill 0\n")
     watch = OomWatch(42, proc)
     (mount / "sub" / "memory.events").write_text("oom_kill 1\n")

@@ -1,4 +1,4 @@
-"""Whether the kernel's OOM killer ended a local run: from the memory cgroup the run lives in (its OOM-kill
+"""Whether the kernel's OOM killer ended a run's worker: from the memory cgroup the worker lives in (its OOM-kill
 count, cgroup v1 and v2, with the limit and the cgroup's peak), else from the kernel's own OOM-kill count.
 
 A SIGKILL looks the same whoever sends it (`kill -9`, the OOM killer), so the counts are read while the run
@@ -9,7 +9,6 @@ OOM killer acts first; the host's free memory says nothing of that limit.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +18,10 @@ from .base import OomFacts
 PROC = Path("/proc")
 UNLIMITED = 2**60
 """A cgroup v1 limit at or above this (the kernel writes 2^63 rounded down to a page) means none."""
+REFRESH_ALWAYS_S = 5.0
 REFRESH_EVERY_S = 10.0
-"""A run's cgroup is read again this often once it is 5 s old: a batch system or a wrapper may move the worker
-into its cgroup right after it starts, rarely later."""
+"""A run's cgroup is read at every poll in its first REFRESH_ALWAYS_S, then this often: a batch system or a
+wrapper may move the worker into its cgroup right after it starts, rarely later."""
 
 
 @dataclass(frozen=True)
@@ -82,10 +82,10 @@ def memory_cgroup(pid: int | str = "self", proc: Path = PROC) -> MemoryCgroup | 
         if key not in paths:
             continue
         for root_in_hierarchy, mount_point in _mounts(mounts, version):
-            relative = paths[key]
-            if not relative.startswith(root_in_hierarchy):
+            relative, root = paths[key], root_in_hierarchy.rstrip("/")
+            if relative != root and not relative.startswith(f"{root}/"):
                 continue  # a mount of another part of the hierarchy
-            relative = relative[len(root_in_hierarchy):].lstrip("/")
+            relative = relative[len(root):].lstrip("/")
             folder = Path(mount_point) / relative
             marker = "memory.events" if version == 2 else "memory.oom_control"
             if (folder / marker).exists():
@@ -125,7 +125,7 @@ class OomWatch:
     def refresh(self) -> None:
         """Notes the run's cgroup while it lives (cheap: one small file, on a schedule)."""
         now = time.monotonic()
-        if now - self.started > 5.0 and now - self._read_at < REFRESH_EVERY_S:
+        if now - self.started > REFRESH_ALWAYS_S and now - self._read_at < REFRESH_EVERY_S:
             return
         self._read_at = now
         if _exited(self.pid, self.proc):
@@ -200,4 +200,4 @@ def _number(path: Path) -> int | None:
 
 
 def _mb(size: int | None) -> float | None:
-    return None if size is None or size <= 0 or not math.isfinite(size) else round(size / 2**20, 1)
+    return None if size is None or size <= 0 or size >= UNLIMITED else round(size / 2**20, 1)
