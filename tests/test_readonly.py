@@ -98,10 +98,10 @@ def test_a_run_whose_status_cannot_be_written_is_not_reported_as_succeeded(tmp_p
     kinds = [kind for kind, _ in seen["events"]]
     assert "succeeded" not in kinds and kinds[-2:] == ["warning", "failed"], seen
     said = dict(seen["events"][-2:])
-    assert said["warning"].startswith("cannot write status.json: [Errno 30] Read-only file system"), said
-    assert said["failed"].startswith("error: it finished, but its end is not on record (cannot write status.json: "
-                                     "[Errno 30] Read-only file system"), said
-    assert said["failed"].endswith("the next `sweep run` runs it again")
+    status_json = f"{disk}/sweep/walker_s0/status.json"
+    assert said["warning"] == f"cannot write {status_json}: Read-only file system (EROFS)", said
+    assert said["failed"] == f"error: it finished, but its end is not on record (cannot write {status_json}: " \
+        "Read-only file system (EROFS)); the next `sweep run` runs it again", said
     # What the disk holds, the status of its start or none (the disk may have turned before that was written):
     # the next `sweep run` runs it again.
     assert seen["state"] in ("running", None), seen

@@ -35,6 +35,13 @@ class SweepDirError(InputError):
         return cls(f"{what} {where}: {os_words(exc)}")
 
 
+def said(exc: Exception) -> str:
+    """An exception as one line: an OSError as the path it names and its errno's words, others as they say."""
+    if isinstance(exc, OSError):
+        return f"{exc.filename}: {os_words(exc)}" if exc.filename is not None else os_words(exc)
+    return str(exc)
+
+
 def os_words(exc: OSError) -> str:
     """An OSError's own words and its errno's name, without Python's repr: "Read-only file system (EROFS)"."""
     import errno

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..errors import os_words
 from ..results.runview import index_entry
 from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_json
 from ..sweepdir.index import ENDED_STATES, IndexWriter
@@ -44,7 +45,7 @@ class StatusRecorder:
         try:
             run_dir.write_status(status)
         except OSError as exc:
-            why = f"cannot write status.json: {exc}"
+            why = f"cannot write {run_dir.status_json}: {os_words(exc)}"
             self._warn(run_dir.run_id, why)
             return why
         if status.state.value in ENDED_STATES:

@@ -18,7 +18,7 @@ from typing import Protocol
 
 import psutil
 
-from ..errors import LaunchError
+from ..errors import LaunchError, said
 from ..launchers.base import Launcher, RunExit, RunHandle
 from ..launchers.oomkill import cgroup_available_mb, memory_cgroup
 from ..sweepdir.files import SweepDir, now_iso
@@ -205,13 +205,13 @@ class Scheduler:
         try:
             handle = self.launcher.start(run, run_dir)
         except (OSError, LaunchError) as exc:  # cannot fork, disk full, sbatch refused: this run fails alone
+            why = f"could not start the worker: {said(exc)}"
             self.recorder.record(run_dir, RunStatus(state=RunState.FAILED, attempts=attempts,
                                                     failure=FailureClass.ERROR, ended_at=now_iso(),
-                                                    error_tail=f"could not start the worker: {exc}",
-                                                    cause=f"could not start the worker: {exc}"))
+                                                    error_tail=why, cause=why))
             outcome.failed.append(run.run_id)
             self._ended(run.run_id, RunState.FAILED)
-            self.on_event(Event(EventKind.FAILED, run.run_id, f"could not start the worker: {exc}"))
+            self.on_event(Event(EventKind.FAILED, run.run_id, why))
             return
         status = RunStatus(state=RunState.RUNNING, attempts=attempts, pid=handle.pid, host=handle.host,
                            started_at=now_iso())
