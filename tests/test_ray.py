@@ -282,6 +282,8 @@ def test_rays_oom_killer_is_named_as_one_and_another_death_is_lost():
         assert failure.value == "out-of-memory"
         assert cause_of(end, failure, "").startswith("killed by Ray's OOM killer")
     assert end_of_actor(ActorDiedError()).kind.value == "lost"
+    cuda = "The actor died because of an error raised in its creation task: torch.OutOfMemoryError: CUDA out of memory"
+    assert end_of_actor(RayActorError("abc", cuda)).kind.value == "lost"
 
 
 def test_a_worker_the_nodes_oom_killer_ended_is_named_as_one():

@@ -148,9 +148,10 @@ class RayLauncher(Launcher):
         ray.shutdown()
 
 
-RAY_OOM_WORDS = ("running low on memory", "memory monitor", "OutOfMemoryError", "out of memory")
+RAY_OOM_WORDS = ("running low on memory", "memory monitor")
 """What Ray says of an actor its memory monitor (Ray's OOM killer) killed: ActorDiedError carries the raylet's
-words, not a type of its own (a task gets OutOfMemoryError)."""
+words, not a type of its own (a task gets OutOfMemoryError). Not "out of memory" alone: an actor whose own
+code raised torch's CUDA OutOfMemoryError was not killed by Ray."""
 
 
 def end_of_shipment(shipment: Shipment) -> RunExit:
