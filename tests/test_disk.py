@@ -219,7 +219,8 @@ def test_a_disk_that_fills_while_runs_run_fails_them_clearly_and_a_rerun_complet
         failed = re.findall(r"failed +(\w+): ", out)
         assert "Traceback" not in out and succeeded + len(failed) == 4, out
         for run_id in failed:  # the launcher could not record its end: it says why
-            assert f"{run_id}: cannot write status.json: [Errno 28] No space left on device" in out, out
+            assert f"{run_id}: cannot write {runs}/tiny/{run_id}/status.json: No space left on device (ENOSPC)" \
+                in out, out
         # A run can end well after the disk filled, its status.json then unwritten: only the runs whose
         # status.json says they succeeded are taken as done by a rerun; nothing half-written counts.
         recorded = [d for d in run_dirs(seen / "tiny") if status_of(d).get("state") == "succeeded"]

@@ -137,9 +137,11 @@ def _failed_run(tmp_path, spec: dict, attempts: int = 1) -> tuple:
     status = json.loads((run_dir / "status.json").read_text())
     assert (status["state"], status["failure"], status["returncode"]) == ("failed", "error", 1)
     assert status["attempts"] == attempts  # an error is not retried
-    error = status["error_tail"].splitlines()[-1]
-    assert f"error: {error}" in proc.stdout  # the progress lines, as the live view prints them
-    return run_dir, error
+    cause = status["cause"]
+    assert status["error_tail"].splitlines()[-1] == cause
+    assert f"error: {cause}" in proc.stdout  # the progress lines, as the live view prints them
+    assert cause.startswith("exited with code 1: ")
+    return run_dir, cause.removeprefix("exited with code 1: ")
 
 
 @pytest.mark.parametrize(("env_kwargs", "expected"), [

@@ -264,6 +264,41 @@ def test_unreachable_address_is_one_error_line(tmp_path, tiny_spec):
     assert not (tmp_path / "runs").exists()  # nothing was written
 
 
+def test_rays_oom_killer_is_named_as_one_and_another_death_is_lost():
+    pytest.importorskip("ray")
+    from ray.exceptions import ActorDiedError, OutOfMemoryError, RayActorError
+
+    from mjsweep.engine.causes import cause_of
+    from mjsweep.engine.failures import classify
+    from mjsweep.launchers.ray import end_of_actor
+
+    # A task's OutOfMemoryError, and an actor's death with the raylet's words for its memory monitor's kill.
+    raylet = ("The actor is dead because its worker process has died. Worker exit type: USER_ERROR Worker exit "
+              "detail: Task was killed due to the node running low on memory.")
+    for exc in (OutOfMemoryError("Task was killed due to the node running low on memory."),
+                RayActorError("abc", raylet)):
+        end = end_of_actor(exc)
+        failure = classify(end, stopped=False, timed_out=False, succeeded=False)
+        assert failure.value == "out-of-memory"
+        assert cause_of(end, failure, "").startswith("killed by Ray's OOM killer")
+    assert end_of_actor(ActorDiedError()).kind.value == "lost"
+    cuda = "The actor died because of an error raised in its creation task: torch.OutOfMemoryError: CUDA out of memory"
+    assert end_of_actor(RayActorError("abc", cuda)).kind.value == "lost"
+
+
+def test_a_worker_the_nodes_oom_killer_ended_is_named_as_one():
+    pytest.importorskip("ray")
+    from mjsweep.launchers.base import ExitKind, OomFacts
+    from mjsweep.launchers.filesync import Shipment
+    from mjsweep.launchers.ray import end_of_shipment
+
+    facts = OomFacts("the kernel's OOM killer (memory cgroup /ray/worker, v2, counted the kill)", limit_mb=2048.0)
+    assert end_of_shipment(Shipment(exit_code=-9, oom=facts)).oom == facts
+    assert end_of_shipment(Shipment(exit_code=-9, oom=facts)).kind is ExitKind.OUT_OF_MEMORY
+    assert end_of_shipment(Shipment(exit_code=-9)).kind is ExitKind.KILLED
+    assert end_of_shipment(Shipment(exit_code=0)).kind is ExitKind.EXITED
+
+
 def test_without_ray_the_error_says_how_to_install_it(tmp_path, tiny_spec, monkeypatch):
     spec = write_spec(tmp_path, {**tiny_spec, "runs_dir": str(tmp_path / "runs")})
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError

@@ -35,5 +35,5 @@ def test_a_status_that_cannot_be_written_is_a_warning(tmp_path):
     warnings = []
     recorder = StatusRecorder(sweep, warn=lambda run_id, message: warnings.append((run_id, message)))
     recorder.record(sweep.run("gone"), RunStatus(state=RunState.FAILED, attempts=1))  # its folder does not exist
-    assert [run_id for run_id, _ in warnings] == ["gone"] and "cannot write status.json" in warnings[0][1]
+    assert warnings == [("gone", f"cannot write {sweep.run('gone').status_json}: No such file or directory (ENOENT)")]
     assert not sweep.index_jsonl.exists()  # no line for a run whose status was not written

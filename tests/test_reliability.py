@@ -177,7 +177,8 @@ def test_a_hung_worker_is_timed_out_killed_and_retried_from_its_checkpoint(tmp_p
     hung = wait_for(with_checkpoint(sweep_dir), what="a checkpoint")[0]
     os.kill(status_of(hung)["pid"], signal.SIGSTOP)  # a stopped worker holds SIGINT until a SIGCONT that never comes
     assert launcher.wait(timeout=WAIT) == 0, launcher_output(spec)
-    assert f"{hung.name}: timeout (exit -9)" in launcher_output(spec)  # SIGKILLed after the grace
+    assert f"{hung.name}: timeout: timed out: ran past --timeout of 10s, stopped by SIGINT, then SIGKILL when it " \
+        "did not stop within --grace (exit -9)" in launcher_output(spec)  # SIGKILLed after the grace
     assert [status_of(d)["attempts"] for d in run_dirs(sweep_dir) if d != hung] == [1]
     assert status_of(hung)["state"] == "succeeded" and status_of(hung)["attempts"] == 2
     result = json.loads((hung / "result.json").read_text())

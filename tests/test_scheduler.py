@@ -12,6 +12,7 @@ from helpers.fake_launcher import FakeClock, FakeHandle, FakeLauncher, Script, s
 from helpers.fake_sweep import numbered_run
 from mjsweep.engine.scheduler import EventKind, Scheduler, SchedulerOptions
 from mjsweep.errors import LaunchError
+from mjsweep.launchers.base import OomFacts, RunExit
 from mjsweep.launchers.local import LocalLauncher
 from mjsweep.sweepdir.files import SweepDir
 from mjsweep.sweepdir.models import FailureClass, RunState
@@ -333,3 +334,49 @@ def test_a_pruned_run_is_interrupted_and_recorded_pruned_never_retried(tmp_path)
     status = json.loads((tmp_path / "r1" / "status.json").read_text())
     assert status["state"] == "pruned" and status["returncode"] == 130
     assert [e.kind for e in events if e.run_id == "r1"][-1] is EventKind.PRUNED
+
+
+class OomLauncher(FakeLauncher):
+    """Ends the given runs' first attempts as the OOM killer does (-9, killed for memory), the memory
+    `shared` with the other runs or a limit of their own (a SLURM task's --mem)."""
+
+    def __init__(self, clock, scripts, oom: set[str], shared: bool = True):
+        super().__init__(clock, scripts)
+        self.oom, self.shared = oom, shared
+
+    def start(self, run, run_dir):
+        handle = super().start(run, run_dir)
+        if run.run_id in self.oom and self.started.count(run.run_id) == 1:
+            poll = handle.poll
+            facts = OomFacts("the kernel's OOM killer", limit_mb=1000.0, shared=self.shared)
+            handle.poll = lambda: None if poll() is None else RunExit.out_of_memory(facts)
+        return handle
+
+
+def test_a_run_killed_for_its_memory_is_retried_with_fewer_runs_at_once(tmp_path):
+    clock = FakeClock()
+    scripts = {f"r{i}": Script([(1.0 + i, 0), (1.0, 0)]) for i in range(5)}
+    launcher = OomLauncher(clock, scripts, oom={"r0"})
+    sched, events = scheduler(tmp_path, launcher, clock, max_workers=3)
+    outcome = sched.run([numbered_run(i) for i in range(5)])
+    assert outcome.exit_code == 0 and launcher.started.count("r0") == 2
+    assert [len(t) for t in launcher.together][:3] == [1, 2, 3]
+    assert max(len(t) for t in launcher.together[3:]) == 2  # after the kill: fewer at once than then
+    said = [e.message for e in events if e.kind is EventKind.WARNING]
+    assert said == ["a run was killed for its memory with 3 runs at once: at most 2 at once from now on"]
+    [retry] = [e.message for e in events if e.kind is EventKind.RETRYING]
+    assert retry.startswith("out-of-memory: killed by the kernel's OOM killer: its peak RSS 100 MiB, limit 1,000 MiB; "
+                            "3 runs were running at once; it would fit with fewer --workers (about 10 fit")
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_run_killed_for_its_memory_alone_or_over_its_own_limit_is_not_retried(tmp_path, shared):
+    clock = FakeClock()
+    launcher = OomLauncher(clock, {"r0": Script([(1.0, 0)]), "r1": Script([(2.0, 0)])}, oom={"r0"}, shared=shared)
+    sched, events = scheduler(tmp_path, launcher, clock, max_workers=2 if not shared else 1)
+    outcome = sched.run([numbered_run(i) for i in range(2)])
+    assert outcome.failed == ["r0"] and launcher.started.count("r0") == 1
+    status = SweepDir(tmp_path).run("r0").read_status()
+    assert status.failure is FailureClass.OUT_OF_MEMORY
+    assert status.cause.endswith("it ran alone; it would fit with more memory for the sweep" if shared
+                                 else "2 runs were running at once; it would fit with a larger slurm.mem")

@@ -15,6 +15,8 @@ import yaml
 
 from helpers.commands import run_sweep, sweep_exe, wait_for, write_spec
 from helpers.models import REPO, TINY_LONG_XML, TINY_XML
+from mjsweep.engine.causes import cause_of
+from mjsweep.engine.failures import classify
 from mjsweep.engine.sweep import prepare
 from mjsweep.errors import LauncherConfigError, LaunchError
 from mjsweep.launchers.base import RETURNCODE_LOST, ExitKind
@@ -128,6 +130,41 @@ def test_a_task_slurm_forgot_ends_by_its_result(tmp_path, monkeypatch, has_resul
         (tmp_path / "result.json").write_text("{}")
     end = finished_exit("11_1", RunDir(tmp_path))
     assert (end.kind, end.returncode) == (kind, expected)
+
+
+def fake_sacct(tmp_path: Path, reply: str) -> None:
+    """An sacct beside the fake scontrol that answers with `reply` (State|ExitCode)."""
+    exe = tmp_path / "fakebin" / "sacct"
+    exe.write_text(f"#!/bin/sh\nprintf '%s\\n' {json.dumps(reply)}\n")
+    exe.chmod(0o755)
+
+
+@pytest.mark.parametrize("reply, kind, expected", [
+    ("OUT_OF_MEMORY|0:125", ExitKind.OUT_OF_MEMORY, -signal.SIGKILL),
+    ("CANCELLED by 1000|0:15", ExitKind.CANCELLED, -signal.SIGTERM),
+    ("COMPLETED|0:0", ExitKind.EXITED, 0),
+    ("", ExitKind.LOST, RETURNCODE_LOST),  # accounting does not know it either, and no result
+])
+def test_a_task_slurmctld_forgot_ends_as_saccts_accounting_says(tmp_path, monkeypatch, reply, kind, expected):
+    fake_scontrol(tmp_path, monkeypatch, "slurm_load_jobs error: Invalid job id specified", code=1)
+    fake_sacct(tmp_path, reply)
+    end = finished_exit("11_1", RunDir(tmp_path))
+    assert (end.kind, end.returncode) == (kind, expected)
+
+
+@pytest.mark.parametrize("reply", ["scontrol", "sacct"])
+def test_slurms_out_of_memory_is_named_as_one(tmp_path, monkeypatch, reply):
+    if reply == "scontrol":
+        fake_scontrol(tmp_path, monkeypatch, job_line("OUT_OF_MEMORY", "0:125"))
+    else:
+        fake_scontrol(tmp_path, monkeypatch, "slurm_load_jobs error: Invalid job id specified", code=1)
+        fake_sacct(tmp_path, "OUT_OF_MEMORY|0:125")
+    end = finished_exit("11_1", RunDir(tmp_path))
+    failure = classify(end, stopped=False, timed_out=False, succeeded=False)
+    assert failure.value == "out-of-memory"
+    assert cause_of(end, failure, "some last line\n", peak_mb=1900.0) == (
+        "killed by SLURM's memory enforcement (job state OUT_OF_MEMORY: the task went over its --mem): "
+        "its peak RSS 1,900 MiB")
 
 
 def test_dry_run_prints_the_sbatch_script_and_submits_nothing(tmp_path, tiny_spec):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..errors import os_words
 from ..results.runview import index_entry
 from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_json
 from ..sweepdir.index import ENDED_STATES, IndexWriter
@@ -38,15 +39,18 @@ class StatusRecorder:
         """Before a run starts again: readers must go back to its files (runindex.RESTARTED)."""
         self._index.restarting(run_id)
 
-    def record(self, run_dir: RunDir, status: RunStatus) -> None:
-        """Write status.json and, for an ended run, its index line."""
+    def record(self, run_dir: RunDir, status: RunStatus) -> str | None:
+        """Write status.json and, for an ended run, its index line. None once written; else why not (also
+        said through `warn`): a run whose end is not on record has not succeeded for the next `sweep run`."""
         try:
             run_dir.write_status(status)
         except OSError as exc:
-            self._warn(run_dir.run_id, f"cannot write status.json: {exc}")
-            return
+            why = f"cannot write {run_dir.status_json}: {os_words(exc)}"
+            self._warn(run_dir.run_id, why)
+            return why
         if status.state.value in ENDED_STATES:
             self._index.ended(index_entry(run_dir))
+        return None
 
 
 def _algo_of(run_dir: RunDir) -> str:

@@ -18,11 +18,13 @@ from typing import Protocol
 
 import psutil
 
-from ..errors import LaunchError
+from ..errors import LaunchError, said
 from ..launchers.base import Launcher, RunExit, RunHandle
+from ..launchers.oomkill import cgroup_available_mb, memory_cgroup
 from ..sweepdir.files import SweepDir, now_iso
 from ..sweepdir.models import FailureClass, RunSpec, RunState, RunStatus
-from .failures import classify, should_retry
+from .causes import cause_of
+from .failures import classify, oom_advice, should_retry
 from .memory import MeasuredPeaks, memory_admits, run_memory_mb
 from .recorder import StatusRecorder
 
@@ -110,12 +112,12 @@ class Scheduler:
     def __init__(self, launcher: Launcher, sweep_dir: SweepDir, options: SchedulerOptions, *,
                  on_event: Callable[[Event], None] = lambda e: None, on_poll: Callable[[], None] = lambda: None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                 available_mb: Callable[[], float] = lambda: psutil.virtual_memory().available / 2**20):
+                 available_mb: Callable[[], float] | None = None):
         self.launcher, self.sweep_dir, self.options = launcher, sweep_dir, options
         self.on_event, self.on_poll, self.clock, self.sleep = on_event, on_poll, clock, sleep
         """on_poll: called once per polling round, on this thread, for work that must go on while runs run
         and must be quick (the live report's tick: livereport.py)."""
-        self.available_mb = available_mb
+        self.available_mb = available_mb or _available_here()
         self.recorder = StatusRecorder(sweep_dir, warn=self._warn)
         self._stop_requests = 0
         self._active: dict[str, _Active] = {}
@@ -123,6 +125,8 @@ class Scheduler:
         """Peak memory of the ended runs, by algorithm."""
         self._waiting_for_memory = False
         self._source: RunSource | None = None
+        self._memory_cap: int | None = None
+        """Runs at once since one was killed for the memory it shared with them: fewer than then."""
 
     # -- public -------------------------------------------------------------------------------------
 
@@ -186,6 +190,8 @@ class Scheduler:
             # A run wider than the whole cap still runs, alone.
             if self._active and used + run.cpus > self.options.max_workers:
                 return
+            if self._memory_cap is not None and len(self._active) >= self._memory_cap:
+                return
             if not self._memory_allows_another(run.algo) or not self.launcher.can_start(run):
                 return
             pending.popleft()
@@ -199,12 +205,13 @@ class Scheduler:
         try:
             handle = self.launcher.start(run, run_dir)
         except (OSError, LaunchError) as exc:  # cannot fork, disk full, sbatch refused: this run fails alone
+            why = f"could not start the worker: {said(exc)}"
             self.recorder.record(run_dir, RunStatus(state=RunState.FAILED, attempts=attempts,
                                                     failure=FailureClass.ERROR, ended_at=now_iso(),
-                                                    error_tail=f"could not start the worker: {exc}"))
+                                                    error_tail=why, cause=why))
             outcome.failed.append(run.run_id)
             self._ended(run.run_id, RunState.FAILED)
-            self.on_event(Event(EventKind.FAILED, run.run_id, f"could not start the worker: {exc}"))
+            self.on_event(Event(EventKind.FAILED, run.run_id, why))
             return
         status = RunStatus(state=RunState.RUNNING, attempts=attempts, pid=handle.pid, host=handle.host,
                            started_at=now_iso())
@@ -282,34 +289,62 @@ class Scheduler:
         ended = {"returncode": code, "ended_at": now_iso(), "peak_rss_mb": peak_rss, "peak_uss_mb": peak_uss,
                  "pid": active.status.pid, "fell_back": run_dir.fell_back()}
         if failure is None:
-            self.recorder.record(run_dir, active.status.model_copy(update={"state": RunState.SUCCEEDED, **ended}))
+            unrecorded = self.recorder.record(run_dir, active.status.model_copy(update={"state": RunState.SUCCEEDED,
+                                                                                         **ended}))
+            if unrecorded:  # the next `sweep run` would run it again: it is not reported as succeeded
+                outcome.failed.append(active.run.run_id)
+                self.on_event(Event(EventKind.FAILED, active.run.run_id,
+                                    f"{FailureClass.ERROR.value}: it finished, but its end is not on record "
+                                    f"({unrecorded}); the next `sweep run` runs it again"))
+                self._ended(active.run.run_id, RunState.FAILED)
+                return
             outcome.succeeded.append(active.run.run_id)
             self.on_event(Event(EventKind.SUCCEEDED, active.run.run_id))
             self._ended(active.run.run_id, RunState.SUCCEEDED)
             return
-        tail = run_dir.error_tail() if run_dir.path.is_dir() else \
-            f"its run folder {run_dir.path} was deleted while it ran"  # log.txt went with it
+        at_once = len(self._active) + 1  # itself included: it has left _active already
+        if run_dir.path.is_dir():
+            tail = run_dir.error_tail()
+            # A deep traceback's header is further back than the tail status.json keeps.
+            cause = cause_of(end, failure, run_dir.error_tail(lines=1000), timeout_s=self.options.timeout_s,
+                             peak_mb=peak_rss)
+            if failure is FailureClass.OUT_OF_MEMORY:
+                cause += f"; {oom_advice(active.run, end, at_once, peak_uss or peak_rss)}"
+        else:  # log.txt went with it
+            tail, cause = "", f"its run folder {run_dir.path} was deleted while it ran"
         state = RunState.INTERRUPTED if failure is FailureClass.INTERRUPTED else RunState.FAILED
         if active.pruned_at is not None:
-            state = RunState.PRUNED
-        status = active.status.model_copy(update={"state": state, "failure": failure, "error_tail": tail,
-                                                  **ended})
+            state, cause = RunState.PRUNED, "pruned: its trial was behind the others"
+        # The cause ends the tail: whatever shows error_tail's last line (older readers too) shows it.
+        status = active.status.model_copy(update={"state": state, "failure": failure, "cause": cause,
+                                                  "error_tail": f"{tail}\n{cause}" if tail else cause, **ended})
         self.recorder.record(run_dir, status)
         if state is RunState.PRUNED:
             outcome.pruned.append(active.run.run_id)
             self.on_event(Event(EventKind.PRUNED, active.run.run_id))
             self._ended(active.run.run_id, state)
-        elif should_retry(failure, active.attempt, self.options.retries, stopping=bool(self._stop_requests)):
+        elif should_retry(failure, active.attempt, self.options.retries, stopping=bool(self._stop_requests),
+                          shared_with=at_once - 1 if end.oom is None or end.oom.shared else 0):
+            if failure is FailureClass.OUT_OF_MEMORY:
+                self._lower_memory_cap(at_once)
             pending.append((active.run, active.attempt + 1))
-            self.on_event(Event(EventKind.RETRYING, active.run.run_id, f"{failure.value} (exit {code})"))
+            self.on_event(Event(EventKind.RETRYING, active.run.run_id, f"{failure.value}: {cause} (exit {code})"))
         elif state is RunState.INTERRUPTED:
             outcome.interrupted.append(active.run.run_id)
             self.on_event(Event(EventKind.INTERRUPTED, active.run.run_id))
         else:
             outcome.failed.append(active.run.run_id)
-            last = tail.strip().splitlines()[-1] if tail.strip() else f"exit {code}"
-            self.on_event(Event(EventKind.FAILED, active.run.run_id, f"{failure.value}: {last}"))
+            self.on_event(Event(EventKind.FAILED, active.run.run_id, f"{failure.value}: {cause}"))
             self._ended(active.run.run_id, state)
+
+    def _lower_memory_cap(self, at_once: int) -> None:
+        """After an OOM kill of a run that shared its memory with others: fewer runs at once from now on, so
+        that its retry (and every run after it) has the room that was missing."""
+        cap = max(1, min(at_once, self._memory_cap or at_once) - 1)
+        if cap != self._memory_cap:
+            self._memory_cap = cap
+            self.on_event(Event(EventKind.WARNING, None, f"a run was killed for its memory with {at_once} runs at "
+                                f"once: at most {cap} at once from now on"))
 
     def _warn(self, run_id: str, message: str) -> None:
         self.on_event(Event(EventKind.WARNING, run_id, message))
@@ -340,6 +375,18 @@ class Scheduler:
 
     def _signals_handled(self):
         return _SignalScope(self) if threading.current_thread() is threading.main_thread() else _NoScope()
+
+
+def _available_here() -> Callable[[], float]:
+    """The memory a new run may take here: the machine's available memory, or less where the launcher's memory
+    cgroup (a SLURM job's, a container's) has a limit with less left under it."""
+    cgroup = memory_cgroup()  # the launcher's, which its local runs start in
+
+    def available_mb() -> float:
+        host = psutil.virtual_memory().available / 2**20
+        left = cgroup_available_mb(cgroup)
+        return host if left is None else min(host, left)
+    return available_mb
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import yaml
 
-from ..errors import SweepLockedError
+from ..errors import SweepDirError, SweepLockedError
 from ..launchers.base import Launcher
 from ..plan import runs as planlib
 from ..plan.order import Order, measured_fps, start_order
@@ -273,19 +273,26 @@ def execute(plan: SweepPlan, runs: RunsOpener, launcher: Launcher, options: Sche
             on_poll: Callable[[], None] = lambda: None) -> SweepOutcome:
     """Run what `runs` says under the sweep's lock, a grid's runs and a search's alike; on_poll is called once per
     polling round of the scheduler. Raises an InputError before any run starts: SweepLockedError if another
-    launcher runs it, LauncherConfigError if the launcher cannot queue the runs."""
-    plan.sweep_dir.path.mkdir(parents=True, exist_ok=True)
+    launcher runs it, LauncherConfigError if the launcher cannot queue the runs, SweepDirError if the sweep
+    folder cannot be written (read-only, permission denied, no space)."""
+    try:
+        plan.sweep_dir.path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SweepDirError.of(exc, "cannot write", plan.sweep_dir.path) from None
     with sweep_lock(plan.sweep_dir):
         scheduler = Scheduler(launcher, plan.sweep_dir, options, on_event=on_event, on_poll=on_poll)
         work = runs(scheduler.recorder, on_event)
         on_planned(work.planned)
         for note in work.notes:
             on_event(note)
-        _write_sweep_files(plan, work.runs)
-        for run_id in work.orphans:
-            kill_orphan(plan.sweep_dir.run(run_id))
-        if work.runs:
-            launcher.submit(work.runs, plan.sweep_dir)
+        try:
+            _write_sweep_files(plan, work.runs)
+            for run_id in work.orphans:
+                kill_orphan(plan.sweep_dir.run(run_id))
+            if work.runs:
+                launcher.submit(work.runs, plan.sweep_dir)
+        except OSError as exc:  # a disk gone read-only or full before any run started
+            raise SweepDirError.of(exc, "cannot write", plan.sweep_dir.path) from None
         outcome = scheduler.run(work.runs, source=work.source)
         outcome.succeeded[:0] = work.skipped
         return outcome
@@ -355,18 +362,24 @@ def kill_orphan(run_dir: RunDir) -> None:
 
 @contextmanager
 def sweep_lock(sweep_dir: SweepDir) -> Iterator[None]:
-    """flock on sweep.lock: the OS releases it when the holder dies, however it dies."""
-    fd = os.open(sweep_dir.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    """flock on sweep.lock: the OS releases it when the holder dies, however it dies. A lock that cannot be
+    taken (a read-only or unwritable folder, a filesystem without locks) is a SweepDirError."""
+    try:
+        fd = os.open(sweep_dir.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise SweepDirError.of(exc, "cannot take the sweep's lock", sweep_dir.lock_file) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         except BlockingIOError:
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
             raise SweepLockedError(
                 f"sweep {sweep_dir.path} is already running (launcher pid {holder}); "
                 "wait for it, or stop it first") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as exc:
+            raise SweepDirError.of(exc, "cannot take the sweep's lock", sweep_dir.lock_file) from None
         yield
     finally:
         os.close(fd)

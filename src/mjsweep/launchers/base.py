@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from types import TracebackType
 from typing import Protocol, Self
@@ -20,9 +20,26 @@ class ExitKind(str, Enum):
     EXITED = "exited"                # the worker exited with a code
     KILLED = "killed"                # a signal ended it
     LOST = "lost"                    # its node, actor or task vanished
-    OUT_OF_MEMORY = "out-of-memory"  # the batch system ended it for its memory
+    OUT_OF_MEMORY = "out-of-memory"  # killed for its memory: the OOM killer, SLURM, Ray's memory monitor
     CANCELLED = "cancelled"          # the batch system cancelled it with a signal (someone's scancel)
     TIME_LIMIT = "time-limit"        # the batch system's own time limit ended it
+
+
+@dataclass(frozen=True)
+class OomFacts:
+    """Who killed a run for its memory, and the numbers that tell why, where known."""
+
+    by: str
+    """The killer and what says so, as "killed by ..." ends: "the kernel's OOM killer (memory cgroup /x, v2,
+    counted the kill)"."""
+    limit_mb: float | None = None
+    """The memory limit that was hit (the smallest limit of the cgroup and the cgroups above it)."""
+    peak_mb: float | None = None
+    """The cgroup's peak use (all its processes, the run's among them)."""
+    shared: bool = True
+    """Whether the run shared the memory that ran out with the sweep's other runs (a machine, a Ray node, a
+    cgroup holding the launcher and its runs), so that fewer runs at once may let it fit; False for a limit of
+    its own (a SLURM task's --mem)."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +50,11 @@ class RunExit:
     returncode: int
     """As status.json records it, in subprocess's convention: the exit code, minus the signal that
     ended it, or RETURNCODE_LOST."""
+    oom: OomFacts | None = None
+    """Set for OUT_OF_MEMORY: who killed the run for its memory, and the numbers where known."""
+    oom_checked: bool = field(default=False, compare=False)
+    """For a SIGKILL: whether the launcher could tell the OOM killer's from another's (a memory cgroup or the
+    kernel counts OOM kills where it runs), so that one it names is not the OOM killer's."""
 
     @classmethod
     def exited(cls, code: int) -> RunExit:
@@ -52,8 +74,10 @@ class RunExit:
         return cls(ExitKind.LOST, RETURNCODE_LOST)
 
     @classmethod
-    def out_of_memory(cls) -> RunExit:
-        return cls(ExitKind.OUT_OF_MEMORY, -signal.SIGKILL)
+    def out_of_memory(cls, facts: OomFacts | None = None) -> RunExit:
+        """Killed for its memory: by the kernel's OOM killer (a memory cgroup's count says so), SLURM
+        (OUT_OF_MEMORY) or Ray's memory monitor. status.json's returncode stays -9, as before."""
+        return cls(ExitKind.OUT_OF_MEMORY, -signal.SIGKILL, facts or OomFacts("the OOM killer"))
 
     @classmethod
     def cancelled(cls, sig: int) -> RunExit:

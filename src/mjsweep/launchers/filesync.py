@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..sweepdir.files import IN_RUN, RunDir, write_bytes_atomic
+from .base import OomFacts
 
 APPEND_ONLY = (".csv", ".txt")
 """Logs that workers only append to (or truncate on resume): these may travel as tails."""
@@ -40,6 +41,8 @@ class Shipment:
     """Every file now under best/ on the node (earlier best models are deleted there), if any."""
     exit_code: int | None = None
     """The worker's exit code, once it has ended: the last shipment of a run."""
+    oom: OomFacts | None = None
+    """Set with a SIGKILL's exit code when the node's OOM killer sent it (its memory cgroup or kernel counted it)."""
 
 
 @dataclass

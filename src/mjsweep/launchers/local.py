@@ -8,6 +8,7 @@ import signal
 import socket
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -15,6 +16,7 @@ from ..sweepdir.files import RunDir
 from ..sweepdir.models import RunSpec
 from .base import Launcher, RunExit
 from .gpus import GpuSlots
+from .oomkill import OomWatch
 from .spawn import spawn_worker, worker_command, worker_env
 from .template_client import TemplateError, TemplateProcess
 from .treememory import TreeMemory, uss_readable
@@ -38,16 +40,23 @@ class LocalHandle:
         self.pid = proc.pid
         self.host = socket.gethostname()
         self.memory = TreeMemory(proc.pid, read_uss)
+        self.oom = OomWatch(proc.pid)
         self._on_exit = on_exit
 
     def poll(self) -> RunExit | None:
         self.memory.sample()
+        self.oom.refresh()
         code = self.proc.poll()
         if code is None:
             return None
         self._signal_group(signal.SIGKILL)  # whatever the worker started dies with it
         self._on_exit()
         self._on_exit = lambda: None
+        if code == -signal.SIGKILL:
+            facts = self.oom.verdict()
+            if facts is not None:
+                return RunExit.out_of_memory(facts)
+            return replace(RunExit.killed(signal.SIGKILL), oom_checked=self.oom.can_tell())
         return RunExit.from_returncode(code)
 
     def interrupt(self) -> None:

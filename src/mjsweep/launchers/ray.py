@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 
 import ray
-from ray.exceptions import ActorUnavailableError, RayError
+from ray.exceptions import ActorUnavailableError, OutOfMemoryError, RayError
 
 from ..errors import LauncherConfigError, LaunchError
 from ..sweepdir.files import CorruptFileError, RunDir
 from ..sweepdir.models import RunSpec
-from .base import Launcher, RunExit
+from .base import Launcher, OomFacts, RunExit
 from .filesync import Shipment, apply, pack_model, run_files
 from .ray_task import LAUNCHER_OWNED, RunAttempt
 
@@ -56,13 +56,13 @@ class RayHandle:
             except ActorUnavailableError:
                 self._unavailable(time.monotonic())
                 continue
-            except RayError:  # the actor, its worker process or its node died
-                self._end(RunExit.killed(signal.SIGKILL) if self._kill_deadline else RunExit.lost())
+            except RayError as exc:  # the actor, its worker process or its node died
+                self._end(RunExit.killed(signal.SIGKILL) if self._kill_deadline else end_of_actor(exc))
                 break
             self._unavailable_since = None
             apply(self.run_dir.path, shipment)
             if shipment.exit_code is not None:
-                self._end(RunExit.from_returncode(shipment.exit_code))
+                self._end(end_of_shipment(shipment))
             else:
                 self._pending = self.actor.sync.remote()
         if self._exit is None and self._kill_deadline and time.monotonic() > self._kill_deadline:
@@ -146,6 +146,28 @@ class RayLauncher(Launcher):
 
     def close(self) -> None:
         ray.shutdown()
+
+
+RAY_OOM_WORDS = ("running low on memory", "memory monitor")
+"""What Ray says of an actor its memory monitor (Ray's OOM killer) killed: ActorDiedError carries the raylet's
+words, not a type of its own (a task gets OutOfMemoryError). Not "out of memory" alone: an actor whose own
+code raised torch's CUDA OutOfMemoryError was not killed by Ray."""
+
+
+def end_of_shipment(shipment: Shipment) -> RunExit:
+    """A worker's end as its node saw it: its exit code, or the node's OOM killer where a count there says so."""
+    assert shipment.exit_code is not None, "the last shipment carries the exit code"
+    if shipment.oom is not None:
+        return RunExit.out_of_memory(shipment.oom)
+    return RunExit.from_returncode(shipment.exit_code)
+
+
+def end_of_actor(exc: RayError) -> RunExit:
+    """A run attempt whose actor died unasked: killed for its memory where Ray says so, else lost."""
+    text = str(exc)
+    if isinstance(exc, OutOfMemoryError) or any(words.lower() in text.lower() for words in RAY_OOM_WORDS):
+        return RunExit.out_of_memory(OomFacts("Ray's OOM killer (its memory monitor: the node ran low on memory)"))
+    return RunExit.lost()
 
 
 def _unreachable(address: str) -> str | None:

@@ -15,12 +15,14 @@ import socket
 import subprocess
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import ray
 
 from ..sweepdir.files import IN_RUN, RunDir
 from .filesync import ChangeTracker, ModelFiles, Shipment, local_run_dir
+from .oomkill import OomWatch
 from .spawn import spawn_worker, worker_command, worker_env
 
 SYNC_WAIT_S = 1.0
@@ -46,6 +48,7 @@ class RunAttempt:
         self.tracker.mark_sent()
         self.cuda = cuda
         self.proc: subprocess.Popen | None = None
+        self.oom: OomWatch | None = None
 
     def start(self) -> str:
         """Start the worker; return this node's label."""
@@ -54,6 +57,7 @@ class RunAttempt:
         if not self.cuda:
             env["CUDA_VISIBLE_DEVICES"] = ""  # for cuda runs Ray has set it to this actor's GPU
         self.proc = spawn_worker(worker_command(self.run_path), self.run_path, RunDir(self.run_path).log, env)
+        self.oom = OomWatch(self.proc.pid)  # the node's OOM killer, told apart from a kill -9 here
         return node_label()
 
     def sync(self) -> Shipment:
@@ -61,12 +65,16 @@ class RunAttempt:
         assert self.proc is not None, "start() first"
         deadline = time.monotonic() + SYNC_WAIT_S
         while self.proc.poll() is None and time.monotonic() < deadline:
+            if self.oom is not None:
+                self.oom.refresh()
             time.sleep(0.05)
         code = self.proc.poll()
         if code is None:
             return self.tracker.changes()
         self._signal(signal.SIGKILL)  # whatever the worker started dies with it
         shipment = self.tracker.changes(exit_code=code)
+        if code == -signal.SIGKILL and self.oom is not None:
+            shipment = replace(shipment, oom=self.oom.verdict())
         shutil.rmtree(self.tmp, ignore_errors=True)
         return shipment
 

@@ -24,7 +24,7 @@ from ..errors import LauncherConfigError, LaunchError
 from ..spec.sweepspec import SlurmSpec
 from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, write_text_atomic
 from ..sweepdir.models import RunSpec
-from .base import Launcher, RunExit
+from .base import Launcher, OomFacts, RunExit
 from .spawn import THREAD_VARS
 
 SLURM_DIR = "slurm"
@@ -110,28 +110,52 @@ class _Queue:
         self._at = time.monotonic()
 
 
+SLURM_OOM = OomFacts("SLURM's memory enforcement (job state OUT_OF_MEMORY: the task went over its --mem)",
+                     shared=False)
+
+
 def finished_exit(task: str, run_dir: RunDir) -> RunExit | None:
-    """How a task that left the queue ended: from `scontrol show job` while SLURM still knows it,
-    else from whether the worker wrote its result. None: scontrol says it has not ended (squeue's
-    answer was stale or failed)."""
+    """How a task that left the queue ended: from `scontrol show job` while SLURM still knows it, else
+    from sacct's accounting where the cluster keeps one, else from whether the worker wrote its result.
+    None: SLURM says it has not ended (squeue's answer was stale or failed)."""
     out = subprocess.run(["scontrol", "--oneliner", "show", "job", task], capture_output=True, text=True,
                          stdin=subprocess.DEVNULL)
     state = re.search(r"\bJobState=(\S+)", out.stdout)
     code = re.search(r"\bExitCode=(\d+):(\d+)", out.stdout)
-    if out.returncode != 0 or not state or not code:
-        return RunExit.exited(0) if run_dir.result_json.exists() else RunExit.lost()
-    status, sig = int(code.group(1)), int(code.group(2))
-    if state.group(1) not in ENDED_STATES:
+    if out.returncode == 0 and state and code:
+        return exit_of(state.group(1), int(code.group(1)), int(code.group(2)))
+    accounted = _sacct(task)
+    if accounted is not None:
+        return exit_of(*accounted)
+    return RunExit.exited(0) if run_dir.result_json.exists() else RunExit.lost()
+
+
+def exit_of(state: str, status: int, sig: int) -> RunExit | None:
+    """A task's end from SLURM's state (scontrol's JobState, sacct's State) and its ExitCode status:signal;
+    None for a state that is not an end."""
+    state = state.split()[0] if state.strip() else state  # sacct writes "CANCELLED by 1000"
+    if state not in ENDED_STATES:
         return None
-    if state.group(1) in LOST_STATES:
+    if state in LOST_STATES:
         return RunExit.lost()
-    if state.group(1) == "TIMEOUT":
+    if state == "TIMEOUT":
         return RunExit.time_limit()
-    if state.group(1) == "OUT_OF_MEMORY":
-        return RunExit.out_of_memory()
+    if state == "OUT_OF_MEMORY":
+        return RunExit.out_of_memory(SLURM_OOM)
     if sig:
-        return RunExit.cancelled(sig) if state.group(1) == "CANCELLED" else RunExit.killed(sig)
+        return RunExit.cancelled(sig) if state == "CANCELLED" else RunExit.killed(sig)
     return RunExit.exited(status)
+
+
+def _sacct(task: str) -> tuple[str, int, int] | None:
+    """(State, exit status, signal) of a task slurmctld has forgotten, from the accounting database; None
+    without sacct, without accounting (slurmdbd), or for a task it does not know."""
+    if not shutil.which("sacct"):
+        return None
+    out = subprocess.run(["sacct", "--noheader", "--parsable2", "--allocations", "--jobs", task,
+                          "--format=State,ExitCode"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    match = re.match(r"([^|\n]+)\|(\d+):(\d+)", out.stdout.strip()) if out.returncode == 0 else None
+    return (match.group(1), int(match.group(2)), int(match.group(3))) if match else None
 
 
 class SlurmHandle:

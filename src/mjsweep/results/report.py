@@ -167,10 +167,18 @@ def to_csv(groups: list[GroupRow]) -> str:
     return buf.getvalue()
 
 
-def to_markdown(groups: list[GroupRow], title: str, warnings: list[str]) -> str:
+def failed_runs(rows: list[ResultRow]) -> list[tuple[str, str]]:
+    """Each failed run and why it ended (status.json's cause; its error tail's last line in older files)."""
+    return [(row.run_id, row.cause or "no cause recorded") for row in rows if row.state == "failed"]
+
+
+def to_markdown(groups: list[GroupRow], title: str, warnings: list[str],
+                failed: list[tuple[str, str]] | None = None) -> str:
     lines = [f"# {title}", "", "Final evaluation return over seeds, best first (95% CI: percentile bootstrap).",
              "", "| " + " | ".join(REPORT_COLUMNS) + " |", "|" + "---|" * len(REPORT_COLUMNS)]
     lines += ["| " + " | ".join(c.replace("|", "\\|") or "-" for c in cells) + " |" for cells in table_rows(groups)]
+    if failed:
+        lines += ["", "## Failed runs", "", *(f"- `{run_id}`: {cause}" for run_id, cause in failed)]
     if warnings:
         lines += ["", "## Warnings", "", *(f"- {w}" for w in warnings)]
     return "\n".join(lines) + "\n"
@@ -178,10 +186,12 @@ def to_markdown(groups: list[GroupRow], title: str, warnings: list[str]) -> str:
 
 def to_json(groups: list[GroupRow], warnings: list[str], problems: list[str],
             comparisons: list[dict[str, Any]] | None = None, matrix: dict[str, Any] | None = None,
-            performance_profile: dict[str, Any] | None = None, seed_rounds: list[dict[str, Any]] | None = None) -> str:
+            performance_profile: dict[str, Any] | None = None, seed_rounds: list[dict[str, Any]] | None = None,
+            failed: list[tuple[str, str]] | None = None) -> str:
     """The report as JSON; what `--compare` adds (comparisons, the matrix, the profiles) and adaptive seeds'
     decisions only when given."""
-    data: dict[str, Any] = {"groups": [asdict(g) for g in groups], "warnings": warnings, "problems": problems}
+    data: dict[str, Any] = {"groups": [asdict(g) for g in groups], "warnings": warnings, "problems": problems,
+                            "failed_runs": [{"run_id": run_id, "cause": cause} for run_id, cause in failed or []]}
     extra = {"comparisons": comparisons, "matrix": matrix, "performance_profile": performance_profile,
              "seed_rounds": seed_rounds}
     data.update({key: value for key, value in extra.items() if value is not None})

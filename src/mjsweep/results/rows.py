@@ -65,6 +65,18 @@ class ResultRow:
         return succeeded(self.status, self.result)
 
     @property
+    def cause(self) -> str | None:
+        """Why a run that did not succeed ended: status.json's cause, or in files written before it, the last
+        line of its error tail; None for a run that succeeded, runs or has not run."""
+        status = self.status
+        if status is None or status.state in (RunState.SUCCEEDED, RunState.RUNNING, RunState.PENDING):
+            return None
+        if status.cause:
+            return status.cause
+        lines = (status.error_tail or "").strip().splitlines()
+        return lines[-1] if lines else None
+
+    @property
     def final_return(self) -> float | None:
         """The final evaluation's mean return of a run that succeeded."""
         return self.result.eval_mean_return if self.ok and self.result else None

@@ -65,7 +65,8 @@ def read_run(run_dir: RunDir, launcher_alive: bool, host: str) -> RunView:
         training_s=result.training_s if result else None, eval_s=result.eval_s if result else None,
         save_s=result.save_s if result else None, startup_s=result.startup_s if result else None,
         torch_threads=result.torch_threads if result else None, pid=status.pid if status else None,
-        host=status.host if status else None, problems=row.problems, fell_back=run_dir.fell_back())
+        host=status.host if status else None, problems=row.problems, fell_back=run_dir.fell_back(),
+        cause=status.cause if status else None)  # as index lines of any version say it
 
 
 def _progress_of(run_dir: RunDir, state: str, result: RunResult | None) -> Progress | None:

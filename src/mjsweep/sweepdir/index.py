@@ -67,6 +67,8 @@ class IndexEntry(FileModel):
     problems: tuple[str, ...] = ()
     fell_back: str | None = None
     """resume.json's line: an attempt that could not resume from its newest checkpoint, and what it did."""
+    cause: str | None = None
+    """Why a run that failed or was interrupted ended so (status.json's cause); None in lines written before."""
 
 
 def ended_entries(path: Path) -> dict[str, IndexEntry | None]:

@@ -257,7 +257,8 @@ class RunState(str, Enum):
 
 class FailureClass(str, Enum):
     ERROR = "error"              # the worker raised: deterministic, not retried
-    KILLED = "killed"            # died from a signal it did not ask for (OOM killer, kill -9)
+    KILLED = "killed"            # died from a signal it did not ask for (kill -9, scancel, a cluster's limit)
+    OUT_OF_MEMORY = "out-of-memory"  # killed for its memory: the OOM killer, SLURM, Ray (files before: killed)
     TIMEOUT = "timeout"          # stopped by --timeout
     INTERRUPTED = "interrupted"  # stopped by Ctrl-C / SIGTERM on the launcher
     LOST = "lost"                # its launcher or node went away while it ran
@@ -275,7 +276,11 @@ class RunStatus(FileModel):
     started_at: str | None = None
     ended_at: str | None = None
     error_tail: str | None = None
-    """Last lines of log.txt when the run failed."""
+    """Last lines of log.txt when the run failed; since `cause` exists, followed by the cause as its last line."""
+    cause: str | None = None
+    """Why the run ended as it did, in one line (killed by the OOM killer with its peak and limit, by which
+    signal, timed out, exited without a result, the error line); None in files written before the key: their
+    error_tail's last line says what was known."""
     peak_rss_mb: float | None = None
     """The largest resident set (RSS) of the run's processes: every page they map, those shared with other
     processes too (a forked run's template, shared libraries)."""

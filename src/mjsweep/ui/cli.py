@@ -1,8 +1,9 @@
 """The `sweep` command line. Each command parses its options, calls the library and renders the result;
 `sweep report` also writes report.csv and report.md.
 
-Exit codes: 0 success, 1 some run failed, 2 invalid input (errors.InputError: nothing started, nothing
-written), 130 interrupted. A command raises InputError and _Commands prints it as the one `error:` line.
+Exit codes: 0 success, 1 some run failed (or a filesystem error once runs had started), 2 invalid input or a
+sweep folder that cannot be written or locked (errors.InputError: nothing started), 130 interrupted. A command
+raises InputError and _Commands prints it as the one `error:` line; an OSError that reaches it is one line too.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperGroup
 
-from ..errors import InputError
+from ..errors import InputError, os_words
 from . import tables
 
 if TYPE_CHECKING:
     from ..sweepdir.models import RunSpec
 
+EXIT_FAILED = 1
 EXIT_INVALID = 2
 EXIT_INTERRUPTED = 130
 PICTURES_HELP = "Render every variant in its start pose into DIR: a PNG each and contact_sheet.png."
@@ -38,6 +40,10 @@ class _Commands(TyperGroup):
         except InputError as exc:
             tables.error(str(exc))
             raise typer.Exit(EXIT_INVALID) from None
+        except OSError as exc:  # a filesystem error no earlier check turned into its own line: one line still
+            where = f"{exc.filename}: " if exc.filename is not None else ""
+            tables.error(f"{where}{os_words(exc)}")
+            raise typer.Exit(EXIT_FAILED) from None
 
 
 app = typer.Typer(cls=_Commands, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -466,7 +472,8 @@ def report(
     view = read_sweep(folder.path)
     warnings = [str(w) for w in view.warnings] + ([left_out] if left_out else [])
     csv_text = reportlib.to_csv(groups)
-    md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings)
+    failed = reportlib.failed_runs(rows)
+    md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings, failed)
     trials = _search_trials(folder)
     pareto = _pareto_figure(folder, *trials) if trials is not None else None
     if trials is not None:
@@ -487,7 +494,7 @@ def report(
     write_text_atomic(folder.report_csv, csv_text)
     write_text_atomic(folder.report_md, md_text)
     if fmt == "table":
-        tables.report_table(tables.make_console(), groups, rows, warnings)
+        tables.report_table(tables.make_console(), groups, rows, warnings, failed)
         for comparison in comparisons or []:
             print(comparison.verdict())
         if decisions is not None:
@@ -514,7 +521,7 @@ def report(
             groups, warnings, problems, [c.to_json() for c in comparisons] if comparisons is not None else None,
             decisions.matrix.to_json() if decisions is not None else None,
             decisions.profiles.to_json() if decisions is not None else None,
-            [r.to_file() for r in rounds] if rounds else None)
+            [r.to_file() for r in rounds] if rounds else None, failed)
         if fmt == "json" and trials is not None:
             import json
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..results.report import failed_runs
 from ..sweepdir.index import ENDED_STATES
 from ..sweepdir.models import RunState
 from .tables import fixed
@@ -39,6 +40,7 @@ figure { margin: 1.5em 0; }
 img, video { max-width: 100%; }
 .videos { display: flex; flex-wrap: wrap; gap: 1em; }
 .warning { color: #a40; }
+.failed { color: #b00; }
 .sweep-state { padding: 4px 8px; background: #f6f6f6; border-left: 4px solid #888; }
 .sweep-state.running { background: #eef6ff; border-left-color: #36c; }
 """
@@ -59,6 +61,8 @@ def build(folder: SweepDir, groups: list[GroupRow], rows: list[ResultRow], warni
              f"<p>{sum(g.succeeded for g in groups)} of {len(rows)} runs succeeded; final evaluation return over "
              "seeds, best first (IQM: interquartile mean; CI: 95% percentile bootstrap of the mean).</p>",
              _table(groups)]
+    parts += [f'<p class="failed">failed: {html.escape(run_id)}: {html.escape(cause)}</p>'
+              for run_id, cause in failed_runs(rows)]
     parts += [f'<p class="warning">warning: {html.escape(w)}</p>' for w in warnings]
     parts += [f'<p class="warning">warning: {html.escape(p)}</p>' for r in rows for p in r.problems]
     parts += _seed_rounds(folder)

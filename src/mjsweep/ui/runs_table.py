@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..results.runview import STALE, RunView
+from ..sweepdir.models import RunState
 from .status import STATE_ORDER, Contention, SweepView, totals
 from .tables import PLAIN_ROWS, PlainLines, fixed, plain_table
 
@@ -61,6 +62,8 @@ def sweep_renderable(runs: list[RunView], warnings: Iterable[Contention], compac
         parts.append(Text(ended_counts(runs)))
     parts += [Text(f"warning: {w}", style="yellow") for w in warnings]
     parts += [Text(f"{r.run_id}: {r.fell_back}", style="yellow") for r in runs if r.fell_back]
+    parts += [Text(f"{r.run_id}: {r.state}: {r.cause}", style="red") for r in runs
+              if r.cause and r.state == RunState.FAILED.value]
     return Group(*parts)
 
 

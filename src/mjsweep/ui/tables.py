@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Console, ConsoleOptions
@@ -304,7 +305,8 @@ def _shape(shape: tuple[int, ...]) -> str:
     return "x".join(map(str, shape)) or "-"
 
 
-def report_table(out: Console, groups: list[GroupRow], rows: list[ResultRow], warnings: list[str]) -> None:
+def report_table(out: Console, groups: list[GroupRow], rows: list[ResultRow], warnings: list[str],
+                 failed: Sequence[tuple[str, str]] = ()) -> None:
     table = Table(title="final eval return over seeds, best first")
     for col in ("variant", "grid", "runs ok", "failed", "mean", "std", "IQM", "95% CI", "IQM 95% CI", "mean fps",
                 "eval s",
@@ -319,6 +321,8 @@ def report_table(out: Console, groups: list[GroupRow], rows: list[ResultRow], wa
                       fixed(g.mean_eval_s, 1),
                       fixed(m.total_mass if m else None), f"{m.bodies}/{m.joints}/{m.actuators}" if m else "-")
     out.print(table)
+    for run_id, cause in failed:
+        out.print(f"failed: {run_id}: {cause}", soft_wrap=True, markup=False, highlight=False)
     for row in rows:
         for problem in row.problems:
             out.print(f"warning: {problem}", soft_wrap=True)
@@ -346,4 +350,17 @@ def outcome_summary(out: Console, plan: SweepPlan, outcome: SweepOutcome) -> Non
               f"{len(outcome.interrupted)} interrupted"
               + (f", {len(outcome.pruned)} pruned" if outcome.pruned else "") + f" -> {plan.sweep_dir.path}")
     for run_id in outcome.failed:
-        out.print(f"  failed: {run_id} (see {plan.sweep_dir.run(run_id).log})")
+        cause = _cause_of(plan.sweep_dir.run(run_id))
+        out.print(f"  failed: {run_id}{f': {cause}' if cause else ''} (see {plan.sweep_dir.run(run_id).log})",
+                  soft_wrap=True, markup=False, highlight=False)
+
+
+def _cause_of(run_dir) -> str | None:
+    """status.json's cause for the summary; None where it could not be read (or written: a full disk)."""
+    from ..sweepdir.files import CorruptFileError
+
+    try:
+        status = run_dir.read_status()
+    except (CorruptFileError, OSError):
+        return None
+    return status.cause if status else None
