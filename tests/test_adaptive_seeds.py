@@ -254,6 +254,6 @@ def test_the_example_config_validates_and_its_dry_run_says_what_it_may_cost(tmp_
     assert run_sweep("validate", config).returncode == 0
     dry = run_sweep("run", config, "--dry-run", "--runs-dir", str(tmp_path))
     assert dry.returncode == 0, dry.stderr
-    assert "adaptive seeds: 4 groups x 3 to 6 seeds: at least 12 runs, at most 24 (12 granted so far)" in dry.stdout
-    assert "cost: 12 to 24 runs (min to max seeds), 49k to 98k env steps" in dry.stdout
+    assert "adaptive seeds: 4 groups x 3 to 8 seeds: at least 12 runs, at most 32 (12 granted so far)" in dry.stdout
+    assert "cost: 12 to 32 runs (min to max seeds), 49k to 131k env steps" in dry.stdout
     assert list(tmp_path.iterdir()) == []

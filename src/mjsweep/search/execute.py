@@ -15,6 +15,7 @@ from ..plan.planned import Action, PlannedRun, Reason
 from ..plan.runs import make_run
 from ..sweepdir.files import CorruptFileError, SweepDir, now_iso, read_model
 from ..sweepdir.models import RunSpec, RunState, TrialRecord, TrialState
+from .confirm import replay as confirm_replay
 from .record import replay
 from .samplers import make_sampler
 from .source import SearchSource
@@ -93,6 +94,8 @@ class Budget:
     trials_ended: int
     ended_runs: list[RunSpec]
     """The runs of trials on record (trials.jsonl) whose folders hold a spec.json: what measured a speed."""
+    confirming: int = 0
+    """Of `runs`, those that confirm the best trials on fresh seeds (search.confirm)."""
 
 
 def budget(plan: SweepPlan) -> Budget:
@@ -114,7 +117,18 @@ def budget(plan: SweepPlan) -> Budget:
         point = {**study.grid, **point_steps}
         runs += [make_run(plan.spec, study.variant, point, seed)
                  for _ in range(left) for seed in range(search.seeds_per_trial)]
-    return Budget(runs, len(all_studies), trials_left, sum(ended.values()), _specs(plan.sweep_dir, records))
+    confirming = 0
+    if search.confirm is not None:
+        started = {r.study for r in confirm_replay(plan.sweep_dir)}
+        for study in all_studies:
+            if study.key not in started:  # a study's confirmation prices its top trials' fresh seeds
+                point = {**study.grid, **point_steps}
+                fresh = range(search.seeds_per_trial, search.seeds_per_trial + search.confirm.seeds)
+                confirming += search.confirm.top * search.confirm.seeds
+                runs += [make_run(plan.spec, study.variant, point, seed)
+                         for _ in range(search.confirm.top) for seed in fresh]
+    return Budget(runs, len(all_studies), trials_left, sum(ended.values()), _specs(plan.sweep_dir, records),
+                  confirming)
 
 
 def _specs(sweep_dir: SweepDir, records: list[TrialRecord]) -> list[RunSpec]:

@@ -20,6 +20,7 @@ from ..sweepdir.files import CorruptFileError, SweepDir, append_line
 from ..sweepdir.models import RunSpec, RunState, TrialRecord, TrialState, succeeded
 from . import prune as prunelib
 from . import record as recordlib
+from .confirm import ConfirmStage
 from .objective import evaluations, run_values, trial_values
 from .samplers import Sampler, make_sampler
 from .trials import Study, TrialBuildError, trial_runs
@@ -70,6 +71,10 @@ class SearchSource:
             else:
                 self.trials[rec.key] = _Trial(rec, study, {}, None)
                 self.skipped += [run_id for run_id in rec.runs if self._succeeded(run_id)]
+        self.confirm = ConfirmStage(spec, studies, sweep_dir, on_event, self._variant_xml) \
+            if self.search.confirm is not None else None
+        if self.confirm is not None:
+            self.skipped += self.confirm.skipped
 
     # -- RunSource ----------------------------------------------------------------------------------
 
@@ -81,13 +86,28 @@ class SearchSource:
             asked = self._ask(study)
             if asked is not None:
                 return self._hand_out(asked, asked.queue.pop(0))
-        return None
+        if self.confirm is None:
+            return None
+        for study in self._searched():
+            self.confirm.begin(study, [t.record for t in self.trials.values() if t.study is study])
+        return self.confirm.next_run()
 
     def exhausted(self) -> bool:
-        return self._next_study() is None and not any(t.queue or t.record.state is TrialState.RUNNING
-                                                      for t in self.trials.values())
+        searched = self._next_study() is None and not any(t.queue or t.record.state is TrialState.RUNNING
+                                                          for t in self.trials.values())
+        if self.confirm is None or not searched:
+            return searched
+        return all(s.key in self.confirm.started for s in self.studies) and not self.confirm.pending()
+
+    def _searched(self) -> list[Study]:
+        """Studies that have asked every trial and whose trials have all ended: ready to confirm."""
+        running = {t.study.key for t in self._running()}
+        return [s for s in self.studies if self.asked[s.key] >= self.search.trials and s.key not in running]
 
     def ended(self, run_id: str, state: RunState) -> None:
+        if self.confirm is not None and self.confirm.owns(run_id):
+            self.confirm.ended(run_id, state)
+            return
         trial = self.by_run.get(run_id)
         if trial is None or state is RunState.INTERRUPTED:
             return  # interrupted by a stop of the whole sweep: it resumes with the next `sweep run`
@@ -109,7 +129,8 @@ class SearchSource:
         return [t.record for t in self.trials.values()]
 
     def queued_runs(self) -> list[RunSpec]:
-        return [t.runs[r] for t in self._running() for r in t.queue]
+        confirming = self.confirm.queued_runs() if self.confirm is not None else []
+        return [t.runs[r] for t in self._running() for r in t.queue] + confirming
 
     def _running(self) -> list[_Trial]:
         return [t for t in self.trials.values() if t.record.state is TrialState.RUNNING]

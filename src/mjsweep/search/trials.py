@@ -84,16 +84,18 @@ def _point_of(variant_name: str, family: str, labels: dict[str, list[Any]]) -> d
 
 
 def trial_runs(spec: SweepSpec, study: Study, number: int, params: dict[str, Any],
-               run_xml: Any) -> tuple[variantlib.Variant, list[RunSpec]]:
-    """The variant and the runs (one per seed) of trial `number` with `params`. `run_xml(run_id)` is where a
-    run of a generated variant reads its XML. Raises TrialBuildError when its robot does not build."""
+               run_xml: Any, seeds: list[int] | None = None, prefix: str = "t") -> tuple[variantlib.Variant,
+                                                                                        list[RunSpec]]:
+    """The variant and the runs (one per seed: the search's seeds, or `seeds`) of trial `number` with `params`,
+    their ids led by `prefix` and the number. `run_xml(run_id)` is where a run of a generated variant reads its
+    XML. Raises TrialBuildError when its robot does not build."""
     assert spec.search is not None
     variant = _trial_variant(spec, study, params)
     point = {**study.grid, **{k: v for k, v in params.items() if not k.startswith(EDIT_PREFIX)}}
     runs = []
-    for seed in range(spec.search.seeds_per_trial):
+    for seed in seeds if seeds is not None else range(spec.search.seeds_per_trial):
         run = make_run(spec, variant, point, seed)
-        run = run.model_copy(update={"run_id": f"t{number:03d}_{run.run_id}"})
+        run = run.model_copy(update={"run_id": f"{prefix}{number:03d}_{run.run_id}"})
         if variant.xml_text is not None:
             run = run.model_copy(update={"xml": str(run_xml(run.run_id))})
         runs.append(run)

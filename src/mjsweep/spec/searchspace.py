@@ -122,6 +122,14 @@ class PruneSpec(_Strict):
     """Ended trials of the same study needed before any trial is judged."""
 
 
+class ConfirmSpec(_Strict):
+    """`confirm: {top: 3, seeds: 5}`: once a study's trials have ended, its `top` best trials train again on
+    `seeds` fresh seeds, and the report ranks them on those (docs/search.md)."""
+
+    top: int = Field(3, ge=1)
+    seeds: int = Field(5, ge=2)
+
+
 class SearchSpec(_Strict):
     method: Literal["random", "sobol", "tpe", "cmaes", "nsga2"] = "random"
     """random and sobol need numpy (sobol: scipy); tpe, cmaes, nsga2: Optuna's TPESampler, CmaEsSampler (with
@@ -139,11 +147,20 @@ class SearchSpec(_Strict):
     prune: PruneSpec | None = None
     seed: int = Field(0, ge=0)
     """The sampler's seed: the same spec and seed propose the same trials."""
+    confirm: ConfirmSpec | None = None
+    """Retrain the best trials on fresh seeds; one objective only (a ranking to confirm)."""
 
     @field_validator("objective", mode="before")
     @classmethod
     def _one_or_more(cls, value: Any) -> Any:
         return [value] if isinstance(value, dict) else value
+
+    @model_validator(mode="after")
+    def _confirm_one_objective(self) -> SearchSpec:
+        if self.confirm is not None and self.multi:
+            raise ValueError(f"confirm ranks trials by one objective; this search has {len(self.objective)} "
+                             "(confirm a Pareto front's points by naming them in a grid instead)")
+        return self
 
     @property
     def maximize(self) -> bool:

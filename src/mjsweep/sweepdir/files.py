@@ -265,6 +265,7 @@ class SweepDir:
     lock_file = property(lambda self: self.path / "sweep.lock")
     index_jsonl = property(lambda self: self.path / "index.jsonl")
     trials_jsonl = property(lambda self: self.path / "trials.jsonl")
+    confirm_jsonl = property(lambda self: self.path / "confirm.jsonl")
     seeds_jsonl = property(lambda self: self.path / "seeds.jsonl")
     variants_json = property(lambda self: self.path / "variants.json")
     plan_json = property(lambda self: self.path / "plan.json")

@@ -434,6 +434,30 @@ class TrialRecord(FileModel):
 
 
 
+class ConfirmRecord(FileModel):
+    """A line of confirm.jsonl: one of a search's best trials trained again on seeds no trial used
+    (search.confirm), on record before any of its runs starts; the last line of a trial wins."""
+
+    study: str
+    number: int
+    """The trial's number in its study."""
+    params: dict[str, Any]
+    tuned: float | None
+    """The trial's objective on its search seeds, as the search ranked it."""
+    seeds: list[int]
+    """The fresh seeds: none of them trained any trial of the study."""
+    runs: list[str]
+    state: TrialState
+    value: float | None = None
+    """The objective's IQM over the fresh seeds that gave one."""
+    seeds_ok: int = 0
+    note: str = ""
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.study, self.number
+
+
 class SeedVerdict(str, Enum):
     BEST = "best"            # the group every other is compared with: highest mean final return in play
     SEPARATED = "separated"  # the sequential test separates it from the best

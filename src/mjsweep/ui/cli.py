@@ -237,7 +237,9 @@ def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, 
         note = (f"{budget.trials_left} trials left of {studies}" if budget.trials_ended else studies) + \
             f" x {search.seeds_per_trial} seeds" + \
             (", each to the space's largest total_timesteps" if "total_timesteps" in search.space else "") + \
-            ("; pruning may end trials sooner" if search.prune else "")
+            ("; pruning may end trials sooner" if search.prune else "") + \
+            (f"; then {budget.confirming} runs confirm the top {search.confirm.top} trials of each study on "
+             f"{search.confirm.seeds} fresh seeds" if budget.confirming else "")
         print_cost(out, plan, budget.runs, workers, backend, measured=budget.ended_runs, note=note, at_most=True)
         raise typer.Exit(0)
     if backend == "slurm":
@@ -481,6 +483,11 @@ def report(
 
         trial_rows, search = trials
         md_text += "\n" + trials_markdown(trial_rows, search, pareto.name if pareto else None)
+    confirmed = _confirmations(folder, trials)
+    if confirmed:
+        from ..search.confirm import to_markdown as confirmed_markdown
+
+        md_text += "\n" + confirmed_markdown(confirmed, trials[1].metric)
     if comparisons:
         from ..results.compare import to_markdown as comparisons_markdown
 
@@ -508,6 +515,11 @@ def report(
             from .trials import trials_table
 
             trials_table(tables.make_console(), trial_rows, search, pareto)
+        if confirmed:
+            from ..search.confirm import summary_lines
+
+            for line in summary_lines(confirmed):
+                print(f"confirmed on fresh seeds: {line}")
     elif fmt == "html":
         from .html_report import build, sweep_state
 
@@ -525,9 +537,11 @@ def report(
         if fmt == "json" and trials is not None:
             import json
 
+            from ..search.confirm import to_dicts as confirmed_dicts
             from ..search.results import to_dicts
 
-            text = json.dumps({**json.loads(text), "trials": to_dicts(trials[0])}, indent=2) + "\n"
+            extra = {"trials": to_dicts(trials[0]), **({"confirmed": confirmed_dicts(confirmed)} if confirmed else {})}
+            text = json.dumps({**json.loads(text), **extra}, indent=2) + "\n"
         sys.stdout.write(text)
 
 
@@ -582,6 +596,16 @@ def _search_trials(folder):
 
     search = searchresults.searched(folder)
     return (searchresults.ranked(folder, search), search) if search is not None else None
+
+
+def _confirmations(folder, trials):
+    """A search's trials confirmed on fresh seeds (search.confirm), tuned against confirmed; None without."""
+    if trials is None or trials[1].confirm is None:
+        return None
+    from ..search import confirm
+
+    rows, search = trials
+    return confirm.read(folder, search.metric, search.maximize, [r.record for r in rows]) or None
 
 
 def _pareto_figure(folder, rows, search):
