@@ -40,6 +40,10 @@ def test_a_changed_budget_is_another_experiment_said_by_run_and_kept_apart_by_re
     assert all(g["runs"] == 1 for g in every["groups"])
     plotted = run_sweep("plot", str(sweep), "-o", str(tmp_path / "curves.png"))
     assert plotted.returncode == 0 and "1 run of an earlier spec left out" in plotted.stderr
+    status = json.loads(run_sweep("status", str(sweep), "--json").stdout)
+    assert status["earlier_spec_runs"] == 1 and len(status["runs"]) == 1
+    assert status["runs"][0]["total_timesteps"] == 384
+    assert "1 run(s) of an earlier spec not shown" in run_sweep("status", str(sweep)).stdout
 
 
 def folder_of_two_specs(tmp_path, with_plan: bool):

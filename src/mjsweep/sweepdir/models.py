@@ -390,6 +390,8 @@ class PlanRecord(FileModel):
 
     experiments: dict[str, str]
     """group -> RunSpec.experiment of its runs in the plan."""
+    runs: list[str] = Field(default_factory=list)
+    """The plan's run ids (with adaptive seeds, every seed up to max): what `sweep status` shows."""
 
 
 class TrialState(str, Enum):

@@ -33,6 +33,9 @@ def status_renderable(view: SweepView) -> RenderableType:
     if stale:
         lines.append(Text(f"{stale} run(s) stale: marked running, but their launcher or process is gone; "
                           "`sweep run` on the same spec resumes them", style="yellow"))
+    if view.earlier:
+        lines.append(Text(f"{view.earlier} run(s) of an earlier spec not shown: the last `sweep run` did not plan "
+                          "them (`sweep report --all-specs` shows them)"))
     return Group(*lines, sweep_renderable(view.runs, view.warnings, compact=False))
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from ..engine.machine import Competition, MachineLoad, measure_once
 from ..results.runview import STALE, RunView, read_run, view_of
 from ..sweepdir import index as runindex
-from ..sweepdir.files import SweepDir
-from ..sweepdir.models import RunState
+from ..sweepdir.files import CorruptFileError, SweepDir, read_model
+from ..sweepdir.models import PlanRecord, RunState
 
 STATE_ORDER = ("running", STALE, "pending", "failed", "interrupted", "pruned", "unknown", "succeeded")
 FPS_DROP = 0.5  # a run at under half its own early fps, or the sweep's median, is being starved
@@ -57,6 +57,8 @@ class SweepView:
     """The pid in sweep.lock while a launcher holds it; None when no launcher runs."""
     runs: list[RunView]
     warnings: list[Contention] = field(default_factory=list)
+    earlier: int = 0
+    """Run folders of an earlier spec that the last plan does not include, left out of `runs`."""
 
     @property
     def counts(self) -> dict[str, int]:
@@ -82,6 +84,7 @@ def read_sweep(path: Path, load1: float | None = None, cores: int | None = None,
                 continue  # not a run folder
             view = read_run(run_dir, launcher_pid is not None, host)
         runs.append(view)
+    runs, earlier = _of_the_plan(sweep_dir, runs)
     runs.sort(key=lambda r: (STATE_ORDER.index(r.state) if r.state in STATE_ORDER else 99, r.run_id))
     warnings = contention_warnings(runs)
     if launcher_pid is not None:  # the machine's load matters only while something runs on it
@@ -91,7 +94,21 @@ def read_sweep(path: Path, load1: float | None = None, cores: int | None = None,
         else:
             machine = MachineLoad(load1, cores, competition)
         warnings += load_warnings(machine.load1, machine.cores, len(running), machine.competition)
-    return SweepView(Path(path), launcher_pid, runs, warnings)
+    return SweepView(Path(path), launcher_pid, runs, warnings, earlier)
+
+
+def _of_the_plan(sweep_dir: SweepDir, runs: list[RunView]) -> tuple[list[RunView], int]:
+    """The runs of the last plan (plan.json) and how many others the folder holds: runs of an earlier spec,
+    which a status of this plan does not count. Without plan.json (a search, an older folder), every run."""
+    try:
+        record = read_model(sweep_dir.plan_json, PlanRecord)
+    except CorruptFileError:
+        record = None
+    if record is None or not record.runs:
+        return runs, 0
+    planned = set(record.runs)
+    kept = [r for r in runs if r.run_id in planned]
+    return kept, len(runs) - len(kept)
 
 
 def _sweep_pids(launcher_pid: int, running: list[RunView], host: str) -> list[int]:
@@ -104,6 +121,7 @@ def to_json(view: SweepView) -> str:
     t = totals(view.runs)
     runs = [{**r.model_dump(mode="json", exclude={"schema_version"}), "eta_s": r.eta_s} for r in view.runs]
     data = {"sweep": str(view.path), "launcher_pid": view.launcher_pid, "counts": view.counts,
+            "earlier_spec_runs": view.earlier,
             "timesteps_done": t.done, "timesteps_total": t.total, "fps": t.fps, "eta_s": t.eta_s,
             "runs": runs, "warnings": [asdict(w) for w in view.warnings]}
     return json.dumps(data, indent=2) + "\n"
