@@ -76,3 +76,12 @@ def test_holm_adjusts_step_down_and_keeps_the_order():
     assert holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
     assert holm([0.2]) == [0.2] and holm([]) == []
     assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])
+
+
+def test_many_seeds_are_sampled_deterministically_and_agree_with_the_normal_approximation():
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=60), rng.normal(size=60) + 0.4
+    p = exact_p(a, b)
+    assert p == exact_p(a, b)  # the same returns, the same draws
+    assert p == pytest.approx(stats.mannwhitneyu(a, b).pvalue, abs=0.01)
