@@ -5,14 +5,17 @@ the level however many looks come.
 At a look with n_a and n_b returns, the statistic is D = |2U - n_a n_b| (U: Mann-Whitney, results/ranktest.py).
 Where both groups' returns come from one continuous distribution, the ranks of all their seeds are a uniformly
 random order, so the joint law of D over the looks depends on the looks' sizes alone, not on the
-distribution: it is simulated once per sequence of sizes (from a generator seeded by the sizes, so the same
-looks always give the same boundaries) and every sweep with those sizes reuses it.
+distribution: it is simulated once per sequence of sizes (each seed's draws from a generator seeded by its
+index, so the same looks always give the same boundaries, and a look's boundary does not change as later
+looks are added) and every sweep with those sizes reuses it.
 
 Error spending (Lan and DeMets 1983): by the look whose information fraction is t (n_a n_b over max^2, the
 share of the most seeds the design may train), the chance of having crossed is at most `level * t ** RHO`.
-Each look's boundary is the smallest D whose crossing, added to what earlier looks spent, stays within that;
-what a look could not spend (few seeds make D coarse) is left to the later ones. Stopping early, a group
-that leaves, or a sweep cut short only drop looks, which never adds to the chance of a crossing.
+Each look's boundary is the smallest D whose crossing, added to what earlier looks spent, stays within that,
+less two standard errors of the simulated count (so that the simulation's own error cannot carry the true
+chance above the level); what a look could not spend (few seeds make D coarse) is left to the later ones.
+Stopping early, a group that leaves, or a sweep cut short only drop looks, which never adds to the chance of
+a crossing.
 """
 
 from __future__ import annotations
@@ -42,13 +45,20 @@ def spent(level: float, fraction: float) -> float:
 
 
 @lru_cache(maxsize=256)
+def _column(side: str, index: int) -> np.ndarray:
+    """One seed's return on every simulated path, drawn from a generator of its own: a look's D then depends
+    only on the seeds it holds, so the boundaries of a sequence of looks are those of its every prefix."""
+    rng = np.random.default_rng(zlib.crc32(f"{side}{index}".encode()))
+    return rng.random(PATHS, dtype=np.float32)
+
+
+@lru_cache(maxsize=256)
 def _null_paths(sizes: tuple[tuple[int, int], ...]) -> np.ndarray:
     """PATHS x looks: D at each look for returns drawn from one distribution, looks of the given sizes (each
     no smaller than the one before on both sides)."""
     n_a, n_b = sizes[-1]
-    rng = np.random.default_rng(zlib.crc32(repr(sizes).encode()))
-    a = rng.random((PATHS, n_a), dtype=np.float32)
-    b = rng.random((PATHS, n_b), dtype=np.float32)
+    a = np.stack([_column("a", c) for c in range(n_a)], axis=1)
+    b = np.stack([_column("b", c) for c in range(n_b)], axis=1)
     out = np.empty((PATHS, len(sizes)), dtype=np.int32)
     for k, (i, j) in enumerate(sizes):
         u2 = 2 * (a[:, :i, None] > b[:, None, :j]).sum(axis=(1, 2), dtype=np.int32)
@@ -64,7 +74,10 @@ def boundaries(sizes: tuple[tuple[int, int], ...], level: float, max_seeds: int)
     crossed = 0
     out: list[float] = []
     for k, (i, j) in enumerate(sizes):
-        allowed = spent(level, i * j / max_seeds ** 2) * PATHS - crossed
+        # Two standard errors of the simulated count below the spend: the simulation's own error does not
+        # carry the true crossing chance above it.
+        budget = spent(level, i * j / max_seeds ** 2) * PATHS
+        allowed = budget - 2 * math.sqrt(budget) - crossed
         d = paths[alive, k]
         values, counts = np.unique(d, return_counts=True)
         tail = np.cumsum(counts[::-1])[::-1]  # tail[v]: alive paths with D >= values[v]
