@@ -64,17 +64,21 @@ class SweepPlan:
     sweep_dir: SweepDir
 
 
-def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: bool = True) -> SweepPlan:
-    """Load and check the spec, its XMLs and its env; expand the runs. Writes nothing.
+def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: bool = True,
+            max_runs: int | None = None) -> SweepPlan:
+    """Load and check the spec, its XMLs and its env; expand the runs. Writes nothing. max_runs overrides the
+    spec's limit on the runs it plans.
 
     Raises SpecError for a bad spec, and BrokenVariantsError naming every variant that does not
     compile or whose env fails the random-action probe (see _check_variant).
     """
-    spec = speclib.load(spec_path)
+    spec = speclib.load(spec_path, max_runs)
     check_tracking(spec)
     if check_envs:
         _check_env_kwargs(spec)
     variants = variantlib.resolve(spec)
+    if spec.xml_glob:  # the spec counted its glob as one variant
+        spec.check_run_count(len(variants), max_runs)
     root = runs_dir.resolve() if runs_dir else spec.runs_dir
     sweep_dir = SweepDir(root / spec.name)
     runs = _point_at_variant_xml(planlib.expand(spec, variants), variants, sweep_dir)

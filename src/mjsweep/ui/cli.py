@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 EXIT_INVALID = 2
 EXIT_INTERRUPTED = 130
+MAX_RUNS_HELP = "The most runs the spec may plan [default: the spec's max_runs, 10,000]."
 PICTURES_HELP = "Render every variant in its start pose into DIR: a PNG each and contact_sheet.png."
 
 
@@ -102,6 +103,7 @@ def run(
     report_every: str = typer.Option("60s", "--report-every", envvar="MJSWEEP_REPORT_EVERY",
                                      help="Rewrite SWEEP_DIR/report.html while the sweep runs, at most this often "
                                      "and only after a run ended (e.g. 30s, 5m); 0 or off: never."),
+    max_runs: int | None = typer.Option(None, "--max-runs", min=1, help=MAX_RUNS_HELP),
 ) -> None:
     """Train every variant x grid point x seed, each as its own single-threaded process."""
     from ..launchers import early_template
@@ -119,7 +121,7 @@ def run(
     timeout_s = parse_duration(timeout) if timeout else None
     report_every_s = None if report_every in ("0", "off") else parse_duration(report_every) or None
     out = tables.make_console()
-    plan = prepare(spec_file, runs_dir)
+    plan = prepare(spec_file, runs_dir, max_runs=max_runs)
     tables.warn_spec(plan.spec)
     tables.warn_missing_tensorboard(plan.spec)
     if plan.spec.search is None and not dry_run:
@@ -396,13 +398,14 @@ def validate(
     spec_file: Path = typer.Argument(..., help="The sweep spec (YAML)."),
     runs_dir: Path | None = typer.Option(None, "--runs-dir", help="Overrides the spec's runs_dir."),
     pictures: Path | None = typer.Option(None, "--pictures", help=PICTURES_HELP),
+    max_runs: int | None = typer.Option(None, "--max-runs", min=1, help=MAX_RUNS_HELP),
 ) -> None:
     """Check the spec; compile every variant, build its env and take random steps; one row per variant; the
     disk the runs will need at their peak against the free space."""
     from ..engine.sweep import BrokenVariantsError, decide, prepare
 
     try:
-        plan = prepare(spec_file, runs_dir)
+        plan = prepare(spec_file, runs_dir, max_runs=max_runs)
     except BrokenVariantsError as exc:
         tables.variant_table(tables.make_console(), exc.plan)
         raise

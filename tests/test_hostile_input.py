@@ -1,0 +1,111 @@
+"""Hostile and careless input through the real `sweep` command: every spec is accepted or refused within the
+child's memory and CPU limits (helpers/bounded.py), refused with one error line naming file, line and key,
+and nothing outside the folders a command owns changes (checksums before and after). docs/reliability.md,
+"Hostile input"."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from helpers.bounded import bounded_sweep, one_error_line, tree_digest
+from helpers.commands import write_spec
+
+
+def _alias_bomb(levels: int = 9) -> str:
+    """Nine lists of nine aliases of the list before: 9**9 leaves once expanded, 400 bytes written."""
+    lines = ["  a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join(lines)
+
+
+def _spec_text(tiny_spec: dict, **changes) -> str:
+    return yaml.safe_dump({**tiny_spec, **changes}, sort_keys=False)
+
+
+def test_a_yaml_alias_bomb_is_refused_before_anything_expands_it(tmp_path, tiny_spec):
+    """Under env kwargs (hashed into run ids, dumped to spec.json) and where a number belongs (printed in the
+    error line): refused at the key that holds it, within the limits."""
+    nested = _alias_bomb().replace("\n", "\n  ")
+    text = _spec_text(tiny_spec).replace("env: HalfCheetah-v5\n", "env: HalfCheetah-v5\nenv_kwargs:\n"
+                                         f"  default_camera_config:\n  {nested}\n")
+    (tmp_path / "kwargs.yaml").write_text(text)
+    number = _spec_text(tiny_spec).replace("total_timesteps: 512", "total_timesteps: *a8")
+    number = number.replace("env: HalfCheetah-v5\n", f"env: HalfCheetah-v5\nenv_kwargs:\n{_alias_bomb()}\n")
+    (tmp_path / "number.yaml").write_text(number)
+    before = tree_digest(tmp_path)
+    for name, key in (("kwargs.yaml", "env_kwargs"), ("number.yaml", "env_kwargs")):
+        for command in (("validate",), ("run", "--dry-run")):
+            line = one_error_line(bounded_sweep(*command, str(tmp_path / name)))
+            line_no = (tmp_path / name).read_text().splitlines().index(f"{key}:") + 1
+            assert f"{name}:{line_no}: {key}: the spec is over" in line and "aliases" in line
+    assert tree_digest(tmp_path) == before
+
+
+def test_a_long_value_is_cut_in_the_error_line(tmp_path, tiny_spec):
+    """A list of 2,000 numbers (within the size limit) where a count belongs: the line shows its start."""
+    path = write_spec(tmp_path, {**tiny_spec, "total_timesteps": [123456789] * 2000})
+    line = one_error_line(bounded_sweep("validate", str(path)))
+    assert "total_timesteps" in line and "123456789" in line and len(line) < 400
+
+
+@pytest.mark.parametrize("changes, key, words", [
+    ({"seeds": 1_000_000_000}, "seeds", "1,000,000,000 runs"),
+    ({"grid": {f"env_kwargs.ctrl_cost_weight{'.x' * i}": list(range(100)) for i in range(6)}},
+     "grid.env_kwargs.ctrl_cost_weight", "1,000,000,000,000 runs"),
+    ({"variants": [{"name": "w", "base": "TINY", "edits": [{"mass": {"body": "torso", "factor": "${f}"}}],
+                    "edit_grid": {"f": list(range(1, 20_001))}}]}, "variants[0].edit_grid", "20,000 runs"),
+])
+def test_a_plan_over_the_run_limit_is_refused_naming_its_count_and_key(tmp_path, tiny_spec, changes, key, words):
+    spec = {**tiny_spec, **changes}
+    if "variants" in changes:
+        spec["variants"][0]["base"] = tiny_spec["variants"][0]["xml"]
+    path = write_spec(tmp_path, spec)
+    for command in (("validate",), ("run", "--dry-run")):
+        line = one_error_line(bounded_sweep(*command, str(path)))
+        assert f": {key}" in line and words in line and "over the limit of 10,000" in line, line
+
+
+def test_the_run_limit_is_the_specs_or_the_flags(tmp_path, tiny_spec):
+    path = write_spec(tmp_path, {**tiny_spec, "seeds": 3, "max_runs": 2})
+    assert "seeds 3), over the limit of 2" in one_error_line(bounded_sweep("validate", str(path)))
+    assert bounded_sweep("validate", str(path), "--max-runs", "3").returncode == 0
+    assert "over the limit of 1" in one_error_line(bounded_sweep("validate", write_spec(
+        tmp_path, {**tiny_spec, "seeds": 2}, "two.yaml").as_posix(), "--max-runs", "1"))
+
+
+@pytest.mark.parametrize("changes, where", [
+    ({"n_envs": 1_000_000}, "n_envs: Input should be less than or equal to 1024"),
+    ({"n_envs": 1000}, "n_envs: 1,000 envs for 512 timesteps"),
+    ({"total_timesteps": "1e30"}, "total_timesteps: Input should be less than or equal to 1000000000000"),
+    ({"ppo": {"n_steps": 100_000_000}}, "ppo.n_steps: one rollout of n_steps 100,000,000 * n_envs 1"),
+    ({"ppo": {"n_epochs": 10**12}}, "ppo.n_epochs: must be at most 2**31 - 1"),
+])
+def test_sizes_beyond_what_a_run_can_take_are_refused_at_their_key(tmp_path, tiny_spec, changes, where):
+    path = write_spec(tmp_path, {**tiny_spec, **changes})
+    line = one_error_line(bounded_sweep("run", "--dry-run", str(path)))
+    assert where in line and "disk" not in line, line
+
+
+@pytest.mark.parametrize("text, where", [
+    ("ppo: {n_steps: 128, batch_size: 64, n_epochs: 1, learning_rate: .inf}", "ppo.learning_rate"),
+    ("ppo: {n_steps: 128, batch_size: 64, n_epochs: 1, learning_rate: lin_1.0e999}", "ppo.learning_rate"),
+    ("ppo: {n_steps: 128, batch_size: 64, n_epochs: 1, ent_coef: .inf}", "ppo.ent_coef"),
+    ("ppo: {n_steps: 128, batch_size: 64, n_epochs: 1, vf_coef: .nan}", "ppo.vf_coef"),
+    ("ppo: {n_steps: 128, batch_size: 64, n_epochs: 1}\ngrid: {ppo.gamma: [0.99, .inf]}", "grid.ppo.gamma[1]"),
+    ("ppo: {n_steps: 128, batch_size: 64, n_epochs: 1}\nenv_kwargs: {ctrl_cost_weight: -.inf}",
+     "env_kwargs.ctrl_cost_weight"),
+    ("ppo: {n_steps: 128, batch_size: 64, n_epochs: 1}\nnormalize: {clip_obs: .inf}", "normalize.clip_obs"),
+])
+def test_a_non_finite_number_is_refused_before_launch(tmp_path, tiny_spec, text, where):
+    spec = _spec_text({k: v for k, v in tiny_spec.items() if k != "ppo"}) + text + "\n"
+    (tmp_path / "spec.yaml").write_text(spec)
+    line = one_error_line(bounded_sweep("run", "--dry-run", str(tmp_path / "spec.yaml")))
+    assert f": {where}:" in line and ("finite" in line or "schedule" in line), line
+
+
+@pytest.mark.parametrize("seeds", [[2**32], {"min": 2, "max": 2**32 + 1}])
+def test_a_seed_beyond_numpys_range_is_refused(tmp_path, tiny_spec, seeds):
+    path = write_spec(tmp_path, {**tiny_spec, "seeds": seeds})
+    line = one_error_line(bounded_sweep("validate", str(path), "--max-runs", str(2**40)))
+    assert ": seeds: " in line and "2**32 - 1" in line, line
