@@ -10,6 +10,7 @@ import yaml
 
 from helpers.bounded import bounded_sweep, one_error_line, tree_digest
 from helpers.commands import write_spec
+from helpers.models import TINY_XML
 
 
 def _alias_bomb(levels: int = 9) -> str:
@@ -109,3 +110,15 @@ def test_a_seed_beyond_numpys_range_is_refused(tmp_path, tiny_spec, seeds):
     path = write_spec(tmp_path, {**tiny_spec, "seeds": seeds})
     line = one_error_line(bounded_sweep("validate", str(path), "--max-runs", str(2**40)))
     assert ": seeds: " in line and "2**32 - 1" in line, line
+
+
+def test_a_model_with_60_mb_of_inline_data_is_read_in_linear_time(tmp_path, tiny_spec):
+    """One long comment, as inline mesh or height field data make: reading its includes took 27 s of CPU
+    (quadratic in the token); MuJoCo itself reads it in about a second. Validated within 20 CPU seconds."""
+    xml = TINY_XML.read_text()
+    start = xml.index(">", xml.index("<mujoco")) + 1
+    model = tmp_path / "inline.xml"
+    model.write_text(f"{xml[:start]}\n<!-- include {'0 1 ' * (15 << 20)} -->\n{xml[start:]}")
+    path = write_spec(tmp_path, {**tiny_spec, "variants": [{"name": "walker", "xml": str(model)}]})
+    result = bounded_sweep("validate", str(path), cpu_s=20)
+    assert result.returncode == 0, result.stderr[-2000:]

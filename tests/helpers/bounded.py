@@ -20,16 +20,16 @@ CPU_LIMIT = 60
 """RLIMIT_CPU of the child, in CPU seconds: the kernel's SIGXCPU, so a loaded machine's waits do not count."""
 
 
-def _limits() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-    resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT, CPU_LIMIT))
+def bounded_sweep(*args: str, cwd: Path | None = None, env: dict | None = None,
+                  cpu_s: int = CPU_LIMIT) -> subprocess.CompletedProcess:
+    """`sweep ARGS` within MEMORY_LIMIT and `cpu_s` CPU seconds (children it starts inherit them)."""
+    def limits() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
 
-
-def bounded_sweep(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    """`sweep ARGS` within MEMORY_LIMIT and CPU_LIMIT (children it starts inherit them)."""
     full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
     return subprocess.run([sweep_exe(), *args], cwd=cwd, capture_output=True, text=True, env=full_env,
-                          stdin=subprocess.DEVNULL, preexec_fn=_limits, timeout=900)
+                          stdin=subprocess.DEVNULL, preexec_fn=limits, timeout=900)
 
 
 def tree_digest(folder: Path) -> dict[str, str]:
