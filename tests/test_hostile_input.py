@@ -5,6 +5,8 @@ and nothing outside the folders a command owns changes (checksums before and aft
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -122,3 +124,34 @@ def test_a_model_with_60_mb_of_inline_data_is_read_in_linear_time(tmp_path, tiny
     path = write_spec(tmp_path, {**tiny_spec, "variants": [{"name": "walker", "xml": str(model)}]})
     result = bounded_sweep("validate", str(path), cpu_s=20)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+# -- files and links: the launcher writes only inside the sweep folder, never through a link it did not make
+
+
+def _victim(tmp_path) -> tuple[Path, dict[str, str]]:
+    """A folder of the user's outside the sweep, and its checksums."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "thesis.txt").write_text("months of work\n")
+    (outside / "report.md").write_text("# my own report\n")
+    return outside, tree_digest(outside)
+
+
+def _first_run_id(spec_path: Path) -> str:
+    from mjsweep.engine.sweep import prepare
+
+    return prepare(spec_path, check_envs=False).runs[0].run_id
+
+
+def test_read_only_commands_write_nothing_into_a_folder_that_is_not_a_sweep(tmp_path):
+    """A user's folder that happens to hold a spec.json (of another tool) below it: report, video and evaluate
+    refuse it, and its own report.md is untouched."""
+    folder, _ = _victim(tmp_path)
+    (folder / "experiment").mkdir()
+    (folder / "experiment" / "spec.json").write_text('{"lr": 0.1}\n')
+    before = tree_digest(folder)
+    for command in (("report",), ("report", "--format", "html"), ("evaluate", "--cross"), ("video",)):
+        line = one_error_line(bounded_sweep(*command[:1], str(folder), *command[1:]))
+        assert "not a sweep folder" in line, line
+    assert tree_digest(folder) == before

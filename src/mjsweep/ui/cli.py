@@ -59,6 +59,14 @@ def _options(version: bool = typer.Option(False, "--version", callback=_print_ve
     """Launch sweeps of single-threaded SB3 trainings (PPO, SAC, TD3, A2C) over MuJoCo robot variants."""
 
 
+def writable_sweep(folder: Any, what: str) -> None:
+    """InputError unless `folder` (a SweepDir) is a sweep folder a launcher made: a command that writes into
+    it leaves any other folder as it found it."""
+    if not folder.is_sweep():
+        raise InputError(f"{folder.path}: not a sweep folder (no sweep.yaml, no index.jsonl, no run folder whose "
+                         f"spec.json names it); {what} only into a sweep folder")
+
+
 def usable_cores() -> int:
     return len(os.sched_getaffinity(0))
 
@@ -448,6 +456,7 @@ def report(
     rows = collect(folder)
     if not rows:
         raise InputError(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
+    writable_sweep(folder, "sweep report writes report.csv and report.md")
     if rank not in reportlib.RANKINGS:
         raise InputError(f"--rank {rank!r}: choose one of {', '.join(reportlib.RANKINGS)}")
     groups = reportlib.aggregate(rows, reportlib.model_stats(folder, rows), reportlib.eval_aucs(folder, rows), rank)
@@ -591,6 +600,8 @@ def video(
     from ..sweepdir.files import SweepDir
 
     folder = SweepDir(sweep_dir)
+    if output is None:
+        writable_sweep(folder, "sweep video writes its videos/")
     try:
         choices = choose(collect(folder), folder.path, variant, seed, best)
     except NoVideo as exc:
@@ -618,6 +629,7 @@ def evaluate(
 
     if not cross:
         raise InputError("sweep evaluate: say which evaluation: --cross (every policy on every variant)")
+    writable_sweep(SweepDir(sweep_dir), "sweep evaluate writes its cross/")
     outcome = evaluate_cross(SweepDir(sweep_dir), episodes, workers or usable_cores(),
                              say=lambda line: print(line, file=sys.stderr, flush=True))
     tables.cross_table(tables.make_console(), outcome.cells)
