@@ -5,6 +5,7 @@ and nothing outside the folders a command owns changes (checksums before and aft
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,27 @@ def test_read_only_commands_write_nothing_into_a_folder_that_is_not_a_sweep(tmp_
         line = one_error_line(bounded_sweep(*command[:1], str(folder), *command[1:]))
         assert "not a sweep folder" in line, line
     assert tree_digest(folder) == before
+
+
+def test_a_robot_name_resolves_inside_its_root_only(tmp_path, tiny_spec):
+    """Without the mujoco-menagerie package, MENAGERIE_ROOT's folders (with it, its registry's names): neither a
+    path in the name nor a robot folder that links outside reaches a model elsewhere."""
+    root = tmp_path / "a" / "robots"
+    (root / "walker").mkdir(parents=True)
+    shutil.copy(TINY_XML, root / "walker" / "scene.xml")
+    shutil.copy(TINY_XML, tmp_path / "x.xml")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(TINY_XML, elsewhere / "scene.xml")
+    (root / "linked").symlink_to(elsewhere)
+    hidden = tmp_path / "hidden"  # a module that fails to import stands for the package's absence
+    hidden.mkdir()
+    (hidden / "mujoco_menagerie.py").write_text("raise ImportError('not installed')\n")
+    env = {"MENAGERIE_ROOT": str(root), "PYTHONPATH": str(hidden)}
+    good = write_spec(tmp_path, {**tiny_spec, "variants": [{"name": "w", "xml": "menagerie:walker"}]}, "good.yaml")
+    assert bounded_sweep("validate", str(good), env=env).returncode == 0
+    for name, words in (("../../x", "never a path"), ("walker/../../../x", "never a path"),
+                        ("linked", "leads outside MENAGERIE_ROOT")):
+        path = write_spec(tmp_path, {**tiny_spec, "variants": [{"name": "w", "xml": f"menagerie:{name}"}]})
+        line = one_error_line(bounded_sweep("run", "--dry-run", str(path), env=env))
+        assert words in line and "variants[0]" in line, line
