@@ -5,6 +5,7 @@ and nothing outside the folders a command owns changes (checksums before and aft
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -143,6 +144,47 @@ def _first_run_id(spec_path: Path) -> str:
     from mjsweep.engine.sweep import prepare
 
     return prepare(spec_path, check_envs=False).runs[0].run_id
+
+
+@pytest.mark.parametrize("link", ["symlink", "hardlink"])
+def test_a_lock_file_that_is_a_link_is_refused_and_its_target_untouched(tmp_path, tiny_spec, link):
+    outside, before = _victim(tmp_path)
+    path = write_spec(tmp_path, tiny_spec)
+    sweep = tmp_path / "runs" / "tiny"
+    sweep.mkdir(parents=True)
+    (os.symlink if link == "symlink" else os.link)(outside / "thesis.txt", sweep / "sweep.lock")
+    line = one_error_line(bounded_sweep("run", str(path), "--start", "exec"))
+    assert "sweep.lock" in line and ("symbolic link" in line or "hard link" in line), line
+    assert tree_digest(outside) == before
+    assert sorted(p.name for p in sweep.iterdir()) == ["sweep.lock"]
+
+
+def test_a_run_folder_that_is_a_link_out_of_the_sweep_is_refused(tmp_path, tiny_spec):
+    outside, before = _victim(tmp_path)
+    path = write_spec(tmp_path, tiny_spec)
+    sweep = tmp_path / "runs" / "tiny"
+    sweep.mkdir(parents=True)
+    (sweep / _first_run_id(path)).symlink_to(outside)
+    for command in (("validate",), ("run", "--dry-run"), ("run", "--start", "exec")):
+        line = one_error_line(bounded_sweep(*command, str(path)))
+        assert "run folder is a symbolic link" in line and str(outside) in line, line
+    assert tree_digest(outside) == before
+    assert len(list(sweep.iterdir())) == 1
+
+
+def test_a_runs_dir_that_is_a_file_or_holds_a_nul_byte_is_named_as_such(tmp_path, tiny_spec):
+    (tmp_path / "afile").write_text("not a folder\n")
+    before = tree_digest(tmp_path)
+    path = write_spec(tmp_path, {**tiny_spec, "runs_dir": "afile"})
+    before = tree_digest(tmp_path)
+    line = one_error_line(bounded_sweep("run", str(path), "--start", "exec"))
+    assert ": runs_dir: " in line and "afile is not a folder" in line, line
+    line = one_error_line(bounded_sweep("validate", str(path), "--runs-dir", str(tmp_path / "afile" / "deeper")))
+    assert line.startswith("error: --runs-dir ") and "afile is not a folder" in line, line
+    (tmp_path / "nul.yaml").write_text(_spec_text(tiny_spec).replace("runs_dir: runs", 'runs_dir: "ru\\0ns"'))
+    line = one_error_line(bounded_sweep("run", str(tmp_path / "nul.yaml"), "--start", "exec"))
+    assert ": runs_dir: holds a NUL byte" in line, line
+    assert tree_digest(tmp_path) == {**before, "nul.yaml": tree_digest(tmp_path)["nul.yaml"]}
 
 
 def test_read_only_commands_write_nothing_into_a_folder_that_is_not_a_sweep(tmp_path):

@@ -7,8 +7,10 @@ run's spec.json are written, and the scheduler runs what is left to do.
 from __future__ import annotations
 
 import difflib
+import errno
 import fcntl
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,7 +20,7 @@ from pathlib import Path
 import psutil
 import yaml
 
-from ..errors import SweepLockedError
+from ..errors import InputError, SweepLockedError
 from ..launchers.base import Launcher
 from ..plan import runs as planlib
 from ..plan.order import Order, measured_fps, start_order
@@ -79,9 +81,12 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
     variants = variantlib.resolve(spec)
     if spec.xml_glob:  # the spec counted its glob as one variant
         spec.check_run_count(len(variants), max_runs)
+    if runs_dir is not None and "\0" in str(runs_dir):
+        raise InputError(f"--runs-dir {str(runs_dir)!r}: a path holds no NUL byte")
     root = runs_dir.resolve() if runs_dir else spec.runs_dir
     sweep_dir = SweepDir(root / spec.name)
     runs = _point_at_variant_xml(planlib.expand(spec, variants), variants, sweep_dir)
+    _check_folders(spec, sweep_dir, runs, f"--runs-dir {runs_dir}" if runs_dir else None)
     # Generated XMLs live in a temp folder while they are checked; the runs get theirs when written.
     with tempfile.TemporaryDirectory(prefix="mjsweep-check-") as tmp:
         local = [variantlib.materialize(v, Path(tmp)) for v in variants]
@@ -99,6 +104,27 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
         run, problem = refused[0]
         raise _refused_hyperparameters(spec, run, problem, len(refused))
     return plan
+
+
+def _check_folders(spec: speclib.SweepSpec, sweep_dir: SweepDir, runs: list[RunSpec], flag: str | None) -> None:
+    """Where the sweep will write is a folder or nothing yet, and no run folder is a link: the launcher writes
+    only inside the sweep folder, never through a link it did not make. Before anything is written (and for
+    --dry-run and validate, which say so too)."""
+    def refuse(message: str) -> InputError:
+        return InputError(f"{flag}: {message}") if flag else spec.locator.error(("runs_dir",), message)
+
+    for folder in (sweep_dir.path, *sweep_dir.path.parents):
+        if os.path.lexists(folder):
+            if not folder.is_dir():
+                raise refuse(f"{folder} is not a folder: the runs dir and the sweep folder in it must be folders")
+            break
+    for run in runs:
+        path = sweep_dir.run(run.run_id).path
+        if path.is_symlink():
+            raise InputError(f"{path}: this run folder is a symbolic link (to {os.readlink(path)}): the launcher "
+                             "trains only into run folders it made; remove the link")
+        if os.path.lexists(path) and not path.is_dir():
+            raise InputError(f"{path}: this run's folder is a file; remove it or move it away")
 
 
 def _refused_hyperparameters(spec: speclib.SweepSpec, run: RunSpec, problem: str, count: int) -> speclib.SpecError:
@@ -294,7 +320,11 @@ def _write_sweep_files(plan: SweepPlan, runs: list[RunSpec]) -> None:
 
 
 def write_run_dir(run_dir: RunDir, run: RunSpec, xml_text: str | None) -> None:
-    """What the worker reads: spec.json, and variant.xml for a generated robot (`xml_text`)."""
+    """What the worker reads: spec.json, and variant.xml for a generated robot (`xml_text`). A run folder that
+    is a link (planted since prepare() looked) is refused rather than written through."""
+    if run_dir.path.is_symlink():
+        raise InputError(f"{run_dir.path}: this run folder is a symbolic link: the launcher trains only into run "
+                         "folders it made; remove the link")
     run_dir.path.mkdir(parents=True, exist_ok=True)
     if xml_text is not None:
         write_text_atomic(run_dir.variant_xml, xml_text)
@@ -332,8 +362,20 @@ def kill_orphan(run_dir: RunDir) -> None:
 
 @contextmanager
 def sweep_lock(sweep_dir: SweepDir) -> Iterator[None]:
-    """flock on sweep.lock: the OS releases it when the holder dies, however it dies."""
-    fd = os.open(sweep_dir.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    """flock on sweep.lock: the OS releases it when the holder dies, however it dies. Opened without following
+    a link, and only as a plain file of its own: the pid written into it must never land in another file."""
+    try:
+        fd = os.open(sweep_dir.lock_file, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise InputError(f"{sweep_dir.lock_file} is a symbolic link: the launcher writes its pid into its lock, "
+                         "never through a link; remove it") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+        os.close(fd)
+        raise InputError(f"{sweep_dir.lock_file} is not a plain file of its own (a hard link, a pipe, a device): "
+                         "the launcher writes its pid into its lock; remove it")
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -77,13 +77,19 @@ def _size(node: yaml.Node, sizes: dict[int, int], open_nodes: set[int], depth: i
     return size
 
 
-def non_finite(data: Any, at: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
-    """The key path of the first infinity or NaN in loaded YAML data, else None: JSON (spec.json, run ids)
-    cannot hold one, and no argument of a run takes one. `data` is within MAX_EXPANDED by now."""
+def unusable(data: Any, at: tuple[str | int, ...] = ()) -> tuple[tuple[str | int, ...], str] | None:
+    """The key path of the first value in loaded YAML data that no run can take, and why, else None: an
+    infinity or NaN (JSON, so spec.json and the run ids, cannot hold one, and no argument takes one) or a
+    string with a NUL byte (no path, name or argument holds one). `data` is within MAX_EXPANDED by now."""
     if isinstance(data, float) and not math.isfinite(data):
-        return at
+        return at, ("must be a finite number: no argument of a run takes an infinity or NaN, and spec.json could "
+                    "not record it")
+    if isinstance(data, str) and "\0" in data:
+        return at, "holds a NUL byte: no path, name or argument takes one"
     items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
     for key, value in items:
-        if (found := non_finite(value, (*at, key))) is not None:
+        if isinstance(key, str) and "\0" in key:
+            return (*at, key), "holds a NUL byte: no key takes one"
+        if (found := unusable(value, (*at, key))) is not None:
             return found
     return None

@@ -49,7 +49,7 @@ from .limits import (
     MAX_TIMESTEPS,
     TooBig,
     check_expanded_size,
-    non_finite,
+    unusable,
 )
 from .literals import zoo_expression, zoo_text
 from .searchspace import EVAL_METRICS, MULTI_OBJECTIVE_METHODS, Dimension, SearchSpec
@@ -551,9 +551,8 @@ def _read_spec(path: Path) -> str:
 
 def parse(data: dict[str, Any], locator: SpecLocator, max_runs: int | None = None) -> SweepSpec:
     """Validate already-loaded data; paths are left as written. max_runs overrides the spec's own."""
-    if (at := non_finite(data)) is not None:
-        raise locator.error(at, "must be a finite number: no argument of a run takes an infinity or NaN, and "
-                                "spec.json could not record it")
+    if (found := unusable(data)) is not None:
+        raise locator.error(*found)
     written = data
     try:
         # RL Zoo's values where a section says zoo: true; n_envs, normalize and n_timesteps in a section
