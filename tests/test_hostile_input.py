@@ -14,7 +14,10 @@ import yaml
 
 from helpers.bounded import bounded_sweep, one_error_line, tree_digest
 from helpers.commands import write_spec
+from helpers.fake_sweep import make_run, result, run_spec
+from helpers.images import not_blank
 from helpers.models import TINY_XML
+from mjsweep.sweepdir.models import RunState
 
 
 def _alias_bomb(levels: int = 9) -> str:
@@ -222,3 +225,25 @@ def test_a_robot_name_resolves_inside_its_root_only(tmp_path, tiny_spec):
         path = write_spec(tmp_path, {**tiny_spec, "variants": [{"name": "w", "xml": f"menagerie:{name}"}]})
         line = one_error_line(bounded_sweep("run", "--dry-run", str(path), env=env))
         assert words in line and "variants[0]" in line, line
+
+
+# -- user text in figures and reports
+
+
+def test_a_latex_label_as_a_grid_value_is_drawn_as_text(tmp_path):
+    """A grid value written as a paper's label: matplotlib's mathtext would parse it and raise; `sweep report
+    --format html` and `sweep plot` draw it as the characters written, and the HTML escapes it."""
+    sweep = tmp_path / "sweep"
+    label = r"$\textbf{baseline}$ <b>&"
+    for seed in (0, 1):
+        for value in (label, r"$x^{2"):
+            name = f"w_{'a' if value == label else 'b'}_s{seed}"
+            make_run(sweep, run_spec("w", seed, {"env_kwargs.label": value}, run_id=name), RunState.SUCCEEDED,
+                     result(10.0 + seed), progress=[(100, 500.0, 1.0 + seed), (200, 500.0, 3.0 + seed)])
+    report = bounded_sweep("report", str(sweep), "--format", "html", "--compare")
+    assert report.returncode == 0 and "Traceback" not in report.stderr, report.stderr[-3000:]
+    html = (sweep / "report.html").read_text()
+    assert r"$\textbf{baseline}$ &lt;b&gt;&amp;" in html and "<b>&" not in html
+    plot = bounded_sweep("plot", str(sweep), "-o", str(tmp_path / "figs" / "curves.png"))
+    assert plot.returncode == 0 and "Traceback" not in plot.stderr, plot.stderr[-3000:]
+    not_blank(tmp_path / "figs" / "curves.png")
