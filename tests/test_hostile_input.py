@@ -5,6 +5,7 @@ and nothing outside the folders a command owns changes (checksums before and aft
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -247,3 +248,35 @@ def test_a_latex_label_as_a_grid_value_is_drawn_as_text(tmp_path):
     plot = bounded_sweep("plot", str(sweep), "-o", str(tmp_path / "figs" / "curves.png"))
     assert plot.returncode == 0 and "Traceback" not in plot.stderr, plot.stderr[-3000:]
     not_blank(tmp_path / "figs" / "curves.png")
+
+
+# -- a refused spec changes nothing in an existing sweep folder
+
+
+def _finished_sweep(folder: Path, tiny_spec: dict) -> None:
+    """The files a finished sweep of the tiny spec holds: sweep.yaml, index.jsonl, a lock and a succeeded run."""
+    folder.mkdir(parents=True)
+    (folder / "sweep.yaml").write_text(yaml.safe_dump(tiny_spec, sort_keys=False))
+    (folder / "sweep.lock").write_text("4242\n")
+    run = make_run(folder, run_spec("walker", 0, run_id="walker_s0_0123abcd"), RunState.SUCCEEDED, result(5.0),
+                   progress=[(512, 900.0, 5.0)])
+    (folder / "index.jsonl").write_text(json.dumps({"run_id": run.path.name, "state": "succeeded"}) + "\n")
+
+
+@pytest.mark.parametrize("changes", [
+    {"grid": {"ppo.learning_rate": [3e-4, float("inf")]}},
+    {"grid": {"env_kwargs.ctrl_cost_weight": [0.1, float("nan")]}},
+    {"seeds": [0, 2**32]},
+    {"seeds": 20_000},
+    {"ppo": {"n_steps": 128, "batch_size": 64, "n_epochs": 1, "policy_kwargs": {"net_arch": {"pi": [8], "vf": [-1]}}}},
+    {"variants": [{"name": "walker", "xml": "broken.xml"}]},
+])
+def test_a_refused_spec_changes_nothing_in_an_existing_sweep(tmp_path, tiny_spec, changes):
+    """`sweep run` of a spec refused by any check (the spec's own, the run limit, SB3's model check, a model
+    that does not compile), aimed at a finished sweep: exit 2 and every byte of the folder as it was."""
+    (tmp_path / "broken.xml").write_text("<mujoco><worldbody><geom type='nonsense'/></worldbody></mujoco>\n")
+    _finished_sweep(tmp_path / "runs" / "tiny", tiny_spec)
+    path = write_spec(tmp_path, {**tiny_spec, **changes})
+    before = tree_digest(tmp_path)
+    one_error_line(bounded_sweep("run", str(path), "--start", "exec"))
+    assert tree_digest(tmp_path) == before

@@ -27,7 +27,8 @@ def bounded_sweep(*args: str, cwd: Path | None = None, env: dict | None = None,
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
 
-    full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
+    # One BLAS thread: OpenBLAS maps a buffer per core at import, which would tie the limit to the machine.
+    full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "OPENBLAS_NUM_THREADS": "1", **(env or {})}
     return subprocess.run([sweep_exe(), *args], cwd=cwd, capture_output=True, text=True, env=full_env,
                           stdin=subprocess.DEVNULL, preexec_fn=limits, timeout=900)
 
