@@ -63,7 +63,7 @@ def test_a_long_value_is_cut_in_the_error_line(tmp_path, tiny_spec):
     ({"grid": {f"env_kwargs.ctrl_cost_weight{'.x' * i}": list(range(100)) for i in range(6)}},
      "grid.env_kwargs.ctrl_cost_weight", "1,000,000,000,000 runs"),
     ({"variants": [{"name": "w", "base": "TINY", "edits": [{"mass": {"body": "torso", "factor": "${f}"}}],
-                    "edit_grid": {"f": list(range(1, 20_001))}}]}, "variants[0].edit_grid", "20,000 runs"),
+                    "edit_grid": {"f": list(range(1, 10_002))}}]}, "variants[0].edit_grid", "10,001 runs"),
 ])
 def test_a_plan_over_the_run_limit_is_refused_naming_its_count_and_key(tmp_path, tiny_spec, changes, key, words):
     spec = {**tiny_spec, **changes}

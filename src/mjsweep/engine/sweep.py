@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 import yaml
 
-from ..errors import InputError, SweepLockedError
+from ..errors import InputError, SweepLockedError, shown
 from ..launchers.base import Launcher
 from ..plan import runs as planlib
 from ..plan.order import Order, measured_fps, start_order
@@ -132,7 +132,7 @@ def _refused_hyperparameters(spec: speclib.SweepSpec, run: RunSpec, problem: str
     hyperparameters: point at the grid key that made it, else at the algorithm's section."""
     grid_keys = [key for key in run.grid if key.startswith(f"{run.algo}.")]
     at: tuple[str, ...] = ("grid", grid_keys[0]) if grid_keys else (run.algo,)
-    point = f" (grid point {', '.join(f'{k}={run.grid[k]}' for k in grid_keys)})" if grid_keys else ""
+    point = f" (grid point {', '.join(f'{k}={shown(run.grid[k])}' for k in grid_keys)})" if grid_keys else ""
     more = f"; {count - 1} more set(s) refused" if count > 1 else ""
     return spec.locator.error(at, f"{ALGOS[run.algo].distribution} cannot build the model{point}: {problem}{more}")
 
@@ -197,7 +197,7 @@ def _where_in_xml(variant: variantlib.Variant, message: str) -> str:
 
 
 def _kwargs_note(env_kwargs: dict) -> str:
-    return f" with env_kwargs {env_kwargs}" if env_kwargs else ""
+    return f" with env_kwargs {shown(env_kwargs, 200)}" if env_kwargs else ""
 
 
 def decide(plan: SweepPlan) -> list[PlannedRun]:
