@@ -28,6 +28,13 @@ def _alias_bomb(levels: int = 9) -> str:
     return "\n".join(lines)
 
 
+def _nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 def _spec_text(tiny_spec: dict, **changes) -> str:
     return yaml.safe_dump({**tiny_spec, **changes}, sort_keys=False)
 
@@ -89,6 +96,8 @@ def test_the_run_limit_is_the_specs_or_the_flags(tmp_path, tiny_spec):
     ({"total_timesteps": "1e30"}, "total_timesteps: Input should be less than or equal to 1000000000000"),
     ({"ppo": {"n_steps": 100_000_000}}, "ppo.n_steps: one rollout of n_steps 100,000,000 * n_envs 1"),
     ({"ppo": {"n_epochs": 10**12}}, "ppo.n_epochs: must be at most 2**31 - 1"),
+    ({"name": "a" * 300}, "name: a name is at most 200 characters"),
+    ({"env_kwargs": {"default_camera_config": _nested(70)}}, "env_kwargs: the spec nests mappings and lists over"),
 ])
 def test_sizes_beyond_what_a_run_can_take_are_refused_at_their_key(tmp_path, tiny_spec, changes, where):
     path = write_spec(tmp_path, {**tiny_spec, **changes})

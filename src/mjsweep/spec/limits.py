@@ -47,7 +47,12 @@ def check_expanded_size(root: yaml.Node | None) -> None:
     if not isinstance(root, yaml.MappingNode):
         _size(root, sizes, set(), 0)
         return
-    parts = [(key.value, _size(value, sizes, set(), 1)) for key, value in root.value]
+    parts = []
+    for key, value in root.value:
+        try:
+            parts.append((key.value, _size(value, sizes, set(), 1)))
+        except TooBig as exc:
+            raise TooBig((str(key.value),), str(exc)) from None
     total = sum(size for _, size in parts) + _NODE * len(parts)
     if total > MAX_EXPANDED:
         key, _ = max(parts, key=lambda part: part[1])

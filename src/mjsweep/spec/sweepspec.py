@@ -66,11 +66,17 @@ ZOO_KEY_OF = {key: zoo_key for zoo_key, key in ZOO_TOP_KEYS.items()}
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+-]*$")
 
 
+MAX_NAME = 200
+"""A sweep's name is a folder's, a variant's a picture's and a video's file name: one holds 255 bytes."""
+
+
 def check_safe_name(name: str) -> str:
     if not _SAFE_NAME.match(name) or ".." in name:
         raise ValueError(
-            f"unsafe name {name!r}: use letters, digits and . _ = + - (no path separators, no '..')"
+            f"unsafe name {shown(name)}: use letters, digits and . _ = + - (no path separators, no '..')"
         )
+    if len(name) > MAX_NAME:
+        raise ValueError(f"a name is at most {MAX_NAME} characters (got {len(name)}: {shown(name, 40)})")
     return name
 
 
