@@ -185,6 +185,22 @@ def test_a_run_folder_that_is_a_link_out_of_the_sweep_is_refused(tmp_path, tiny_
     assert len(list(sweep.iterdir())) == 1
 
 
+@pytest.mark.parametrize("where", ["index.jsonl", "RUN/progress.csv"])
+def test_a_link_among_the_files_of_the_sweep_is_refused(tmp_path, tiny_spec, where):
+    """Files the launcher appends to or truncates on resume: a link there would carry its writes out."""
+    outside, before = _victim(tmp_path)
+    path = write_spec(tmp_path, tiny_spec)
+    sweep = tmp_path / "runs" / "tiny"
+    link = sweep / where.replace("RUN", _first_run_id(path))
+    link.parent.mkdir(parents=True)
+    link.symlink_to(outside / "thesis.txt")
+    inside = tree_digest(sweep)
+    for command in (("validate",), ("run", "--start", "exec")):
+        line = one_error_line(bounded_sweep(*command, str(path)))
+        assert f"{link} is a symbolic link" in line, line
+    assert tree_digest(outside) == before and tree_digest(sweep) == inside
+
+
 def test_a_runs_dir_that_is_a_file_or_holds_a_nul_byte_is_named_as_such(tmp_path, tiny_spec):
     (tmp_path / "afile").write_text("not a folder\n")
     before = tree_digest(tmp_path)

@@ -125,6 +125,21 @@ def _check_folders(spec: speclib.SweepSpec, sweep_dir: SweepDir, runs: list[RunS
                              "trains only into run folders it made; remove the link")
         if os.path.lexists(path) and not path.is_dir():
             raise InputError(f"{path}: this run's folder is a file; remove it or move it away")
+        _refuse_links_in(path)
+    _refuse_links_in(sweep_dir.path)
+
+
+def _refuse_links_in(folder: Path) -> None:
+    """mjsweep makes no symbolic link: one among the files it appends to or truncates (index.jsonl,
+    trials.jsonl, a run's logs on resume) would carry its writes out of the sweep folder."""
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        if entry.is_symlink():
+            raise InputError(f"{entry.path} is a symbolic link (to {os.readlink(entry.path)}): the launcher writes "
+                             "into the files of a sweep folder, never through a link it did not make; remove it")
 
 
 def _refused_hyperparameters(spec: speclib.SweepSpec, run: RunSpec, problem: str, count: int) -> speclib.SpecError:
