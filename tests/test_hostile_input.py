@@ -82,6 +82,18 @@ def test_a_plan_over_the_run_limit_is_refused_naming_its_count_and_key(tmp_path,
         assert f": {key}" in line and words in line and "over the limit of 10,000" in line, line
 
 
+def test_an_xml_glob_is_counted_before_any_match_is_read(tmp_path, tiny_spec):
+    """3,000 matches x 4 seeds: refused at xml_glob before the 3,000 files (none of them a model) are read."""
+    models = tmp_path / "models"
+    models.mkdir()
+    for i in range(3000):
+        (models / f"m{i}.xml").write_text("not a model\n")
+    path = write_spec(tmp_path, {**tiny_spec, "variants": [], "xml_glob": "models/*.xml", "seeds": 4})
+    line = one_error_line(bounded_sweep("validate", str(path), "--max-runs", "11999"))
+    assert ": xml_glob: the spec plans 12,000 runs (variants 3,000 x grid points 1 x seeds 4), over the limit of " \
+           "11,999" in line, line
+
+
 def test_the_run_limit_is_the_specs_or_the_flags(tmp_path, tiny_spec):
     path = write_spec(tmp_path, {**tiny_spec, "seeds": 3, "max_runs": 2})
     assert "seeds 3), over the limit of 2" in one_error_line(bounded_sweep("validate", str(path)))

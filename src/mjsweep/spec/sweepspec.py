@@ -323,6 +323,8 @@ class SweepSpec(_Strict):
     _warnings: list[str] = PrivateAttr(default_factory=list)
     _zoo_entries: dict[str, str] = PrivateAttr(default_factory=dict)
     _own_keys: dict[str, AlgoOwnKeys] = PrivateAttr(default_factory=dict)
+    _max_runs: int | None = PrivateAttr(None)
+    """`--max-runs`, over the spec's max_runs."""
 
     @field_validator("seeds")
     @classmethod
@@ -402,7 +404,7 @@ class SweepSpec(_Strict):
         variants resolved to; default: the spec's own, an xml_glob as one), and its factors: (what, count,
         the key that sets it)."""
         if variants is None:
-            counts = [math.prod(len(values) for values in v.edit_grid.values()) for v in self.variants]
+            counts = self._variant_counts()
             variants = sum(counts) + (1 if self.xml_glob else 0)
             widest = max(range(len(counts)), key=counts.__getitem__, default=None)
             at_variants: tuple[str | int, ...] = ("variants",) if widest is None or counts[widest] == 1 else (
@@ -419,6 +421,14 @@ class SweepSpec(_Strict):
             factors += [("seeds", self._seed_count(), ("seeds",))]
         return math.prod(count for _, count, _ in factors), factors
 
+    def _variant_counts(self) -> list[int]:
+        """The variants each entry of `variants` makes: one, or its edit grid's points."""
+        return [math.prod(len(values) for values in v.edit_grid.values()) for v in self.variants]
+
+    def listed_variants(self) -> int:
+        """The variants the spec lists (edit grids expanded), without those of its xml_glob."""
+        return sum(self._variant_counts())
+
     def _grid_points(self) -> int:
         """The grid's points once each algorithm's runs drop the other algorithms' keys (plan/runs.py)."""
         if "algo" not in self.grid:
@@ -434,10 +444,10 @@ class SweepSpec(_Strict):
             return self.seeds.max
         return self.seeds if isinstance(self.seeds, int) else len(self.seeds)
 
-    def check_run_count(self, variants: int | None = None, max_runs: int | None = None) -> None:
-        """SpecError when the spec plans more runs than max_runs (default: the spec's), naming the count and
-        the key of its largest factor; before anything expands them."""
-        limit = self.max_runs if max_runs is None else max_runs
+    def check_run_count(self, variants: int | None = None) -> None:
+        """SpecError when the spec plans more runs than its limit (`--max-runs`, else max_runs), naming the count
+        and the key of its largest factor; before anything expands them."""
+        limit = self.max_runs if self._max_runs is None else self._max_runs
         total, factors = self.run_count(variants)
         if total <= limit:
             return
@@ -583,7 +593,8 @@ def parse(data: dict[str, Any], locator: SpecLocator, max_runs: int | None = Non
     if spec.search is not None and "seeds" in data:
         raise locator.error(("seeds",), "a search trains search.seeds_per_trial seeds per trial: drop 'seeds'")
     spec._zoo_entries = zoo_entries
-    spec.check_run_count(max_runs=max_runs)
+    spec._max_runs = max_runs
+    spec.check_run_count()
     _check_semantics(spec, locator)
     return spec
 
@@ -963,4 +974,5 @@ def _resolve_paths(spec: SweepSpec, base: Path) -> SweepSpec:
     resolved._warnings = list(spec._warnings)
     resolved._zoo_entries = spec._zoo_entries
     resolved._own_keys = spec._own_keys
+    resolved._max_runs = spec._max_runs
     return resolved
