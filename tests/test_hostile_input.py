@@ -109,6 +109,10 @@ def test_the_run_limit_is_the_specs_or_the_flags(tmp_path, tiny_spec):
     ({"ppo": {"n_steps": 100_000_000}}, "ppo.n_steps: one rollout of n_steps 100,000,000 * n_envs 1"),
     ({"ppo": {"n_epochs": 10**12}}, "ppo.n_epochs: must be at most 2**31 - 1"),
     ({"name": "a" * 300}, "name: a name is at most 200 characters"),
+    ({"cpus_per_run": 10**30}, "cpus_per_run: is beyond a 64-bit integer"),
+    ({"env_kwargs": {"frame_skip": 10**20}}, "env_kwargs.frame_skip: is beyond a 64-bit integer"),
+    ({"checkpoints_kept": 10**6}, "checkpoints_kept: Input should be less than or equal to 1000"),
+    ({"eval": {"episodes": 10**10}}, "eval.episodes: Input should be less than or equal to 2147483647"),
     ({"env_kwargs": {"default_camera_config": _nested(70)}}, "env_kwargs: the spec nests mappings and lists over"),
 ])
 def test_sizes_beyond_what_a_run_can_take_are_refused_at_their_key(tmp_path, tiny_spec, changes, where):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import shown
+from .limits import MAX_COUNT
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -131,7 +132,6 @@ INTEGER_KWARGS = ("n_steps", "batch_size", "n_epochs", "sde_sample_freq", "stats
                   "learning_starts", "gradient_steps", "target_update_interval", "policy_delay",
                   "top_quantiles_to_drop_per_net", "cg_max_steps", "line_search_max_iter", "n_critic_updates",
                   "sub_sampling_factor")
-MAX_COUNT = 2**31 - 1
 _LEAST = {"sde_sample_freq": -1, "learning_starts": 0, "gradient_steps": -1, "top_quantiles_to_drop_per_net": 0}
 # PPO's minibatches normalize advantages over the batch, which needs two samples.
 _BATCHES_OF_TWO = ("ppo", "recurrent_ppo")

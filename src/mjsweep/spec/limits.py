@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from ..errors import shown
+
 MAX_SPEC_BYTES = 1 << 20
 """A spec file's size; a long RL Zoo block is a few KB."""
 MAX_EXPANDED = 4 << 20
@@ -23,8 +25,14 @@ DEFAULT_MAX_RUNS = 10_000
 """Runs a spec may plan unless its max_runs (or `--max-runs`) says more."""
 MAX_N_ENVS = 1024
 """Environments a run steps: each is a MuJoCo model and data in memory (or a process, with subproc)."""
+MAX_COUNT = 2**31 - 1
+"""Episodes, steps and other counts that torch and numpy take as C integers."""
+MAX_CHECKPOINTS = 1000
+"""Checkpoints kept per run: each is a model (and a replay buffer) on disk."""
 MAX_TIMESTEPS = 10**12
 """Timesteps a run trains: years of simulation at any speed this machine reaches."""
+MAX_INT = 2**63 - 1
+"""The largest integer a spec may hold anywhere: numpy's and torch's C integers."""
 MAX_SEED = 2**32 - 1
 """The largest seed numpy (and so stable-baselines3's set_random_seed) takes."""
 _NODE = 8
@@ -84,11 +92,14 @@ def _size(node: yaml.Node, sizes: dict[int, int], open_nodes: set[int], depth: i
 
 def unusable(data: Any, at: tuple[str | int, ...] = ()) -> tuple[tuple[str | int, ...], str] | None:
     """The key path of the first value in loaded YAML data that no run can take, and why, else None: an
-    infinity or NaN (JSON, so spec.json and the run ids, cannot hold one, and no argument takes one) or a
-    string with a NUL byte (no path, name or argument holds one). `data` is within MAX_EXPANDED by now."""
+    infinity or NaN (JSON, so spec.json and the run ids, cannot hold one, and no argument takes one), an
+    integer beyond 64 bits, or a string with a NUL byte (no path, name or argument holds one). `data` is
+    within MAX_EXPANDED by now."""
     if isinstance(data, float) and not math.isfinite(data):
         return at, ("must be a finite number: no argument of a run takes an infinity or NaN, and spec.json could "
                     "not record it")
+    if isinstance(data, int) and not isinstance(data, bool) and abs(data) > MAX_INT:
+        return at, f"is beyond a 64-bit integer ({shown(data, 30)}): numpy, torch and the env take none"
     if isinstance(data, str) and "\0" in data:
         return at, "holds a NUL byte: no path, name or argument takes one"
     items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()

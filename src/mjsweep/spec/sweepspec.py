@@ -43,6 +43,8 @@ from .algos import (
 from .editspec import PLACEHOLDER, EditSpec
 from .limits import (
     DEFAULT_MAX_RUNS,
+    MAX_CHECKPOINTS,
+    MAX_COUNT,
     MAX_N_ENVS,
     MAX_SEED,
     MAX_SPEC_BYTES,
@@ -171,7 +173,7 @@ class EvalSpec(_Strict):
     every: WholeInt | None = Field(None, gt=0)
     """Also evaluate each time training passes a multiple of this many timesteps: a row of
     evaluations.csv each, and best_model.zip kept for the best. Default: only the final evaluation."""
-    episodes: WholeInt = Field(10, ge=1)
+    episodes: WholeInt = Field(10, ge=1, le=MAX_COUNT)
     """Episodes of each evaluation (the final one: eval_mean_return / eval_std_return in result.json)."""
     deterministic: bool = True
     """Evaluate the policy's mean action rather than sampling."""
@@ -242,7 +244,7 @@ class SweepSpec(_Strict):
     """A Gymnasium id whose constructor takes xml_file, or 'package.module:Class'."""
     env_kwargs: dict[str, Any] = {}
     """Passed to every variant's env."""
-    max_episode_steps: int | None = Field(None, ge=1)
+    max_episode_steps: int | None = Field(None, ge=1, le=MAX_COUNT)
     """Time limit per episode; default: the Gymnasium registration's."""
     variants: list[VariantSpec] = []
     """Explicit XML variants."""
@@ -283,12 +285,12 @@ class SweepSpec(_Strict):
     vec_env: Literal["dummy", "subproc"] = "dummy"
     """dummy: the n_envs environments step in turn in the run's one process; subproc: one process
     each (SubprocVecEnv, in the run's process group), and the run takes n_envs CPU slots."""
-    cpus_per_run: int | None = Field(None, ge=1)
+    cpus_per_run: int | None = Field(None, ge=1, le=MAX_N_ENVS)
     """CPU slots each run takes from the --workers cap. Default: derived from how a run executes
     (1: its n_envs environments step in its one process, on one torch thread)."""
     device: Literal["cpu", "cuda"] = "cpu"
     """Where PPO runs. "cuda" gives each run a GPU slot (CUDA_VISIBLE_DEVICES); "cpu" runs see no GPU."""
-    runs_per_gpu: int = Field(1, ge=1)
+    runs_per_gpu: int = Field(1, ge=1, le=MAX_N_ENVS)
     """GPU slots per GPU: how many cuda runs may share one GPU."""
     eval: EvalSpec = EvalSpec()
     slurm: SlurmSpec = SlurmSpec()
@@ -301,7 +303,7 @@ class SweepSpec(_Strict):
     """Also checkpoint once this many seconds have passed since the last checkpoint (or the start of
     training), whichever comes first; null: by timesteps only. Default: 300, and 900 for the off-policy algorithms.
     Not part of the run ids."""
-    checkpoints_kept: WholeInt = Field(2, ge=1)
+    checkpoints_kept: WholeInt = Field(2, ge=1, le=MAX_CHECKPOINTS)
     """Checkpoints kept per run, each with its files' checksums: a resume that finds the newest damaged (a
     failing disk, a copy cut short) falls back to the one before. 1: only the newest. Not part of the run ids."""
     runs_dir: Path = Path("runs")
