@@ -54,8 +54,17 @@ def test_a_yaml_alias_bomb_is_refused_before_anything_expands_it(tmp_path, tiny_
         for command in (("validate",), ("run", "--dry-run")):
             line = one_error_line(bounded_sweep(*command, str(tmp_path / name)))
             line_no = (tmp_path / name).read_text().splitlines().index(f"{key}:") + 1
-            assert f"{name}:{line_no}: {key}: the spec is over" in line and "aliases" in line
+            assert f"{name}:{line_no}: {key}: the spec holds over 4,194,304 characters" in line and "aliases" in line
     assert tree_digest(tmp_path) == before
+
+
+def test_a_spec_file_is_read_no_further_than_its_limit(tmp_path, tiny_spec):
+    """A spec padded past 256 KiB, and /dev/zero named as the spec: refused after reading the limit."""
+    padded = write_spec(tmp_path, tiny_spec)
+    padded.write_text(padded.read_text() + "# " + "x" * (300 << 10) + "\n")
+    for path in (str(padded), "/dev/zero"):
+        line = one_error_line(bounded_sweep("validate", path))
+        assert f"{path}: the spec is over 262,144 bytes" in line, line
 
 
 def test_a_long_value_is_cut_in_the_error_line(tmp_path, tiny_spec):

@@ -15,8 +15,9 @@ import yaml
 
 from ..errors import shown
 
-MAX_SPEC_BYTES = 1 << 20
-"""A spec file's size; a long RL Zoo block is a few KB."""
+MAX_SPEC_BYTES = 256 << 10
+"""A spec file's size: a long RL Zoo block is a few KB, a list of 10,000 seeds 60 KB. PyYAML reads about
+100 KB a second into a graph of ~1 KB a node, so this bounds a spec's read to a few seconds and ~150 MB."""
 MAX_EXPANDED = 4 << 20
 """The spec's size with every alias expanded, in characters of its scalars plus 8 a node."""
 MAX_DEPTH = 64
@@ -64,8 +65,8 @@ def check_expanded_size(root: yaml.Node | None) -> None:
     total = sum(size for _, size in parts) + _NODE * len(parts)
     if total > MAX_EXPANDED:
         key, _ = max(parts, key=lambda part: part[1])
-        raise TooBig((str(key),), f"the spec is over {MAX_EXPANDED:,} characters with its YAML aliases "
-                                  "expanded, most of them under this key: write the values out, or fewer of them")
+        raise TooBig((str(key),), f"the spec holds over {MAX_EXPANDED:,} characters (its YAML aliases expanded), "
+                                  "most of them under this key: fewer values, or fewer aliases of them")
 
 
 def _size(node: yaml.Node, sizes: dict[int, int], open_nodes: set[int], depth: int) -> int:
