@@ -53,3 +53,16 @@ def os_words(exc: OSError) -> str:
 
 class LaunchError(Exception):
     """One run could not be launched (sbatch refused its retry, the cluster refused its actor)."""
+
+
+def shown(value: object, width: int = 80) -> str:
+    """A value as an error line shows it: its repr, cut to about `width` characters. reprlib stops early, so a
+    value of any size (a list an alias repeated a million times) costs no more than its first items."""
+    import reprlib
+
+    short = reprlib.Repr()
+    short.maxstring = short.maxother = width
+    short.maxlist = short.maxdict = short.maxtuple = short.maxset = 6
+    short.maxlevel = 3
+    text = short.repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."

@@ -127,6 +127,7 @@ def _heatmap(cells: list[Cell], title: str, output: Path) -> bool:
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # names and grid values are user text: drawn, never parsed as math
     import matplotlib.pyplot as plt
     import numpy as np
 

@@ -7,8 +7,10 @@ run's spec.json are written, and the scheduler runs what is left to do.
 from __future__ import annotations
 
 import difflib
+import errno
 import fcntl
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,7 +20,7 @@ from pathlib import Path
 import psutil
 import yaml
 
-from ..errors import SweepDirError, SweepLockedError
+from ..errors import InputError, SweepDirError, SweepLockedError, shown
 from ..launchers.base import Launcher
 from ..plan import runs as planlib
 from ..plan.order import Order, measured_fps, start_order
@@ -64,20 +66,25 @@ class SweepPlan:
     sweep_dir: SweepDir
 
 
-def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: bool = True) -> SweepPlan:
-    """Load and check the spec, its XMLs and its env; expand the runs. Writes nothing.
+def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: bool = True,
+            max_runs: int | None = None) -> SweepPlan:
+    """Load and check the spec, its XMLs and its env; expand the runs. Writes nothing. max_runs overrides the
+    spec's limit on the runs it plans.
 
     Raises SpecError for a bad spec, and BrokenVariantsError naming every variant that does not
     compile or whose env fails the random-action probe (see _check_variant).
     """
-    spec = speclib.load(spec_path)
+    spec = speclib.load(spec_path, max_runs)
     check_tracking(spec)
     if check_envs:
         _check_env_kwargs(spec)
     variants = variantlib.resolve(spec)
+    if runs_dir is not None and "\0" in str(runs_dir):
+        raise InputError(f"--runs-dir {str(runs_dir)!r}: a path holds no NUL byte")
     root = runs_dir.resolve() if runs_dir else spec.runs_dir
     sweep_dir = SweepDir(root / spec.name)
     runs = _point_at_variant_xml(planlib.expand(spec, variants), variants, sweep_dir)
+    _check_folders(spec, sweep_dir, runs, f"--runs-dir {runs_dir}" if runs_dir else None)
     # Generated XMLs live in a temp folder while they are checked; the runs get theirs when written.
     with tempfile.TemporaryDirectory(prefix="mjsweep-check-") as tmp:
         local = [variantlib.materialize(v, Path(tmp)) for v in variants]
@@ -97,12 +104,48 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
     return plan
 
 
+def _check_folders(spec: speclib.SweepSpec, sweep_dir: SweepDir, runs: list[RunSpec], flag: str | None) -> None:
+    """Where the sweep will write is a folder or nothing yet, and no run folder is a link: the launcher writes
+    only inside the sweep folder, never through a link it did not make. Before anything is written (and for
+    --dry-run and validate, which say so too)."""
+    def refuse(message: str) -> InputError:
+        return InputError(f"{flag}: {message}") if flag else spec.locator.error(("runs_dir",), message)
+
+    for folder in (sweep_dir.path, *sweep_dir.path.parents):
+        if os.path.lexists(folder):
+            if not folder.is_dir():
+                raise refuse(f"{folder} is not a folder: the runs dir and the sweep folder in it must be folders")
+            break
+    for run in runs:
+        path = sweep_dir.run(run.run_id).path
+        if path.is_symlink():
+            raise InputError(f"{path}: this run folder is a symbolic link (to {os.readlink(path)}): the launcher "
+                             "trains only into run folders it made; remove the link")
+        if os.path.lexists(path) and not path.is_dir():
+            raise InputError(f"{path}: this run's folder is a file; remove it or move it away")
+        _refuse_links_in(path)
+    _refuse_links_in(sweep_dir.path)
+
+
+def _refuse_links_in(folder: Path) -> None:
+    """mjsweep makes no symbolic link: one among the files it appends to or truncates (index.jsonl,
+    trials.jsonl, a run's logs on resume) would carry its writes out of the sweep folder."""
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        if entry.is_symlink():
+            raise InputError(f"{entry.path} is a symbolic link (to {os.readlink(entry.path)}): the launcher writes "
+                             "into the files of a sweep folder, never through a link it did not make; remove it")
+
+
 def _refused_hyperparameters(spec: speclib.SweepSpec, run: RunSpec, problem: str, count: int) -> speclib.SpecError:
     """The algorithm's package (stable-baselines3, or sb3-contrib for its classes) refused a set of
     hyperparameters: point at the grid key that made it, else at the algorithm's section."""
     grid_keys = [key for key in run.grid if key.startswith(f"{run.algo}.")]
     at: tuple[str, ...] = ("grid", grid_keys[0]) if grid_keys else (run.algo,)
-    point = f" (grid point {', '.join(f'{k}={run.grid[k]}' for k in grid_keys)})" if grid_keys else ""
+    point = f" (grid point {', '.join(f'{k}={shown(run.grid[k])}' for k in grid_keys)})" if grid_keys else ""
     more = f"; {count - 1} more set(s) refused" if count > 1 else ""
     return spec.locator.error(at, f"{ALGOS[run.algo].distribution} cannot build the model{point}: {problem}{more}")
 
@@ -167,7 +210,7 @@ def _where_in_xml(variant: variantlib.Variant, message: str) -> str:
 
 
 def _kwargs_note(env_kwargs: dict) -> str:
-    return f" with env_kwargs {env_kwargs}" if env_kwargs else ""
+    return f" with env_kwargs {shown(env_kwargs, 200)}" if env_kwargs else ""
 
 
 def decide(plan: SweepPlan) -> list[PlannedRun]:
@@ -327,7 +370,11 @@ def _write_sweep_files(plan: SweepPlan, runs: list[RunSpec]) -> None:
 
 
 def write_run_dir(run_dir: RunDir, run: RunSpec, xml_text: str | None) -> None:
-    """What the worker reads: spec.json, and variant.xml for a generated robot (`xml_text`)."""
+    """What the worker reads: spec.json, and variant.xml for a generated robot (`xml_text`). A run folder that
+    is a link (planted since prepare() looked) is refused rather than written through."""
+    if run_dir.path.is_symlink():
+        raise InputError(f"{run_dir.path}: this run folder is a symbolic link: the launcher trains only into run "
+                         "folders it made; remove the link")
     run_dir.path.mkdir(parents=True, exist_ok=True)
     if xml_text is not None:
         write_text_atomic(run_dir.variant_xml, xml_text)
@@ -365,12 +412,22 @@ def kill_orphan(run_dir: RunDir) -> None:
 
 @contextmanager
 def sweep_lock(sweep_dir: SweepDir) -> Iterator[None]:
-    """flock on sweep.lock: the OS releases it when the holder dies, however it dies. A lock that cannot be
-    taken (a read-only or unwritable folder, a filesystem without locks) is a SweepDirError."""
+    """flock on sweep.lock: the OS releases it when the holder dies, however it dies. Opened without following
+    a link, and only as a plain file of its own: the pid written into it must never land in another file. A
+    lock that cannot be taken (a read-only or unwritable folder, a filesystem without locks) is a
+    SweepDirError."""
     try:
-        fd = os.open(sweep_dir.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(sweep_dir.lock_file, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(f"{sweep_dir.lock_file} is a symbolic link: the launcher writes its pid into its "
+                             "lock, never through a link; remove it") from None
         raise SweepDirError.of(exc, "cannot take the sweep's lock", sweep_dir.lock_file) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+        os.close(fd)
+        raise InputError(f"{sweep_dir.lock_file} is not a plain file of its own (a hard link, a pipe, a device): "
+                         "the launcher writes its pid into its lock; remove it")
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -48,11 +48,14 @@ def _collapse(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
     the points this makes equal only once: `grid: {algo: [ppo, sac], sac.tau: [0.005, 0.01]}` is one PPO
     point and two SAC points."""
     out: list[dict[str, Any]] = []
+    seen: set[str] = set()  # a list's `in` would make this quadratic in the grid's points
     for point in points:
         algo = point.get("algo")
         if algo is not None:
             point = {k: v for k, v in point.items() if k.split(".")[0] not in ALGO_NAMES or k.startswith(f"{algo}.")}
-        if point not in out:
+        key = json.dumps(point, default=repr)
+        if key not in seen:
+            seen.add(key)
             out.append(point)
     return out
 

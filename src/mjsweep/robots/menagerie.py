@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from pathlib import Path
 
 PREFIX = "menagerie:"
 DEFAULT_ENTRY = "scene"
+_PLAIN = re.compile(r"^(?!\.\.?$)[A-Za-z0-9_.+-]+$")
+"""A name or entry: no separator, not . or .. (NAME/ENTRY is split at the first slash)."""
 
 
 class MenagerieLookupError(ValueError):
@@ -30,6 +33,10 @@ def resolve(reference: str) -> Path:
     entry = written_entry.removesuffix(".xml") or None
     if not name:
         raise MenagerieLookupError(f"{reference!r}: write menagerie:NAME or menagerie:NAME/ENTRY")
+    for part in (name, entry):
+        if part is not None and not _PLAIN.match(part):
+            raise MenagerieLookupError(f"{reference!r}: a robot's name and entry are plain names (letters, digits, "
+                                       "_ . + -), never a path: a robot resolves inside its root only")
     try:
         import mujoco_menagerie
     except ImportError:
@@ -63,6 +70,9 @@ def _from_root_folder(name: str, entry: str | None) -> Path:
         known = sorted(p.name for p in Path(root).iterdir() if p.is_dir()) if Path(root).is_dir() else []
         raise MenagerieLookupError(f"no robot folder {name!r} in MENAGERIE_ROOT={root}{_close(name, known)}")
     path = folder / f"{entry or DEFAULT_ENTRY}.xml"
+    if path.is_file() and not path.resolve().is_relative_to(Path(root).resolve()):
+        raise MenagerieLookupError(f"robot {name!r}: {path} leads outside MENAGERIE_ROOT={root} "
+                                   f"(to {path.resolve()}): a robot resolves inside its root only")
     if not path.is_file():
         entries = sorted(p.stem for p in folder.glob("*.xml"))
         raise MenagerieLookupError(f"robot {name!r} has no entry {entry or DEFAULT_ENTRY!r} "

@@ -50,6 +50,8 @@ def resolve(spec: SweepSpec) -> list[Variant]:
         matches = sorted(Path(p) for p in globlib.glob(spec.xml_glob) if Path(p).is_file())
         if not matches:
             raise loc.error(("xml_glob",), f"no file matches {spec.xml_glob}")
+        # The spec counted its glob as one variant: the matches are counted before any is read.
+        spec.check_run_count(spec.listed_variants() + len(matches))
         taken = {v.name: v.loc for v in variants}
         for path in matches:
             name = path.stem

@@ -19,6 +19,7 @@ def plot_search(sweep_dir: SweepDir, search: SearchSpec, output: Path) -> list[P
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # names and grid values are user text: drawn, never parsed as math
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator, NullFormatter
 
@@ -71,6 +72,7 @@ def plot_pareto(rows: list[TrialRow], search: SearchSpec, path: Path) -> bool:
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # names and grid values are user text: drawn, never parsed as math
     import matplotlib.pyplot as plt
 
     pairs = list(itertools.combinations(range(len(search.objective)), 2))

@@ -9,9 +9,13 @@ sb3-contrib, an optional extra: `missing_package` says so before anything starts
 from __future__ import annotations
 
 import importlib.util
+import math
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from ..errors import shown
+from .limits import MAX_COUNT
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -169,9 +173,10 @@ def schedule_start(value: Any) -> float | None:
     if not match:
         return None
     try:
-        return float(match.group(1))
+        start = float(match.group(1))
     except ValueError:
         return None
+    return start if math.isfinite(start) else None
 
 
 def key_problem(algo: Algo, key: str) -> str | None:
@@ -186,7 +191,8 @@ def key_problem(algo: Algo, key: str) -> str | None:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A finite number: SB3 asserts on an infinite learning rate and fails on an infinite coefficient."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def value_problem(algo: Algo, key: str, value: Any) -> str | None:
@@ -197,39 +203,42 @@ def value_problem(algo: Algo, key: str, value: Any) -> str | None:
         start = schedule_start(value)
         if isinstance(value, str):
             if start is None:
-                return f"{value!r} is neither a number nor a schedule such as 'lin_3e-4'"
+                return f"{shown(value)} is neither a number nor a schedule such as 'lin_3e-4'"
             value, number = start, True
         if not number or not value > 0:
             return f"must be > 0 or a schedule such as 'lin_{'3e-4' if key == 'learning_rate' else '0.2'}'" \
-                f" (got {value!r})"
+                f" (got {shown(value)})"
     elif key in ("gamma", "tau") and not (number and 0 < value <= 1):
-        return f"must be in (0, 1] (got {value!r})"
+        return f"must be in (0, 1] (got {shown(value)})"
     elif key == "gae_lambda" and not (number and 0 <= value <= 1):
-        return f"must be in [0, 1] (got {value!r})"
+        return f"must be in [0, 1] (got {shown(value)})"
     elif key in INTEGER_KWARGS and not (value is None and key in algo.nullable):
         whole = value
         least = _LEAST.get(key, 2 if key == "batch_size" and algo.name in _BATCHES_OF_TWO else 1)
         if not isinstance(whole, int) or isinstance(whole, bool) or whole < least:
-            return f"must be an integer >= {least} (got {value!r})"
+            return f"must be an integer >= {least} (got {shown(value)})"
+        if whole > MAX_COUNT:
+            return f"must be at most 2**31 - 1 = {MAX_COUNT:,}: torch and numpy take counts as C integers " \
+                f"(got {shown(value)})"
     elif key == "train_freq":
         return _train_freq_problem(value)
     elif key == "ent_coef" and "target_entropy" in algo.kwargs:  # SAC, TQC, CrossQ
         if not (number and value > 0) and not (isinstance(value, str) and _AUTO.match(value)):
-            return f"must be a number > 0, 'auto' or 'auto_<initial value>' (got {value!r})"
+            return f"must be a number > 0, 'auto' or 'auto_<initial value>' (got {shown(value)})"
     elif key == "target_entropy" and not (number or value == "auto"):
-        return f"must be a number or 'auto' (got {value!r})"
+        return f"must be a number or 'auto' (got {shown(value)})"
     elif key in ("ent_coef", "vf_coef", "target_policy_noise", "target_noise_clip") and not (number and value >= 0):
-        return f"must be a number >= 0 (got {value!r})"
+        return f"must be a number >= 0 (got {shown(value)})"
     elif key in ("max_grad_norm", "rms_prop_eps", "noise_std", "cg_damping") and not (number and value > 0):
-        return f"must be a number > 0 (got {value!r})"
+        return f"must be a number > 0 (got {shown(value)})"
     elif key == "line_search_shrinking_factor" and not (number and 0 < value < 1):
-        return f"must be in (0, 1) (got {value!r})"
+        return f"must be in (0, 1) (got {shown(value)})"
     elif key == "target_kl" and algo.name == "trpo" and not (number and value > 0):
-        return f"must be a number > 0: TRPO's step size (got {value!r})"
+        return f"must be a number > 0: TRPO's step size (got {shown(value)})"
     elif key in ("clip_range_vf", "target_kl") and value is not None and not (number and value > 0):
-        return f"must be a number > 0 or null (got {value!r})"
+        return f"must be a number > 0 or null (got {shown(value)})"
     elif key == "noise_type" and value not in NOISE_TYPES:
-        return f"must be one of {', '.join(NOISE_TYPES)} (got {value!r})"
+        return f"must be one of {', '.join(NOISE_TYPES)} (got {shown(value)})"
     return None
 
 
@@ -240,7 +249,7 @@ def _train_freq_problem(value: Any) -> str | None:
         count = value[0]
         if isinstance(count, int) and not isinstance(count, bool) and count >= 1:
             return None
-    return f"must be an integer >= 1 or [n, 'step' | 'episode'] (got {value!r})"
+    return f"must be an integer >= 1 or [n, 'step' | 'episode'] (got {shown(value)})"
 
 
 def section_problem(section: dict[str, Any]) -> tuple[str, str] | None:

@@ -145,8 +145,8 @@ class SearchSpec(_Strict):
     """Dotted key -> distribution: <algo>.<kwarg> (ppo., sac., tqc., ...), env_kwargs.<kwarg>, total_timesteps,
     normalize, edits.<label>."""
     prune: PruneSpec | None = None
-    seed: int = Field(0, ge=0)
-    """The sampler's seed: the same spec and seed propose the same trials."""
+    seed: int = Field(0, ge=0, le=2**32 - 1)
+    """The sampler's seed (numpy's range): the same spec and seed propose the same trials."""
     confirm: ConfirmSpec | None = None
     """Retrain the best trials on fresh seeds; one objective only (a ranking to confirm)."""
 

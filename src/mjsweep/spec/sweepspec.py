@@ -7,6 +7,7 @@ the line and the key. Later stages (variants, envs) report their own errors thro
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
 from ..sweepdir.models import WandbSpec
 from .activations import ACTIVATIONS, activation_name
 from .algos import (
@@ -40,6 +41,18 @@ from .algos import (
     value_problem,
 )
 from .editspec import PLACEHOLDER, EditSpec
+from .limits import (
+    DEFAULT_MAX_RUNS,
+    MAX_CHECKPOINTS,
+    MAX_COUNT,
+    MAX_N_ENVS,
+    MAX_SEED,
+    MAX_SPEC_BYTES,
+    MAX_TIMESTEPS,
+    TooBig,
+    check_expanded_size,
+    unusable,
+)
 from .literals import zoo_expression, zoo_text
 from .searchspace import EVAL_METRICS, MULTI_OBJECTIVE_METHODS, Dimension, SearchSpec
 from .zoo import ZOO_TOP_KEYS, ZooProblem, zoo_sections
@@ -55,11 +68,17 @@ ZOO_KEY_OF = {key: zoo_key for zoo_key, key in ZOO_TOP_KEYS.items()}
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+-]*$")
 
 
+MAX_NAME = 200
+"""A sweep's name is a folder's, a variant's a picture's and a video's file name: one holds 255 bytes."""
+
+
 def check_safe_name(name: str) -> str:
     if not _SAFE_NAME.match(name) or ".." in name:
         raise ValueError(
-            f"unsafe name {name!r}: use letters, digits and . _ = + - (no path separators, no '..')"
+            f"unsafe name {shown(name)}: use letters, digits and . _ = + - (no path separators, no '..')"
         )
+    if len(name) > MAX_NAME:
+        raise ValueError(f"a name is at most {MAX_NAME} characters (got {len(name)}: {shown(name, 40)})")
     return name
 
 
@@ -154,7 +173,7 @@ class EvalSpec(_Strict):
     every: WholeInt | None = Field(None, gt=0)
     """Also evaluate each time training passes a multiple of this many timesteps: a row of
     evaluations.csv each, and best_model.zip kept for the best. Default: only the final evaluation."""
-    episodes: WholeInt = Field(10, ge=1)
+    episodes: WholeInt = Field(10, ge=1, le=MAX_COUNT)
     """Episodes of each evaluation (the final one: eval_mean_return / eval_std_return in result.json)."""
     deterministic: bool = True
     """Evaluate the policy's mean action rather than sampling."""
@@ -180,7 +199,7 @@ class SlurmSpec(_Strict):
     def _options(cls, extra: list[str]) -> list[str]:
         for line in extra:
             if not line.startswith("--") or "\n" in line:
-                raise ValueError(f"{line!r}: each item is one sbatch option such as '--account=rl'")
+                raise ValueError(f"{shown(line)}: each item is one sbatch option such as '--account=rl'")
         return extra
 
 
@@ -217,9 +236,9 @@ class AlgoOwnKeys(_Strict):
     """What an algorithm's section sets of the spec's n_envs, normalize and total_timesteps (RL Zoo's with
     zoo: true, or written there) in a sweep of several algorithms: that algorithm's runs take them."""
 
-    n_envs: WholeInt | None = Field(None, ge=1)
+    n_envs: WholeInt | None = Field(None, ge=1, le=MAX_N_ENVS)
     normalize: NormalizeValue | None = None
-    total_timesteps: WholeInt | None = Field(None, gt=0)
+    total_timesteps: WholeInt | None = Field(None, gt=0, le=MAX_TIMESTEPS)
 
 
 class SweepSpec(_Strict):
@@ -229,7 +248,7 @@ class SweepSpec(_Strict):
     """A Gymnasium id whose constructor takes xml_file, or 'package.module:Class'."""
     env_kwargs: dict[str, Any] = {}
     """Passed to every variant's env."""
-    max_episode_steps: int | None = Field(None, ge=1)
+    max_episode_steps: int | None = Field(None, ge=1, le=MAX_COUNT)
     """Time limit per episode; default: the Gymnasium registration's."""
     variants: list[VariantSpec] = []
     """Explicit XML variants."""
@@ -237,7 +256,7 @@ class SweepSpec(_Strict):
     """One more variant per matching file, named by the file's stem."""
     seeds: int | list[int] | AdaptiveSeeds = Field(1)
     """A count n (seeds 0..n-1), an explicit list, or adaptive seeds (0..max-1, as many as the answer needs)."""
-    total_timesteps: WholeInt | None = Field(None, gt=0)
+    total_timesteps: WholeInt | None = Field(None, gt=0, le=MAX_TIMESTEPS)
     """Environment steps per run (1e6 is read as 1000000). Required, unless each algorithm of a sweep of several
     gives its own in its section (RL Zoo's n_timesteps)."""
     algo: Literal["ppo", "sac", "td3", "a2c", "tqc", "crossq", "trpo", "recurrent_ppo"] = "ppo"
@@ -262,7 +281,7 @@ class SweepSpec(_Strict):
     grid: dict[str, list[Any]] = {}
     """Cartesian product over dotted keys: <algo>.<kwarg> (ppo.gamma, sac.tau), env_kwargs.<kwarg>,
     total_timesteps, normalize, algo."""
-    n_envs: WholeInt = Field(1, ge=1)
+    n_envs: WholeInt = Field(1, ge=1, le=MAX_N_ENVS)
     """Environments per run; in a sweep of several algorithms, an algorithm's section may give its runs' own."""
     normalize: NormalizeValue = False
     """Observation and reward normalization (VecNormalize): true, or a mapping of its arguments; in a sweep of
@@ -270,12 +289,12 @@ class SweepSpec(_Strict):
     vec_env: Literal["dummy", "subproc"] = "dummy"
     """dummy: the n_envs environments step in turn in the run's one process; subproc: one process
     each (SubprocVecEnv, in the run's process group), and the run takes n_envs CPU slots."""
-    cpus_per_run: int | None = Field(None, ge=1)
+    cpus_per_run: int | None = Field(None, ge=1, le=MAX_N_ENVS)
     """CPU slots each run takes from the --workers cap. Default: derived from how a run executes
     (1: its n_envs environments step in its one process, on one torch thread)."""
     device: Literal["cpu", "cuda"] = "cpu"
     """Where PPO runs. "cuda" gives each run a GPU slot (CUDA_VISIBLE_DEVICES); "cpu" runs see no GPU."""
-    runs_per_gpu: int = Field(1, ge=1)
+    runs_per_gpu: int = Field(1, ge=1, le=MAX_N_ENVS)
     """GPU slots per GPU: how many cuda runs may share one GPU."""
     eval: EvalSpec = EvalSpec()
     slurm: SlurmSpec = SlurmSpec()
@@ -288,7 +307,7 @@ class SweepSpec(_Strict):
     """Also checkpoint once this many seconds have passed since the last checkpoint (or the start of
     training), whichever comes first; null: by timesteps only. Default: 300, and 900 for the off-policy algorithms.
     Not part of the run ids."""
-    checkpoints_kept: WholeInt = Field(2, ge=1)
+    checkpoints_kept: WholeInt = Field(2, ge=1, le=MAX_CHECKPOINTS)
     """Checkpoints kept per run, each with its files' checksums: a resume that finds the newest damaged (a
     failing disk, a copy cut short) falls back to the one before. 1: only the newest. Not part of the run ids."""
     runs_dir: Path = Path("runs")
@@ -301,11 +320,17 @@ class SweepSpec(_Strict):
     """Degenerate-env checks of the pre-launch probe that only warn instead of refusing the sweep."""
     search: SearchSpec | None = None
     """A search beyond the grid (docs/search.md): trials sampled from a space, each trained with several seeds."""
+    max_runs: int = Field(DEFAULT_MAX_RUNS, ge=1)
+    """The most runs the spec may plan (variants x grid points x seeds, or trials x seeds): a larger plan is
+    refused before anything is expanded, naming its count. `sweep run --max-runs` overrides it. Not part of the
+    run ids."""
 
     _locator: SpecLocator | None = PrivateAttr(None)
     _warnings: list[str] = PrivateAttr(default_factory=list)
     _zoo_entries: dict[str, str] = PrivateAttr(default_factory=dict)
     _own_keys: dict[str, AlgoOwnKeys] = PrivateAttr(default_factory=dict)
+    _max_runs: int | None = PrivateAttr(None)
+    """`--max-runs`, over the spec's max_runs."""
 
     @field_validator("seeds")
     @classmethod
@@ -319,6 +344,10 @@ class SweepSpec(_Strict):
                 raise ValueError("seeds repeat")
             if min(seeds) < 0:
                 raise ValueError("seeds must be non-negative")
+        # numpy's seeding, which stable-baselines3's set_random_seed calls, takes 0 .. 2**32 - 1.
+        largest = max(seeds) if isinstance(seeds, list) else seeds - 1 if isinstance(seeds, int) else seeds.max - 1
+        if largest > MAX_SEED:
+            raise ValueError(f"a seed is at most 2**32 - 1 = {MAX_SEED} (numpy's range; got {shown(largest)})")
         return seeds
 
     @field_validator(*ALGO_NAMES)
@@ -375,6 +404,63 @@ class SweepSpec(_Strict):
         """The spec's section of keyword arguments for one algorithm (`ppo:`, `sac:`, ...)."""
         section: dict[str, Any] = getattr(self, algo)
         return section
+
+    def run_count(self, variants: int | None = None) -> tuple[int, list[tuple[str, int, tuple[str | int, ...]]]]:
+        """How many runs the spec plans, counted without expanding anything (`variants`: how many the
+        variants resolved to; default: the spec's own, an xml_glob as one), and its factors: (what, count,
+        the key that sets it)."""
+        if variants is None:
+            counts = self._variant_counts()
+            variants = sum(counts) + (1 if self.xml_glob else 0)
+            widest = max(range(len(counts)), key=counts.__getitem__, default=None)
+            at_variants: tuple[str | int, ...] = ("variants",) if widest is None or counts[widest] == 1 else (
+                "variants", widest, "edit_grid")
+        else:
+            at_variants = ("xml_glob",) if self.xml_glob else ("variants",)
+        widest_axis = max(self.grid, key=lambda key: len(self.grid[key]), default=None)
+        factors = [("variants", variants, at_variants),
+                   ("grid points", self._grid_points(), ("grid", widest_axis) if widest_axis else ("grid",))]
+        if self.search is not None:  # a study per variant and grid point
+            factors += [("trials", self.search.trials, ("search", "trials")),
+                        ("seeds", self.search.seeds_per_trial, ("search", "seeds_per_trial"))]
+        else:
+            factors += [("seeds", self._seed_count(), ("seeds",))]
+        return math.prod(count for _, count, _ in factors), factors
+
+    def _variant_counts(self) -> list[int]:
+        """The variants each entry of `variants` makes: one, or its edit grid's points."""
+        return [math.prod(len(values) for values in v.edit_grid.values()) for v in self.variants]
+
+    def listed_variants(self) -> int:
+        """The variants the spec lists (edit grids expanded), without those of its xml_glob."""
+        return sum(self._variant_counts())
+
+    def _grid_points(self) -> int:
+        """The grid's points once each algorithm's runs drop the other algorithms' keys (plan/runs.py)."""
+        if "algo" not in self.grid:
+            return math.prod(len(values) for values in self.grid.values())
+        shared = math.prod(len(v) for k, v in self.grid.items() if k != "algo" and k.split(".")[0] not in ALGO_NAMES)
+        # Checked later: a value that is not an algorithm's name counts as one with no keys of its own.
+        algos = [algo if isinstance(algo, str) else repr(algo) for algo in self.grid["algo"]]
+        return sum(shared * math.prod(len(v) for k, v in self.grid.items() if k.startswith(f"{algo}."))
+                   for algo in dict.fromkeys(algos))
+
+    def _seed_count(self) -> int:
+        if isinstance(self.seeds, AdaptiveSeeds):
+            return self.seeds.max
+        return self.seeds if isinstance(self.seeds, int) else len(self.seeds)
+
+    def check_run_count(self, variants: int | None = None) -> None:
+        """SpecError when the spec plans more runs than its limit (`--max-runs`, else max_runs), naming the count
+        and the key of its largest factor; before anything expands them."""
+        limit = self.max_runs if self._max_runs is None else self._max_runs
+        total, factors = self.run_count(variants)
+        if total <= limit:
+            return
+        _, _, at = max(factors, key=lambda factor: factor[1])
+        product = " x ".join(f"{what} {count:,}" for what, count, _ in factors)
+        raise self.locator.error(at, f"the spec plans {total:,} runs ({product}), over the limit of {limit:,}: "
+                                     "plan fewer, or raise max_runs (or --max-runs) if you mean it")
 
     @property
     def seed_list(self) -> list[int]:
@@ -444,30 +530,51 @@ def format_key(loc: tuple[str | int, ...]) -> str:
     return out
 
 
-def load(path: str | Path) -> SweepSpec:
-    """Read, validate and resolve a spec file. Raises SpecError with one line naming file, line, key."""
+def load(path: str | Path, max_runs: int | None = None) -> SweepSpec:
+    """Read, validate and resolve a spec file. Raises SpecError with one line naming file, line, key.
+    max_runs overrides the spec's own limit on the runs it plans."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read spec: {exc.strerror or exc}") from None
+    text = _read_spec(path)
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
+        # Before anything is built from it: the node graph holds an alias once, the data would not.
+        check_expanded_size(root)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(f"{where}: YAML syntax error: {problem}") from None
+        raise SpecError(f"{where}: YAML syntax error: {shown(problem, 200)}") from None
+    except TooBig as exc:
+        raise SpecLocator(path, root).error(exc.at, str(exc)) from None
+    except RecursionError:
+        raise SpecError(f"{path}: the spec nests mappings and lists too deep to read") from None
     locator = SpecLocator(path, root)
     if not isinstance(data, dict):
         raise locator.error((), "the spec must be a YAML mapping of keys to values")
-    spec = parse(data, locator)
+    spec = parse(data, locator, max_runs)
     return _resolve_paths(spec, path.parent)
 
 
-def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
-    """Validate already-loaded data; paths are left as written."""
+def _read_spec(path: Path) -> str:
+    """The spec's text, read no further than MAX_SPEC_BYTES."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_SPEC_BYTES + 1)
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read spec: {exc.strerror or exc}") from None
+    if len(raw) > MAX_SPEC_BYTES:
+        raise SpecError(f"{path}: the spec is over {MAX_SPEC_BYTES:,} bytes: is it the right file?")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: the spec is not UTF-8 text (byte {exc.start})") from None
+
+
+def parse(data: dict[str, Any], locator: SpecLocator, max_runs: int | None = None) -> SweepSpec:
+    """Validate already-loaded data; paths are left as written. max_runs overrides the spec's own."""
+    if (found := unusable(data)) is not None:
+        raise locator.error(*found)
     written = data
     try:
         # RL Zoo's values where a section says zoo: true; n_envs, normalize and n_timesteps in a section
@@ -492,6 +599,8 @@ def parse(data: dict[str, Any], locator: SpecLocator) -> SweepSpec:
     if spec.search is not None and "seeds" in data:
         raise locator.error(("seeds",), "a search trains search.seeds_per_trial seeds per trial: drop 'seeds'")
     spec._zoo_entries = zoo_entries
+    spec._max_runs = max_runs
+    spec.check_run_count()
     _check_semantics(spec, locator)
     return spec
 
@@ -549,7 +658,7 @@ def _explain(err: dict[str, Any]) -> str:
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
-    return f"{msg} (got {err['input']!r})" if "input" in err and kind != "value_error" else msg
+    return f"{msg} (got {shown(err['input'])})" if "input" in err and kind != "value_error" else msg
 
 
 def _model_at(loc: tuple[str | int, ...]) -> type[BaseModel]:
@@ -588,6 +697,7 @@ def _check_semantics(spec: SweepSpec, loc: SpecLocator) -> None:
         if key != "algo":  # _check_algos checked it, before anything reads spec.algos
             _check_grid_key(key, values, spec.algos, loc)
     for name in spec.algos:
+        _check_budget(spec, ALGOS[name], loc)
         if ALGOS[name].has_rollout:
             _check_rollout(spec, ALGOS[name], loc)
     if spec.search is not None:
@@ -614,8 +724,9 @@ def _check_search(spec: SweepSpec, search: SearchSpec, loc: SpecLocator) -> None
             if key == "normalize" and dim.choice is None:
                 raise loc.error(at, "normalize is searched as a choice of true, false or VecNormalize mappings")
             if key == "total_timesteps" and not (dim.kind in ("int", "choice")
-                                                 and all(whole_number(v) > 0 for v in dim.numbers())):
-                raise loc.error(at, "total_timesteps is searched as int or choice of positive integers")
+                                                 and all(0 < whole_number(v) <= MAX_TIMESTEPS for v in dim.numbers())):
+                raise loc.error(at, "total_timesteps is searched as int or choice of positive integers up to "
+                                    f"{MAX_TIMESTEPS:.0e}")
         elif prefix in ALGOS and len(key) > len(prefix) + 1:
             _check_searched_hyperparameter(ALGOS[prefix], key[len(prefix) + 1:], dim, spec.algos, at, loc)
         elif not (key.startswith("env_kwargs.") and len(key) > len("env_kwargs.")):
@@ -672,8 +783,8 @@ def _check_edit_grid(variant: VariantSpec, at: tuple[str | int, ...], loc: SpecL
                 match = PLACEHOLDER.match(value)
                 if not match or match.group(1) not in variant.edit_grid:
                     labels = ", ".join(variant.edit_grid) or "none"
-                    raise loc.error((*at, "edits", j, edit.op),
-                                    f"{value!r} is not a placeholder of this variant's edit_grid (labels: {labels})")
+                    raise loc.error((*at, "edits", j, edit.op), f"{shown(value)} is not a placeholder of this "
+                                                                  f"variant's edit_grid (labels: {labels})")
                 used.add(match.group(1))
     for label, values in variant.edit_grid.items():
         if not PLACEHOLDER.match("${" + label + "}"):
@@ -702,7 +813,7 @@ def _check_section(algo: Algo, section: dict[str, Any], where: tuple[str, ...], 
             act = value.get("activation_fn")
             if act is not None and (not isinstance(act, str) or activation_name(act) is None):
                 raise loc.error((*where, key, "activation_fn"),
-                                f"unknown activation {act!r} (known: {', '.join(ACTIVATIONS)})")
+                                f"unknown activation {shown(act)} (known: {', '.join(ACTIVATIONS)})")
 
 
 def _check_algos(spec: SweepSpec, loc: SpecLocator) -> None:
@@ -750,14 +861,14 @@ def _check_grid_key(key: str, values: list[Any], algos: list[str], loc: SpecLoca
     if key == "algo":
         for value in values:
             if value not in ALGO_NAMES:
-                raise loc.error(at, f"unknown algorithm {value!r} (known: {', '.join(ALGO_NAMES)})")
+                raise loc.error(at, f"unknown algorithm {shown(value)} (known: {', '.join(ALGO_NAMES)})")
         if len(set(values)) != len(values):
             raise loc.error(at, "an algorithm repeats")
         return
     if key == "total_timesteps":
-        if not all(isinstance(whole_number(v), int) and not isinstance(v, bool) and whole_number(v) > 0
+        if not all(isinstance(whole_number(v), int) and not isinstance(v, bool) and 0 < whole_number(v) <= MAX_TIMESTEPS
                    for v in values):
-            raise loc.error(at, "total_timesteps values must be positive integers")
+            raise loc.error(at, f"total_timesteps values must be positive integers up to {MAX_TIMESTEPS:.0e}")
         return
     if key == "normalize":
         for value in values:
@@ -786,7 +897,7 @@ def _check_grid_key(key: str, values: list[Any], algos: list[str], loc: SpecLoca
 
 def _check_bool(value: Any) -> None:
     if not isinstance(value, bool):
-        raise ValueError(f"got {value!r}")
+        raise ValueError(f"got {shown(value)}")
 
 
 def _first_error(exc: ValidationError | ValueError) -> str:
@@ -806,6 +917,26 @@ def _values_of(spec: SweepSpec, algo: Algo, key: str) -> list[tuple[Any, tuple[s
     if key in section:
         return [(whole_number(section[key]), (algo.name, key))]
     return [(algo.defaults[key], (algo.name,))]
+
+
+def _check_budget(spec: SweepSpec, algo: Algo, loc: SpecLocator) -> None:
+    """Each env of a run takes at least one step, and a rollout the spec sets is within the run's timesteps:
+    a larger one trains past the budget, and its buffer is allocated whole at the start (a default n_steps is
+    the class's own choice, and stays allowed)."""
+    if "total_timesteps" in spec.grid:
+        least = min(whole_number(v) for v in spec.grid["total_timesteps"])
+    else:
+        least = spec.total_timesteps_of(algo.name)
+    n_envs = spec.n_envs_of(algo.name)
+    if n_envs > least:
+        raise loc.error(("n_envs",), f"{n_envs:,} envs for {least:,} timesteps of {algo.label}: each env takes at "
+                                     "least one step")
+    if not algo.has_rollout:
+        return
+    for n_steps, at in _values_of(spec, algo, "n_steps"):
+        if at != (algo.name,) and isinstance(n_steps, int) and n_steps * n_envs > least:
+            raise loc.error(at, f"one rollout of n_steps {n_steps:,} * n_envs {n_envs:,} = {n_steps * n_envs:,} steps "
+                                f"is more than the run's total_timesteps {least:,}")
 
 
 def _check_rollout(spec: SweepSpec, algo: Algo, loc: SpecLocator) -> None:
@@ -849,4 +980,5 @@ def _resolve_paths(spec: SweepSpec, base: Path) -> SweepSpec:
     resolved._warnings = list(spec._warnings)
     resolved._zoo_entries = spec._zoo_entries
     resolved._own_keys = spec._own_keys
+    resolved._max_runs = spec._max_runs
     return resolved

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from .models import CheckpointRecord, FileModel, ResumeRecord, RunResult, RunStatus, SweepVariants
+from .models import CheckpointRecord, FileModel, ResumeRecord, RunResult, RunSpec, RunStatus, SweepVariants
 
 M = TypeVar("M", bound=FileModel)
 
@@ -255,6 +255,10 @@ IN_RUN = RunDir(Path())
 """A run folder's file names as relative paths, for code that ships a run's files between machines."""
 
 
+_RUNS_LOOKED_AT = 20
+"""Run folders whose spec.json is read to tell a sweep folder made before sweep.yaml from a user's folder."""
+
+
 class SweepDir:
     """<runs_dir>/<sweep>/: the sweep's resolved spec, its lock and one folder per run."""
 
@@ -302,6 +306,21 @@ class SweepDir:
                 return any(e.is_dir() and os.path.exists(os.path.join(e.path, SPEC_JSON)) for e in entries)
         except (FileNotFoundError, NotADirectoryError):
             return False
+
+    def is_sweep(self) -> bool:
+        """Whether a launcher made this folder: it holds sweep.yaml or index.jsonl, or a run folder whose
+        spec.json is a run's naming that folder (as every version wrote them). A folder of the user's that
+        happens to hold some spec.json is none, and commands that write into a sweep folder leave it alone."""
+        if self.sweep_yaml.is_file() or self.index_jsonl.is_file():
+            return True
+        for run in self.run_dirs()[:_RUNS_LOOKED_AT]:
+            try:
+                spec = read_model(run.spec_json, RunSpec)
+            except CorruptFileError:
+                continue
+            if spec is not None and spec.run_id == run.path.name:
+                return True
+        return False
 
     def run_dirs(self) -> list[RunDir]:
         """Every run folder, in name order: those with a spec.json."""

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 EXIT_FAILED = 1
 EXIT_INVALID = 2
 EXIT_INTERRUPTED = 130
+MAX_RUNS_HELP = "The most runs the spec may plan [default: the spec's max_runs, 10,000]."
 PICTURES_HELP = "Render every variant in its start pose into DIR: a PNG each and contact_sheet.png."
 
 
@@ -62,6 +63,14 @@ def _print_version(value: bool) -> None:
 def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
                                           help="Print mjsweep's version and exit.")) -> None:
     """Launch sweeps of single-threaded SB3 trainings (PPO, SAC, TD3, A2C) over MuJoCo robot variants."""
+
+
+def writable_sweep(folder: Any, what: str) -> None:
+    """InputError unless `folder` (a SweepDir) is a sweep folder a launcher made: a command that writes into
+    it leaves any other folder as it found it."""
+    if not folder.is_sweep():
+        raise InputError(f"{folder.path}: not a sweep folder (no sweep.yaml, no index.jsonl, no run folder whose "
+                         f"spec.json names it); {what} only into a sweep folder")
 
 
 def usable_cores() -> int:
@@ -108,6 +117,7 @@ def run(
     report_every: str = typer.Option("60s", "--report-every", envvar="MJSWEEP_REPORT_EVERY",
                                      help="Rewrite SWEEP_DIR/report.html while the sweep runs, at most this often "
                                      "and only after a run ended (e.g. 30s, 5m); 0 or off: never."),
+    max_runs: int | None = typer.Option(None, "--max-runs", min=1, help=MAX_RUNS_HELP),
 ) -> None:
     """Train every variant x grid point x seed, each as its own single-threaded process."""
     from ..launchers import early_template
@@ -125,7 +135,7 @@ def run(
     timeout_s = parse_duration(timeout) if timeout else None
     report_every_s = None if report_every in ("0", "off") else parse_duration(report_every) or None
     out = tables.make_console()
-    plan = prepare(spec_file, runs_dir)
+    plan = prepare(spec_file, runs_dir, max_runs=max_runs)
     tables.warn_spec(plan.spec)
     tables.warn_missing_tensorboard(plan.spec)
     if plan.spec.search is None and not dry_run:
@@ -404,13 +414,14 @@ def validate(
     spec_file: Path = typer.Argument(..., help="The sweep spec (YAML)."),
     runs_dir: Path | None = typer.Option(None, "--runs-dir", help="Overrides the spec's runs_dir."),
     pictures: Path | None = typer.Option(None, "--pictures", help=PICTURES_HELP),
+    max_runs: int | None = typer.Option(None, "--max-runs", min=1, help=MAX_RUNS_HELP),
 ) -> None:
     """Check the spec; compile every variant, build its env and take random steps; one row per variant; the
     disk the runs will need at their peak against the free space."""
     from ..engine.sweep import BrokenVariantsError, decide, prepare
 
     try:
-        plan = prepare(spec_file, runs_dir)
+        plan = prepare(spec_file, runs_dir, max_runs=max_runs)
     except BrokenVariantsError as exc:
         tables.variant_table(tables.make_console(), exc.plan)
         raise
@@ -455,6 +466,7 @@ def report(
     rows, left_out = _plan_rows(folder, collect(folder), all_specs)
     if not rows:
         raise InputError(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
+    writable_sweep(folder, "sweep report writes report.csv and report.md")
     if rank not in reportlib.RANKINGS:
         raise InputError(f"--rank {rank!r}: choose one of {', '.join(reportlib.RANKINGS)}")
     groups = reportlib.aggregate(rows, reportlib.model_stats(folder, rows), reportlib.eval_aucs(folder, rows), rank)
@@ -638,6 +650,8 @@ def video(
     from ..sweepdir.files import SweepDir
 
     folder = SweepDir(sweep_dir)
+    if output is None:
+        writable_sweep(folder, "sweep video writes its videos/")
     try:
         choices = choose(collect(folder), folder.path, variant, seed, best)
     except NoVideo as exc:
@@ -665,6 +679,7 @@ def evaluate(
 
     if not cross:
         raise InputError("sweep evaluate: say which evaluation: --cross (every policy on every variant)")
+    writable_sweep(SweepDir(sweep_dir), "sweep evaluate writes its cross/")
     outcome = evaluate_cross(SweepDir(sweep_dir), episodes, workers or usable_cores(),
                              say=lambda line: print(line, file=sys.stderr, flush=True))
     tables.cross_table(tables.make_console(), outcome.cells)

@@ -102,6 +102,7 @@ def matrix_png(matrix: comparelib.Matrix, title: str) -> bytes:
             if cell is not None and cell.p is not None:
                 values[i, j] = cell.p
     side = 2.5 + 0.9 * n
+    matplotlib.rcParams["text.parse_math"] = False  # group names are user text: drawn, never parsed as math
     fig = Figure(figsize=(side + 2.0, side))
     ax = fig.subplots()
     colors = matplotlib.colormaps["RdBu"].with_extremes(bad="white")  # the diagonal stays blank
@@ -142,6 +143,7 @@ def profile_png(profiles: comparelib.Profiles, title: str) -> bytes:
     import matplotlib
     from matplotlib.figure import Figure
 
+    matplotlib.rcParams["text.parse_math"] = False  # group names are user text: drawn, never parsed as math
     fig = Figure(figsize=(9, 5.5))
     ax = fig.subplots()
     cycle = matplotlib.colormaps["tab10" if len(profiles.groups) <= 10 else "tab20"]

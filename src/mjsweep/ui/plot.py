@@ -88,6 +88,7 @@ def plot_sweep(sweep_dir: Path, rows: list[ResultRow], output: Path) -> list[Pat
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # names and grid values are user text: drawn, never parsed as math
     folder = SweepDir(sweep_dir)
     # Evaluation curves where the sweep evaluates periodically; training returns otherwise.
     evaluated = any(read_eval_curve(folder.run(row.run_id)) is not None for row in rows)

@@ -31,8 +31,15 @@ def make_console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, width=None if stream.isatty() else 200, highlight=False)
 
 
+ERROR_WIDTH = 2000
+"""An error line's most characters: the checks cut the values they show, and this bounds whatever else a
+message carries (a file's text, a library's message) so that one bad input never prints megabytes."""
+
+
 def error(message: str) -> None:
     """One line on stderr, never wrapped, so scripts and people can grep it."""
+    if len(message) > ERROR_WIDTH:
+        message = message[:ERROR_WIDTH - 20] + " ... (cut)" + message[-10:]
     print(f"error: {message}", file=sys.stderr, flush=True)
 
 
