@@ -172,3 +172,15 @@ def test_the_api_names_are_typed_and_exported():
     assert (Path(mjsweep.__file__).parent / "py.typed").is_file()
     with pytest.raises(AttributeError):
         mjsweep.nothing  # noqa: B018
+
+
+def test_sweep_failed_names_each_failed_run_and_its_cause(sweep):
+    from mjsweep.engine.scheduler import SweepOutcome
+    from mjsweep.sweepdir.files import RunDir
+    from mjsweep.sweepdir.models import RunStatus
+
+    RunDir(sweep / "c_lr=0.1_s0").write_status(RunStatus(state=RunState.FAILED, cause="exited 1: ValueError: bad"))
+    outcome = SweepOutcome(succeeded=["c_lr=0.1_s1"], failed=["c_lr=0.1_s0"])
+    failed = mjsweep.SweepFailed(mjsweep.load(sweep), outcome)
+    assert str(failed) == "sweep fake: 1 of 2 runs failed (c_lr=0.1_s0: exited 1: ValueError: bad)"
+    assert failed.outcome is outcome and failed.sweep.name == "fake"

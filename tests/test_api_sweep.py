@@ -1,0 +1,58 @@
+"""The Python API on a real sweep it trains: two variants of the tiny walker, two seeds each, run with
+mjsweep.run, read back, compared, and the best policy stepped."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mjsweep
+from helpers.commands import write_spec
+from helpers.models import TINY_LONG_XML, TINY_SPEC, TINY_XML
+
+
+def tiny_sweep() -> dict:
+    return {**TINY_SPEC, "variants": [{"name": "walker", "xml": str(TINY_XML)},
+                                      {"name": "long", "xml": str(TINY_LONG_XML)}],
+            "seeds": 2, "total_timesteps": 256, "ppo": {"n_steps": 64, "batch_size": 64, "n_epochs": 1}}
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> tuple[Path, mjsweep.Sweep]:
+    """The folder of tiny.yaml (runs_dir: runs) and the sweep mjsweep.run trained there."""
+    folder = tmp_path_factory.mktemp("api")
+    spec = write_spec(folder, tiny_sweep(), "tiny.yaml")
+    events = []
+    sweep = mjsweep.run(spec, workers=2, on_event=events.append)
+    assert any(e.kind.value == "succeeded" for e in events)
+    return folder, sweep
+
+
+def test_a_sweep_run_from_python_is_read_back_compared_and_its_best_policy_acts(trained):
+    folder, sweep = trained
+    assert sweep.path == folder / "runs" / "tiny"
+    assert sorted((r.variant, r.seed, r.state) for r in sweep.runs) == [
+        ("long", 0, "succeeded"), ("long", 1, "succeeded"), ("walker", 0, "succeeded"), ("walker", 1, "succeeded")]
+    assert all(r.timesteps == 256 and r.fps and math.isfinite(r.final_return) for r in sweep.runs)
+    (comparison,) = sweep.compare("walker", "long")
+    assert {comparison.a, comparison.b} == {"walker", "long"} and comparison.seeds_a == comparison.seeds_b == 2
+
+    best = sweep.best("walker")
+    assert best.final_return == max(r.final_return for r in sweep.runs if r.variant == "walker")
+    policy = best.policy()
+    env = policy.make_env()
+    obs, _ = env.reset(seed=0)
+    state, start = None, True
+    for _ in range(20):
+        action, state = policy.predict(obs, state=state, episode_start=np.array([start]))
+        assert env.action_space.contains(action.astype(env.action_space.dtype))
+        obs, reward, terminated, truncated, _ = env.step(action)
+        assert math.isfinite(float(reward))
+        start = terminated or truncated
+        if start:
+            obs, _ = env.reset()
+    assert len(policy.rollout(20, seed=0)) == 20
+
