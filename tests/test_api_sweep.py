@@ -1,9 +1,10 @@
 """The Python API on a real sweep it trains: two variants of the tiny walker, two seeds each, run with
-mjsweep.run, read back, compared, and the best policy stepped."""
+mjsweep.run, read back, compared, and the best policy stepped; and docs/api.md's examples run against it."""
 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,9 @@ import pytest
 
 import mjsweep
 from helpers.commands import write_spec
-from helpers.models import TINY_LONG_XML, TINY_SPEC, TINY_XML
+from helpers.models import REPO, TINY_LONG_XML, TINY_SPEC, TINY_XML
+
+API_DOC = REPO / "docs" / "api.md"
 
 
 def tiny_sweep() -> dict:
@@ -56,3 +59,14 @@ def test_a_sweep_run_from_python_is_read_back_compared_and_its_best_policy_acts(
             obs, _ = env.reset()
     assert len(policy.rollout(20, seed=0)) == 20
 
+
+def test_the_examples_in_docs_api_md_run(trained, monkeypatch, capsys):
+    folder, _ = trained
+    blocks = re.findall(r"```python\n(.*?)```", API_DOC.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) >= 5
+    monkeypatch.chdir(folder)
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, str(API_DOC), "exec"), namespace)
+    assert namespace["plan"].to_run == 0 and namespace["plan"].runs == 4  # the trained runs are skipped
+    assert "over 20 steps" in capsys.readouterr().out
