@@ -184,3 +184,10 @@ def test_sweep_failed_names_each_failed_run_and_its_cause(sweep):
     failed = mjsweep.SweepFailed(mjsweep.load(sweep), outcome)
     assert str(failed) == "sweep fake: 1 of 2 runs failed (c_lr=0.1_s0: exited 1: ValueError: bad)"
     assert failed.outcome is outcome and failed.sweep.name == "fake"
+
+
+def test_a_spec_given_as_a_dict_is_checked_and_leaves_no_file(tmp_path, tiny_spec, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(mjsweep.SpecError, match="seedz"):
+        mjsweep.validate({**tiny_spec, "seedz": 3})
+    assert list(tmp_path.iterdir()) == []

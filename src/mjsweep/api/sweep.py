@@ -4,7 +4,6 @@ and the best run of a group."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -105,11 +104,12 @@ class Sweep:
             raise InputError(f"{self.path}: no such sweep folder")
         self.folder = SweepDir(self.path)
         self.all_specs = all_specs
+        # left_out: the line saying which runs of earlier specs are not in `runs`; None when none are.
         rows, self.left_out = plan_rows(self.folder, collect(self.folder), all_specs)
-        """left_out: the line saying which runs of earlier specs are not in `runs`; None when none are."""
         if not rows:
             raise InputError(f"{self.path}: no run folders here (is it <runs_dir>/<sweep name>?)")
         self.runs: list[Run] = [_run(row, self.folder) for row in rows]
+        self._reads: dict[str, sweepreport.SweepReport] = {}
 
     def __repr__(self) -> str:
         return f"Sweep({str(self.path)!r}, {len(self.runs)} runs)"
@@ -189,11 +189,8 @@ class Sweep:
         columns = ["run_id", "group", "variant", "seed", "metric", "timesteps", "value"]
         return pandas.DataFrame([[getattr(p, c) for c in columns] for p in self.curve_points()], columns=columns)
 
-    @cached_property
-    def _reads(self) -> dict[str, sweepreport.SweepReport]:
-        return {}
-
     def _read(self, rank: str) -> sweepreport.SweepReport:
+        """The report as the folder was when first asked for with this ranking, read once."""
         if rank not in self._reads:
             self._reads[rank] = sweepreport.read(self.folder, self.all_specs, rank)
         return self._reads[rank]
