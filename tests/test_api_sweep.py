@@ -60,6 +60,33 @@ def test_a_sweep_run_from_python_is_read_back_compared_and_its_best_policy_acts(
     assert len(policy.rollout(20, seed=0)) == 20
 
 
+def test_a_normalized_off_policy_and_a_recurrent_policy_act_through_the_api(tmp_path):
+    pytest.importorskip("sb3_contrib")
+    spec = {**tiny_sweep(), "variants": [{"name": "walker", "xml": str(TINY_XML)}], "seeds": 1, "normalize": True,
+            "grid": {"algo": ["sac", "recurrent_ppo"]}, "ppo": {},
+            "sac": {"learning_starts": 64, "batch_size": 32, "buffer_size": 1000, "train_freq": 8,
+                    "policy_kwargs": {"net_arch": [16]}},
+            "recurrent_ppo": {"n_steps": 64, "batch_size": 32, "n_epochs": 1,
+                              "policy_kwargs": {"lstm_hidden_size": 16, "net_arch": [16]}}}
+    sweep = mjsweep.run(write_spec(tmp_path, spec), workers=2)
+    for algo in ("sac", "recurrent_ppo"):
+        policy = sweep.best(f"walker algo={algo}").policy()
+        assert type(policy.model).__name__ == {"sac": "SAC", "recurrent_ppo": "RecurrentPPO"}[algo]
+        assert policy.normalization is not None and not policy.normalization.training
+        # predict normalizes a raw observation as the vec env with the run's statistics does
+        venv = policy.make_vec_env()
+        venv.seed(3)
+        normalized = venv.reset()[0]
+        raw, _ = policy.make_env().reset(seed=3)
+        assert np.allclose(policy.normalize(raw), normalized) and not np.allclose(raw, normalized)
+        venv.close()
+        action, state = policy.predict(raw, episode_start=np.array([True]))
+        assert (state is not None) == (algo == "recurrent_ppo")
+        assert np.array_equal(action, policy.model.predict(normalized, state=None, episode_start=np.array([True]),
+                                                           deterministic=True)[0])
+        assert len(policy.rollout(20, seed=0)) == 20
+
+
 def test_the_examples_in_docs_api_md_run(trained, monkeypatch, capsys):
     folder, _ = trained
     blocks = re.findall(r"```python\n(.*?)```", API_DOC.read_text(encoding="utf-8"), re.S)
