@@ -191,3 +191,17 @@ def test_a_spec_given_as_a_dict_is_checked_and_leaves_no_file(tmp_path, tiny_spe
     with pytest.raises(mjsweep.SpecError, match="seedz"):
         mjsweep.validate({**tiny_spec, "seedz": 3})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_with_adaptive_seeds_a_pairs_verdict_is_the_sequential_tests(sweep):
+    from mjsweep.results.seeding import next_round
+    from mjsweep.spec.sweepspec import AdaptiveSeeds
+    from mjsweep.sweepdir.files import append_line
+
+    returns = {"a lr=0.1": [10.0, 20.0, 30.0, 40.0], "b lr=0.1": [1.0, 2.0, 3.0, 4.0]}
+    append_line(SweepDir(sweep).seeds_jsonl, next_round(1, returns, [], AdaptiveSeeds(min=4, max=4)))
+    (pair,) = mjsweep.load(sweep).compare("a", "b")
+    assert pair.sequential is not None and pair.sequential.startswith("sequential rank test, round 1")
+    shown = json.loads(CliRunner().invoke(app, ["report", str(sweep), "--format", "json", "--compare", "a", "b"]
+                                          ).stdout)
+    assert shown["comparisons"] == [pair.to_json()]
