@@ -41,7 +41,7 @@ class PlanSummary:
     runs: int
     """Runs the spec plans (a search's: none until it runs)."""
     to_run: int
-    """Of those, the runs a `run` would start or resume now; the others have succeeded."""
+    """Of those, the runs a `run` would start or resume now; the others have succeeded (a search's: none)."""
     warnings: list[str]
 
 
@@ -55,11 +55,10 @@ def validate(spec: SpecSource, runs_dir: str | Path | None = None) -> PlanSummar
     from ..plan.planned import Action
 
     plan = _prepare(spec, runs_dir)
-    to_run = len(plan.runs) if plan.spec.search is not None else \
-        sum(1 for p in decide(plan) if p.action is not Action.SKIP)
+    searched = plan.spec.search is not None  # a search makes its runs as it goes
+    to_run = 0 if searched else sum(1 for p in decide(plan) if p.action is not Action.SKIP)
     return PlanSummary(plan.spec.name, plan.sweep_dir.path, [c.variant.name for c in plan.checks],
-                       len(plan.runs) if plan.spec.search is None else 0, to_run,
-                       [str(w) for w in plan.spec.warnings])
+                       0 if searched else len(plan.runs), to_run, [str(w) for w in plan.spec.warnings])
 
 
 def run(spec: SpecSource, *, runs_dir: str | Path | None = None, workers: int | None = None, retries: int = 1,
