@@ -10,7 +10,7 @@ from pathlib import Path
 from helpers.imports import imported_modules, module_names
 
 LAYERS = [
-    ["mjsweep", "mjsweep.errors", "mjsweep.naming"],  # the version, the two errors, how values read in names
+    ["mjsweep.errors", "mjsweep.naming"],  # the two errors, how values read in names
     ["mjsweep.sweepdir"],     # the sweep folder's on-disk contract
     ["mjsweep.spec"],         # the YAML spec, validated
     ["mjsweep.robots"],       # variants, edits, model files, envs
@@ -22,6 +22,8 @@ LAYERS = [
     ["mjsweep.search"],       # searches as a source of runs for the engine
     ["mjsweep.crosseval"],    # trained policies on other variants
     ["mjsweep.media"],        # pictures and videos drawn with MuJoCo
+    # The package itself: its top level hands out the Python API's names (lazily), the version too.
+    ["mjsweep", "mjsweep.api"],  # the Python API: sweeps loaded, run and checked from Python
     ["mjsweep.ui", "mjsweep.bench"],  # the commands, the terminal, figures, reports; sweep bench
 ]
 

@@ -80,6 +80,13 @@ def apart(split_rows: Split) -> list[ResultRow]:
     return split_rows.current + labelled
 
 
+def plan_rows(folder: SweepDir, rows: list[ResultRow], all_specs: bool = False) -> tuple[list[ResultRow], str | None]:
+    """The last plan's runs and the line that says what was left out (None when nothing was), or with
+    `all_specs` every run, each earlier experiment a group of its own."""
+    split_rows = split(folder, rows)
+    return (apart(split_rows), None) if all_specs else (split_rows.current, split_rows.note())
+
+
 FIELDS = {"total_timesteps": "total_timesteps", "hyperparams": "algorithm settings", "xml_sha256": "XML content",
           "env_kwargs": "env_kwargs", "n_envs": "n_envs", "normalize": "normalize", "env": "env", "algo": "algo",
           "max_episode_steps": "max_episode_steps", "policy": "policy", "vec_env": "vec_env", "device": "device"}

@@ -456,26 +456,20 @@ def report(
 ) -> None:
     """Mean, std, IQM and 95% CI of the final eval return over seeds; writes report.csv and report.md too."""
     from ..results import report as reportlib
-    from ..results.rows import collect
+    from ..results import sweepreport
     from ..sweepdir.files import SweepDir, write_text_atomic
     from .status import read_sweep
 
     if fmt not in REPORT_FORMATS:
         raise InputError(f"--format {fmt!r}: choose one of {', '.join(REPORT_FORMATS)}")
     folder = SweepDir(sweep_dir)
-    rows, left_out = _plan_rows(folder, collect(folder), all_specs)
-    if not rows:
-        raise InputError(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
+    read = sweepreport.read(folder, all_specs, rank)
+    rows, left_out, groups, rounds = read.rows, read.left_out, read.groups, read.rounds
     writable_sweep(folder, "sweep report writes report.csv and report.md")
-    if rank not in reportlib.RANKINGS:
-        raise InputError(f"--rank {rank!r}: choose one of {', '.join(reportlib.RANKINGS)}")
-    groups = reportlib.aggregate(rows, reportlib.model_stats(folder, rows), reportlib.eval_aucs(folder, rows), rank)
     if names and not compare:
         raise InputError(f"sweep report: {' '.join(names)}: group names go with --compare")
-    returns = _returns(groups, rows)
-    rounds = _seed_rounds(folder)
-    sequential = _sequential_verdicts(rounds)
-    comparisons = _comparisons(groups, returns, names or [], sequential) if compare else None
+    returns, sequential = read.returns, read.sequential
+    comparisons = read.compare(names) if compare else None
     decisions = None
     # The figures cost a second or two (matplotlib, the bootstrap of every pair): drawn when asked for, and for
     # report.html, which draws figures anyway and is what a sweep's results are shared as.
@@ -555,51 +549,6 @@ def report(
             extra = {"trials": to_dicts(trials[0]), **({"confirmed": confirmed_dicts(confirmed)} if confirmed else {})}
             text = json.dumps({**json.loads(text), **extra}, indent=2) + "\n"
         sys.stdout.write(text)
-
-
-def _plan_rows(folder, rows, all_specs: bool):
-    """The last plan's runs (or every run, each earlier experiment a group of its own) and the line that says
-    what was left out (results/experiments.py)."""
-    from ..results import experiments
-
-    split = experiments.split(folder, rows)
-    return (experiments.apart(split), None) if all_specs else (split.current, split.note())
-
-
-def _returns(groups, rows) -> dict[str, list[float]]:
-    """Each group's seeds' final returns, the groups in the report's order (best first)."""
-    returns: dict[str, list[float]] = {g.group: [] for g in groups}
-    for row in rows:
-        if row.final_return is not None:
-            returns[row.group].append(row.final_return)
-    return returns
-
-
-def _comparisons(groups, returns: dict[str, list[float]], names: list[str], sequential):
-    """The report's groups compared pairwise over their seeds' final returns (results/compare.py); with
-    adaptive seeds, each pair's verdict is the sequential test's."""
-    from ..results import compare as comparelib
-
-    try:
-        pairs = comparelib.pick(names, list(returns), {g.group: g.variant for g in groups})
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
-    return comparelib.compare(returns, pairs, sequential=sequential)
-
-
-def _sequential_verdicts(rounds):
-    from ..results.seeding import verdicts
-
-    return verdicts(rounds) if rounds else None
-
-
-def _seed_rounds(folder):
-    """Adaptive seeds' decisions as they stand (results/seeding.py); none for fixed seeds."""
-    from ..results.seeding import standing
-    from ..sweepdir.files import read_lines
-    from ..sweepdir.models import SeedRound
-
-    return standing(read_lines(folder.seeds_jsonl, SeedRound))
 
 
 def _search_trials(folder):
@@ -725,11 +674,12 @@ def plot(
                                    "each experiment a group of its own."),
 ) -> None:
     """Learning curves (mean over seeds, 95% CI band) and final returns per variant x grid point."""
+    from ..results.experiments import plan_rows
     from ..results.rows import collect
     from ..sweepdir.files import SweepDir
     from .plot import plot_sweep
 
-    rows, left_out = _plan_rows(SweepDir(sweep_dir), collect(sweep_dir), all_specs)
+    rows, left_out = plan_rows(SweepDir(sweep_dir), collect(sweep_dir), all_specs)
     if left_out:
         print(f"note: {left_out}", file=sys.stderr)
     if not rows:

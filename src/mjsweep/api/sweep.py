@@ -1,0 +1,209 @@
+"""A sweep folder read back as typed records: its runs, their curves, the report's groups and comparisons,
+and the best run of a group."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InputError
+from ..results import sweepreport
+from ..results.compare import Comparison
+from ..results.experiments import plan_rows
+from ..results.report import GroupRow
+from ..results.rows import ResultRow, collect
+from ..sweepdir.files import SweepDir
+from ..sweepdir.models import RunSpec
+from ..sweepdir.tables import read_evaluations, read_progress_points
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .policy import Policy
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run folder: what its spec.json, status.json and result.json say."""
+
+    run_id: str
+    group: str
+    """The group its seeds are pooled in, as the report names it ("<group> [earlier spec <hash>]" for a run of
+    an earlier spec, loaded with all_specs)."""
+    variant: str
+    grid: dict[str, Any]
+    seed: int
+    state: str
+    """status.json's state: pending, running, succeeded, failed, interrupted or pruned ('unknown': unreadable)."""
+    succeeded: bool
+    final_return: float | None
+    """The final evaluation's mean return; None unless the run succeeded."""
+    fps: float | None
+    timesteps: int | None
+    wall_s: float | None
+    training_s: float | None
+    eval_s: float | None
+    started_at: str | None
+    ended_at: str | None
+    attempts: int
+    cause: str | None
+    """Why a run that did not succeed ended, in one line."""
+    algo: str | None
+    experiment: str | None
+    """RunSpec.experiment: the hash of what the run computes but its seed."""
+    path: Path
+    spec: RunSpec | None
+    problems: tuple[str, ...]
+    """Files of the run that could not be read, each with why."""
+
+    def policy(self, best: bool = False) -> Policy:
+        """The trained model ready to act, with its frozen normalization and an env factory for its variant;
+        `best`: the best periodic evaluation's model (eval.every) where the run kept one."""
+        from .policy import Policy
+
+        if not self.succeeded or self.spec is None:
+            raise InputError(f"{self.run_id}: {self.state}, no trained model to load")
+        return Policy(self.spec, self.path, best=best)
+
+
+def _run(row: ResultRow, folder: SweepDir) -> Run:
+    result, status = row.result, row.status
+    return Run(run_id=row.run_id, group=row.group, variant=row.variant, grid=dict(row.grid), seed=row.seed,
+               state=row.state, succeeded=row.ok, final_return=row.final_return,
+               fps=result.fps if result else None, timesteps=result.timesteps if result else None,
+               wall_s=result.wall_s if result else None, training_s=result.training_s if result else None,
+               eval_s=result.eval_s if result else None, started_at=status.started_at if status else None,
+               ended_at=status.ended_at if status else None, attempts=status.attempts if status else 0,
+               cause=row.cause, algo=row.spec.algo if row.spec else None,
+               experiment=row.spec.experiment if row.spec else None, path=folder.run(row.run_id).path,
+               spec=row.spec, problems=row.problems)
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """A point of a run's learning curve. metric: "ep_rew_mean" (progress.csv, the training episodes' mean
+    return) or "eval_mean_return" (evaluations.csv, a periodic evaluation's mean return)."""
+
+    run_id: str
+    group: str
+    variant: str
+    seed: int
+    metric: str
+    timesteps: int
+    value: float
+
+
+class Sweep:
+    """A sweep folder (<runs_dir>/<sweep name>). By default its runs are the last plan's, as `sweep report`
+    shows them; with all_specs, also earlier specs' runs, each experiment a group of its own."""
+
+    def __init__(self, path: str | Path, all_specs: bool = False):
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise InputError(f"{self.path}: no such sweep folder")
+        self.folder = SweepDir(self.path)
+        self.all_specs = all_specs
+        # left_out: the line saying which runs of earlier specs are not in `runs`; None when none are.
+        rows, self.left_out = plan_rows(self.folder, collect(self.folder), all_specs)
+        if not rows:
+            raise InputError(f"{self.path}: no run folders here (is it <runs_dir>/<sweep name>?)")
+        self.runs: list[Run] = [_run(row, self.folder) for row in rows]
+        self._reads: dict[str, sweepreport.SweepReport] = {}
+
+    def __repr__(self) -> str:
+        return f"Sweep({str(self.path)!r}, {len(self.runs)} runs)"
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def groups(self) -> list[str]:
+        """The groups, best first as the report ranks them."""
+        return [g.group for g in self.report()]
+
+    def report(self, rank: str = "final") -> list[GroupRow]:
+        """The report's rows, a group of seeds each, best first: what `sweep report` prints. rank "best"
+        ranks by each run's best periodic evaluation."""
+        return self._read(rank).groups
+
+    def compare(self, *names: str) -> list[Comparison]:
+        """Every pair of groups compared over their seeds' final returns, or the two named (a group or a
+        variant with one group), as `sweep report --compare` decides: with adaptive seeds, each pair's
+        verdict is the sequential test's. Comparison.verdict() says it in words."""
+        return self._read("final").compare(list(names))
+
+    def best(self, name: str | None = None) -> Run:
+        """The succeeded run with the highest final return of a group (its name as the report gives it, or a
+        variant with one group); without a name, of the report's best group."""
+        groups = [g.group for g in self.report()]
+        if name is None:
+            chosen = groups
+        elif name in groups:
+            chosen = [name]
+        else:
+            chosen = sorted({r.group for r in self.runs if r.variant == name})
+            if len(chosen) != 1:
+                raise InputError(f"{name!r}: {'no' if not chosen else 'more than one'} group of that name; "
+                                 f"the groups: {', '.join(groups)}")
+        for group in chosen:
+            done = [r for r in self.runs if r.group == group and r.final_return is not None]
+            if done:
+                return max(done, key=lambda r: r.final_return or 0.0)
+        raise InputError(f"{name or self.name}: no run has succeeded yet")
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per run: its group, variant, grid values (a column each), seed, state, final return, fps,
+        times, algorithm and experiment hash. Needs pandas."""
+        pandas = _pandas()
+        grid_keys = list(dict.fromkeys(k for r in self.runs for k in r.grid))
+        records = []
+        for r in self.runs:
+            fixed = {"run_id": r.run_id, "group": r.group, "variant": r.variant}
+            rest = {"seed": r.seed, "state": r.state, "final_return": r.final_return, "fps": r.fps,
+                    "timesteps": r.timesteps, "wall_s": r.wall_s, "training_s": r.training_s, "eval_s": r.eval_s,
+                    "started_at": r.started_at, "ended_at": r.ended_at, "attempts": r.attempts, "cause": r.cause,
+                    "algo": r.algo, "experiment": r.experiment}
+            # A grid key named like a fixed column (algo) keeps both: the grid's as grid_<key>.
+            grid = {(f"grid_{k}" if k in fixed or k in rest else k): r.grid.get(k) for k in grid_keys}
+            records.append({**fixed, **grid, **rest})
+        return pandas.DataFrame.from_records(records)
+
+    def curve_points(self) -> list[CurvePoint]:
+        """Every run's learning curve in long form: progress.csv's ep_rew_mean, and evaluations.csv's mean
+        returns where the sweep evaluates periodically (eval.every)."""
+        points = []
+        for r in self.runs:
+            run_dir = self.folder.run(r.run_id)
+            for steps, value in read_progress_points(run_dir.progress_csv):
+                points.append(CurvePoint(r.run_id, r.group, r.variant, r.seed, "ep_rew_mean", int(steps), value))
+            for evaluation in read_evaluations(run_dir.evaluations_csv):
+                points.append(CurvePoint(r.run_id, r.group, r.variant, r.seed, "eval_mean_return",
+                                         evaluation.timesteps, evaluation.mean_return))
+        return points
+
+    def curves(self) -> pd.DataFrame:
+        """curve_points() as a DataFrame (run_id, group, variant, seed, metric, timesteps, value). Needs pandas."""
+        pandas = _pandas()
+        columns = ["run_id", "group", "variant", "seed", "metric", "timesteps", "value"]
+        return pandas.DataFrame([[getattr(p, c) for c in columns] for p in self.curve_points()], columns=columns)
+
+    def _read(self, rank: str) -> sweepreport.SweepReport:
+        """The report as the folder was when first asked for with this ranking, read once."""
+        if rank not in self._reads:
+            self._reads[rank] = sweepreport.read(self.folder, self.all_specs, rank)
+        return self._reads[rank]
+
+
+def load(path: str | Path, all_specs: bool = False) -> Sweep:
+    """The sweep folder at `path` (<runs_dir>/<sweep name>). InputError when it is not one."""
+    return Sweep(path, all_specs)
+
+
+def _pandas() -> Any:
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError("this needs pandas, which is not installed: pip install pandas") from None
+    return pandas
