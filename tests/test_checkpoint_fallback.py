@@ -122,6 +122,7 @@ def test_a_model_cut_short_without_a_checksum_falls_back_when_it_does_not_load(t
     assert run.result()["resumed_from"] == 384 and run.result()["timesteps"] == 640
 
 
+@pytest.mark.slow
 def test_every_checkpoint_damaged_starts_over_once_and_says_so(tmp_path, spec):
     run = Run(tmp_path, spec)
     run.attempt(512)
@@ -172,6 +173,7 @@ def test_damaged_normalization_statistics_beside_a_good_model_fall_back(tmp_path
     assert run.result()["resumed_from"] == 384 and run.result()["timesteps"] == 640
 
 
+@pytest.mark.slow
 def test_a_damaged_replay_buffer_beside_a_good_model_falls_back(tmp_path, spec):
     sac = {"learning_starts": 100, "batch_size": 32, "buffer_size": 5000, "policy_kwargs": {"net_arch": [16]},
            "train_freq": 4}
@@ -184,6 +186,7 @@ def test_a_damaged_replay_buffer_beside_a_good_model_falls_back(tmp_path, spec):
     assert result["resumed_from"] == 256 and result["replay_buffer_resumed"] == 256 and result["timesteps"] == 512
 
 
+@pytest.mark.slow
 def test_a_rerun_after_a_stop_falls_back_and_status_says_so(tmp_path, tiny_spec):
     """Through `sweep run`: a run stopped by Ctrl-C, its newest model garbled, finishes on the rerun, and
     `sweep status` names the checkpoint it resumed from and why."""

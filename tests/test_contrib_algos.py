@@ -95,6 +95,7 @@ def episode_returns(spec: dict, policy, seed: int, episodes: int, carry_state: b
     return returns
 
 
+@pytest.mark.slow
 def test_recurrent_ppo_carries_its_lstm_state_through_evaluation_and_cross_evaluation(contrib_sweep):
     from mjsweep.worker.policy import load_policy
 

@@ -90,6 +90,7 @@ def on_terminal(*args: str, env: dict[str, str], columns: int = 120) -> tuple[in
     return proc.wait(), b"".join(chunks).decode("utf-8", errors="replace")
 
 
+@pytest.mark.slow
 def test_live_view_on_a_real_terminal(tmp_path, tiny_spec):
     tiny_spec.update(seeds=2)
     spec = str(write_spec(tmp_path, tiny_spec))

@@ -156,6 +156,7 @@ def cross_results(sweep: Path) -> dict[str, float]:
             for p in (sweep / "cross").glob("*/*.json")}
 
 
+@pytest.mark.slow
 def test_cross_evaluation_fills_the_matrix_and_a_rerun_does_only_what_is_missing(trained):
     proc = run_sweep("evaluate", str(trained), "--cross", "--episodes", "1")
     assert proc.returncode == 0, proc.stderr

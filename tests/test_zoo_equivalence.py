@@ -49,6 +49,7 @@ def mjsweep_episodes(tmp_path: Path, algo: str, seed: int, timesteps: int, **sec
     return read_monitor_episodes(RunDir(tmp_path / "runs" / "hop" / run.run_id).monitor_csv)
 
 
+@pytest.mark.slow
 @needs_rl_zoo
 def test_ppo_zoo_trains_the_episodes_rl_zoo_trains(tmp_path):
     """RL Zoo's Hopper PPO: normalization, 512-step rollouts, its policy_kwargs text; 4 updates."""
