@@ -48,6 +48,7 @@ def rollout_frames(mujoco, item: dict, width: int, height: int, seconds: float):
     fps = 1 / (env.dt * every)
     frames = max(1, round(seconds * fps))
     yield fps, frames
+    venv.seed(spec.seed)  # the run's own start: the same video every time, not one random start in many
     obs = venv.reset()
     robot = robot_box(model, data)
     pose = framing(robot, float(model.vis.global_.fovy), width / height)
