@@ -1,5 +1,5 @@
 """Exact resume: a run stopped by Ctrl-C mid-episode and resumed with `sweep run` ends with the same
-monitor.csv episodes, evaluations and final parameters as the same run never stopped."""
+monitor.csv episodes, evaluations and final parameters as the same run never stopped; `sweep verify`."""
 
 from __future__ import annotations
 
@@ -117,3 +117,30 @@ def test_a_run_of_each_algorithm_stopped_mid_episode_resumes_exactly(tmp_path, t
     resumed = stopped_and_resumed(tmp_path / "stopped", tiny_spec)
     assert_same_run(uninterrupted(tmp_path / "whole", tiny_spec), resumed)
 
+
+def folder_contents(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_sweep_verify_says_a_finished_run_reproduces_exactly_or_where_it_differs(tmp_path, tiny_spec):
+    tiny_spec.update({"total_timesteps": 384, "eval": {"episodes": 1, "every": 256}})
+    spec = write_spec(tmp_path, tiny_spec)
+    done = run_sweep("run", str(spec))
+    assert done.returncode == 0, done.stdout + done.stderr
+    sweep_dir = tmp_path / "runs" / "tiny"
+    [run_dir] = run_dirs(sweep_dir)
+    before = folder_contents(sweep_dir)
+    verified = run_sweep("verify", str(sweep_dir), "--sample", "3", "--scratch", str(tmp_path / "scratch"))
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert f"{run_dir.name}: exact" in verified.stdout and "1 of 1 runs reproduced exactly" in verified.stdout
+    assert folder_contents(sweep_dir) == before  # nothing written into the sweep folder
+
+    # a run whose second episode the folder does not hold as trained: named, with both returns
+    lines = (run_dir / "monitor.csv").read_text().splitlines(keepends=True)
+    r, rest = lines[3].split(",", 1)
+    lines[3] = f"{float(r) + 1:.6f},{rest}"
+    (run_dir / "monitor.csv").write_text("".join(lines))
+    verified = run_sweep("verify", str(sweep_dir), run_dir.name)
+    assert verified.returncode == 1, verified.stdout + verified.stderr
+    assert f"{run_dir.name}: differs: first at episode 2 (return {float(r) + 1:.6f} vs {r}" in verified.stdout
+    assert "0 of 1 runs reproduced exactly" in verified.stdout
