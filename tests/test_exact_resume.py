@@ -118,6 +118,30 @@ def test_a_run_of_each_algorithm_stopped_mid_episode_resumes_exactly(tmp_path, t
     assert_same_run(uninterrupted(tmp_path / "whole", tiny_spec), resumed)
 
 
+@pytest.mark.slow
+def test_a_run_of_envs_in_subprocesses_resumes_exactly(tmp_path, tiny_spec):
+    tiny_spec.update({"algo": "sac", "ppo": {}, "sac": ALGOS["sac"], "vec_env": "subproc", "n_envs": 2,
+                      "total_timesteps": 3000, "max_episode_steps": 90, "checkpoint_every": 200, "normalize": True,
+                      "eval": {"episodes": 1, "every": 500}})
+    resumed = stopped_and_resumed(tmp_path / "stopped", tiny_spec)
+    assert_same_run(uninterrupted(tmp_path / "whole", tiny_spec), resumed)
+
+
+@pytest.mark.slow
+def test_a_run_killed_and_retried_from_an_iterations_end_checkpoint_resumes_exactly(tmp_path, tiny_spec):
+    tiny_spec.update({"total_timesteps": 3072, "max_episode_steps": 90, "checkpoint_every": 128, "normalize": True,
+                      "eval": {"episodes": 2, "every": 512, "deterministic": False}})
+    spec = write_spec(tmp_path / "killed", tiny_spec)
+    launcher = start_sweep(spec)
+    sweep_dir = tmp_path / "killed" / "runs" / "tiny"
+    [run_dir] = wait_for(lambda: [d for d in run_dirs(sweep_dir) if (d / "checkpoints" / "checkpoint.json").exists()
+                                  and status_of(d).get("state") == "running"], what="a checkpoint", timeout=WAIT)
+    os.kill(status_of(run_dir)["pid"], signal.SIGKILL)  # no stop's checkpoint: the retry resumes from a regular one
+    assert launcher.wait(timeout=WAIT) == 0, launcher_output(spec)
+    assert status_of(run_dir)["attempts"] == 2 and "resuming exactly" in (run_dir / "log.txt").read_text()
+    assert_same_run(uninterrupted(tmp_path / "whole", tiny_spec), run_dir)
+
+
 def folder_contents(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
