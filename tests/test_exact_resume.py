@@ -119,6 +119,17 @@ def test_a_run_of_each_algorithm_stopped_mid_episode_resumes_exactly(tmp_path, t
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("algo", ["ppo", "sac"])
+def test_a_run_exploring_with_gsde_resumes_exactly(tmp_path, tiny_spec, algo):
+    hyperparams = {"ppo": {**tiny_spec["ppo"], "use_sde": True, "sde_sample_freq": 8},
+                   "sac": {**ALGOS["sac"], "use_sde": True}}[algo]
+    tiny_spec.update({"algo": algo, "ppo": {}, algo: hyperparams, "total_timesteps": 3000, "max_episode_steps": 90,
+                      "checkpoint_every": 200, "normalize": True, "eval": {"episodes": 1, "every": 500}})
+    resumed = stopped_and_resumed(tmp_path / "stopped", tiny_spec)
+    assert_same_run(uninterrupted(tmp_path / "whole", tiny_spec), resumed)
+
+
+@pytest.mark.slow
 def test_a_run_of_envs_in_subprocesses_resumes_exactly(tmp_path, tiny_spec):
     tiny_spec.update({"algo": "sac", "ppo": {}, "sac": ALGOS["sac"], "vec_env": "subproc", "n_envs": 2,
                       "total_timesteps": 3000, "max_episode_steps": 90, "checkpoint_every": 200, "normalize": True,

@@ -7,8 +7,9 @@ That is each env's whole MuJoCo data (the physics mid-episode and the derived qu
 before its step), its time limit's and episode return's counters and its reset generator; the global
 generators (torch, numpy, Python); the model's last observation, episode starts and episode infos; the
 non-finite check's and the monitor's counters; VecNormalize's discounted returns (its pickle drops them);
-an action noise's state. A stop mid-iteration rewinds to the iteration's start (recording.py), so the same
-is snapshotted there: a few small copies, one env_method call per iteration.
+an action noise's state, RecurrentPPO's LSTM states, gSDE's exploration noise. A stop mid-iteration
+rewinds to the iteration's start (recording.py), so the same is snapshotted there: a few small copies, one
+env_method call per iteration.
 """
 
 from __future__ import annotations
@@ -175,6 +176,7 @@ class ExactState:
             "action_noise": copy.deepcopy(getattr(model, "action_noise", None)),
             # RecurrentPPO's LSTM states, carried from step to step
             "lstm": copy.deepcopy(getattr(model, "_last_lstm_states", None)),
+            "sde": _sde_noise(model),
             "action_space": _rng_state(model.action_space),
             "check": (check.steps, check.episodes, check.episode.copy()) if check is not None else None,
             "monitor_episodes": self.monitor.episode_count if self.monitor is not None else None,
@@ -213,6 +215,39 @@ class ExactState:
             self.monitor.episode_count = state["monitor_episodes"]
         if self.normalizer is not None and state["returns"] is not None:
             self.normalizer.returns = state["returns"]
+
+    def restore_rollout_start(self, state: dict[str, Any]) -> None:
+        """Once the first rollout has begun: gSDE's noise, which it drew anew, and the torch generator as the
+        checkpoint had them after the same draw. Nothing else has drawn from it since restore()."""
+        if not state.get("sde"):
+            return
+        torch.set_rng_state(state["torch"])
+        for dist, noise in zip(_sde_distributions(self.model), state["sde"], strict=False):
+            for key, value in noise.items():
+                setattr(dist, key, value)
+
+
+SDE_NOISE = ("exploration_mat", "exploration_matrices")
+"""gSDE's exploration noise (use_sde), drawn at each rollout's start (and every sde_sample_freq steps). Acting
+reads it without gradients, and an update draws its own, so it is kept detached."""
+
+
+def _sde_distributions(model: BaseAlgorithm) -> list[Any]:
+    """The gSDE action distributions of the model's policy (PPO's, TRPO's) or actor (SAC's, TQC's), if it
+    explores with gSDE."""
+    from stable_baselines3.common.distributions import StateDependentNoiseDistribution
+
+    if not getattr(model, "use_sde", False):
+        return []
+    holders = (getattr(model, "policy", None), getattr(model.policy, "actor", None))
+    return [dist for holder in holders if isinstance(dist := getattr(holder, "action_dist", None),
+                                                    StateDependentNoiseDistribution)]
+
+
+def _sde_noise(model: BaseAlgorithm) -> list[dict[str, Any]] | None:
+    found = _sde_distributions(model)
+    return [{key: value.detach().clone() for key in SDE_NOISE if (value := getattr(dist, key, None)) is not None}
+            for dist in found] or None
 
 
 def _copied(value: Any) -> Any:

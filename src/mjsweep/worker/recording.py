@@ -135,8 +135,8 @@ class IterationRecorder(PhaseTimer):
     def _on_training_start(self) -> None:
         self._exact = ExactState.of(self.model)
         if self._exact is not None and self._exact_resume is not None:
+            # Before SB3's first rollout, which is handed the model's action noise as its rollout begins.
             self._exact.restore(self._exact_resume)
-            self._exact_resume = None
         self.startup_s = process_age_s()
         self._trained = trained_parameters(self.model)
         self._sizes = LogSizes(self.checkpointer.run, vec_monitor(self.model.get_env()))
@@ -155,6 +155,11 @@ class IterationRecorder(PhaseTimer):
         self._mark_iteration_start()
 
     def _on_rollout_start(self) -> None:
+        if self._exact is not None and self._exact_resume is not None:
+            # gSDE's noise (use_sde) is drawn as a rollout begins, before this: put back, with the torch
+            # generator it drew from, as the checkpoint (taken here too) had them.
+            self._exact.restore_rollout_start(self._exact_resume)
+            self._exact_resume = None
         super()._on_rollout_start()
         self._mark_iteration_start()
 
