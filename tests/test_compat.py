@@ -77,6 +77,9 @@ def test_run_on_the_same_spec_resumes_the_stopped_run(old_sweep):
     assert {p.name: p.read_bytes() for p in (sweep_dir / DONE).iterdir() if p.is_file()} == done_before
     result = json.loads((sweep_dir / STOPPED / "result.json").read_text())
     assert result["resumed_from"] == 1024 and result["timesteps"] == 2048
+    # a checkpoint of an earlier version has no exact state: it resumes re-seeded, and says so
+    assert "resuming re-seeded, not exactly: its checkpoint has no exact state (saved by an earlier version)" \
+        in (sweep_dir / STOPPED / "log.txt").read_text()
     status = json.loads((sweep_dir / STOPPED / "status.json").read_text())
     assert status["state"] == "succeeded" and status["attempts"] == 2
     variants = json.loads((sweep_dir / "variants.json").read_text())["variants"]
@@ -178,6 +181,7 @@ def test_run_resumes_the_stopped_sac_run_of_a_search(search_sweep):
     result = json.loads((sweep_dir / STOPPED2 / "result.json").read_text())
     assert result["resumed_from"] == 265 and result["timesteps"] == 1024
     assert result["replay_buffer_resumed"] == 265
+    assert "resuming re-seeded, not exactly" in (sweep_dir / STOPPED2 / "log.txt").read_text()
     status = json.loads((sweep_dir / STOPPED2 / "status.json").read_text())
     assert status["state"] == "succeeded" and status["attempts"] == 2
     trials = (sweep_dir / "trials.jsonl").read_text()

@@ -202,6 +202,10 @@ class RunDir:
     def checkpoint_replay_buffers(self) -> list[Path]:
         return list(self.checkpoints.glob("replay_buffer_*.pkl"))
 
+    def checkpoint_exact(self, timesteps: int) -> Path:
+        """Where the checkpoint taken at `timesteps` keeps the state an exact resume puts back."""
+        return self.checkpoints / f"exact_{timesteps}.pkl"
+
     def read_status(self) -> RunStatus | None:
         return read_model(self.status_json, RunStatus)
 
@@ -225,7 +229,7 @@ class RunDir:
     def checkpoint_files(self) -> list[Path]:
         """Every checkpoint's files in checkpoints/, and the temporary files of a save a kill cut short."""
         return [*self.checkpoint_models(), *self.checkpoint_vecnormalizes(), *self.checkpoint_replay_buffers(),
-                *self.checkpoints.glob(".*.tmp")]
+                *self.checkpoints.glob("exact_*.pkl"), *self.checkpoints.glob(".*.tmp")]
 
     def read_resume(self) -> ResumeRecord | None:
         return read_model(self.resume_json, ResumeRecord)

@@ -172,6 +172,10 @@ class CheckpointRecord(FileModel):
     replay_buffer_size: int | None = None
     """Transitions that buffer holds."""
     replay_buffer_bytes: int | None = None
+    exact_file: str | None = None
+    """What else the next steps depend on (the envs' physics mid-episode, the random generators, the episode
+    counters: worker/exact.py), for an exact resume; None in checkpoints of earlier versions, which resume
+    re-seeded."""
     bytes: int | None = None
     """Size of the checkpoint's files together (model, statistics, buffer)."""
     save_s: float | None = None
@@ -186,7 +190,8 @@ class CheckpointRecord(FileModel):
 
     def files(self) -> list[str]:
         """Names of this checkpoint's files in checkpoints/."""
-        return [n for n in (self.model_file, self.vecnormalize_file, self.replay_buffer_file) if n is not None]
+        return [n for n in (self.model_file, self.vecnormalize_file, self.replay_buffer_file, self.exact_file)
+                if n is not None]
 
     def kept(self) -> list[CheckpointRecord]:
         """Every checkpoint this record keeps, oldest first, each as a record of its own: with the ones

@@ -77,6 +77,17 @@ def read_evaluations(path: Path) -> list[Evaluation]:
     return out
 
 
+def read_evaluation_cells(path: Path) -> list[dict[str, str]]:
+    """Every evaluations.csv row as written, but its wall-clock column: what two trainings of one run that
+    reproduce each other share."""
+    return [{k: v for k, v in row.items() if k != "wall_s"} for row in _rows(path)]
+
+
+def read_monitor_cells(path: Path) -> list[tuple[str, str]]:
+    """monitor.csv's (return, length) per episode as written, but its wall-clock column."""
+    return [(row.get("r") or "", row.get("l") or "") for row in _rows(path, skip_first_line=True)]
+
+
 def read_progress_points(path: Path) -> list[tuple[float, float]]:
     """(timesteps, ep_rew_mean) of every progress row that has an episode mean yet."""
     return _points(_rows(path), "timesteps", "ep_rew_mean")

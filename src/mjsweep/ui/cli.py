@@ -666,6 +666,37 @@ def status(
 
 
 @app.command()
+def verify(
+    sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
+    run_ids: list[str] | None = typer.Argument(None, help="The finished runs to train again (default: a sample)."),
+    sample: int = typer.Option(1, "--sample", min=1, help="Without RUN: how many finished runs, drawn at random."),
+    scratch: Path | None = typer.Option(None, "--scratch", help="Where to train them again (default: a new "
+                                        "temporary folder, deleted at the end)."),
+) -> None:
+    """Train finished runs again from scratch and say, per run, whether they reproduce exactly: monitor.csv
+    episode by episode, evaluations, final parameters. Exit 0 when all do, 1 otherwise."""
+    import shutil
+
+    from ..engine import verify as verifylib
+
+    runs = verifylib.chosen_runs(sweep_dir, list(run_ids or []), sample)
+    folder = verifylib.scratch_folder(scratch)
+    if folder.resolve().is_relative_to(sweep_dir.resolve()):
+        raise InputError(f"{folder}: the scratch folder must lie outside the sweep folder")
+    taken = [run.path.name for run in runs if (folder / run.path.name).exists()]
+    if taken:
+        raise InputError(f"{folder}: already holds {', '.join(taken)}; give another --scratch")
+    try:
+        verdicts = verifylib.verify(runs, folder, lambda line: print(line, flush=True))
+    finally:
+        if scratch is None:
+            shutil.rmtree(folder, ignore_errors=True)
+    exact = sum(v.difference is None for v in verdicts)
+    print(f"{exact} of {len(verdicts)} runs reproduced exactly")
+    raise typer.Exit(0 if exact == len(verdicts) else 1)
+
+
+@app.command()
 def plot(
     sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
     output: Path = typer.Option(..., "--output", "-o", help="The learning-curve PNG; final returns go "

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.buffers import ReplayBuffer
@@ -24,6 +25,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 from ..sweepdir.files import CorruptFileError, RunDir, read_model, write_model
 from ..sweepdir.models import BestRecord, CheckpointRecord, Timing
 from ..sweepdir.tables import read_evaluations
+from . import exact as exact_state
 
 
 def truncate_logs(run: RunDir, checkpoint: CheckpointRecord) -> None:
@@ -179,7 +181,7 @@ class Checkpointer:
             self._delete_unnamed(None)
 
     def save(self, model: BaseAlgorithm, iteration: int, timing: Timing, log_sizes: tuple[int, ...],
-             vecnormalize: VecNormalize | None = None) -> CheckpointRecord:
+             vecnormalize: VecNormalize | None = None, exact: dict[str, Any] | None = None) -> CheckpointRecord:
         # The model, the normalization statistics and the replay buffer are each written under a new
         # name (their timesteps), then checkpoint.json points at the set: a kill at any moment leaves the
         # previous set intact and named by the previous checkpoint.json, never a model with another's buffer.
@@ -196,7 +198,11 @@ class Checkpointer:
         if isinstance(model, OffPolicyAlgorithm):
             buffer = self.run.checkpoint_replay_buffer(timesteps)
             save_atomic(model.save_replay_buffer, buffer)
-        written = [p for p in (path, stats, buffer) if p is not None]
+        exact_path = None
+        if exact is not None:
+            exact_path = self.run.checkpoint_exact(timesteps)
+            save_atomic(partial(exact_state.save, exact), exact_path)
+        written = [p for p in (path, stats, buffer, exact_path) if p is not None]
         sums = {p.name: file_sha256(p) for p in written}  # read back from the page cache the save filled
         best = self.best.current()
         ckpt = CheckpointRecord(timesteps=timesteps, iteration=iteration, model_file=path.name,
@@ -207,6 +213,7 @@ class Checkpointer:
                                 replay_buffer_file=buffer.name if buffer else None,
                                 replay_buffer_size=replay_buffer_size(model),
                                 replay_buffer_bytes=file_size(buffer) if buffer else None,
+                                exact_file=exact_path.name if exact_path else None,
                                 bytes=sum(file_size(p) for p in written), sha256=sums, earlier=earlier,
                                 save_s=round(time.monotonic() - started, 3))
         write_model(self.run.checkpoint_json, ckpt)
@@ -238,6 +245,22 @@ class Checkpointer:
         if isinstance(model, OffPolicyAlgorithm):
             assert checkpoint.replay_buffer_file, "latest() resumes an off-policy run only with its buffer"
             model.load_replay_buffer(str(self.run.checkpoints / checkpoint.replay_buffer_file))
+
+    def exact_state(self, checkpoint: CheckpointRecord) -> tuple[dict[str, Any] | None, str]:
+        """The state an exact resume from `checkpoint` puts back, or None and why there is none."""
+        name = checkpoint.exact_file
+        if name is None:
+            return None, "its checkpoint has no exact state (saved by an earlier version)"
+        path = self.run.checkpoints / name
+        if not path.exists():
+            return None, f"{name} is missing"
+        expected = checkpoint.sha256.get(name)
+        if expected is not None and file_sha256(path) != expected:
+            return None, f"{name} is damaged (its sha256 is not the one checkpoint.json recorded)"
+        try:
+            return exact_state.load(str(path)), ""
+        except Exception as exc:  # noqa: BLE001 - a damaged pickle raises anything; the resume goes on re-seeded
+            return None, f"{name} could not be read ({type(exc).__name__})"
 
     def kept_best(self) -> set[int | None]:
         """The best evaluations' timesteps that the kept checkpoints keep."""

@@ -18,6 +18,7 @@ from ..robots.envs import make_env
 from ..sweepdir.files import RunDir
 from ..sweepdir.models import CheckpointRecord
 from ..sweepdir.tables import read_monitor_episodes
+from .exact import exact_env
 from .monitor import EnvReturnMonitor, with_episode_return
 from .nonfinite import NonFiniteError, env_value_message, first_non_finite, subscript
 
@@ -30,7 +31,8 @@ def make_vec_env(spec: RunSpec, run: RunDir, resume: CheckpointRecord | None) ->
 def monitored_env(spec: RunSpec, run: RunDir, resume: CheckpointRecord | None) -> VecMonitor:
     """The envs and their monitor.csv: appended to on a resume, written anew otherwise."""
     xml = Path(spec.xml)
-    factories = [(lambda: with_episode_return(make_env(spec.env, xml, spec.env_kwargs, spec.max_episode_steps)))
+    factories = [(lambda: exact_env(with_episode_return(make_env(spec.env, xml, spec.env_kwargs,
+                                                                 spec.max_episode_steps))))
                  for _ in range(spec.n_envs)]
     # forkserver children inherit the worker's process group and one-thread caps, and die with it.
     venv = SubprocVecEnv(factories, start_method="forkserver") if spec.vec_env == "subproc" \

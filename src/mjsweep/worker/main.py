@@ -114,7 +114,7 @@ def _train(run_path: Path) -> int:
             if spec.eval_every else None
         recorder = IterationRecorder(checkpointer, resume, stop_if_requested, evaluator,
                                      on_row=tracker.log_progress if tracker else None,
-                                     row_steps=ALGOS[spec.algo].row_steps)
+                                     row_steps=ALGOS[spec.algo].row_steps, exact=begun.exact)
         try:
             model.learn(total_timesteps=spec.total_timesteps - model.num_timesteps,
                         reset_num_timesteps=resume is None, callback=recorder)

@@ -51,15 +51,18 @@ class LinearSchedule:
 
 
 def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer,
-                resume: CheckpointRecord | None) -> BaseAlgorithm:
+                resume: CheckpointRecord | None, exact: bool = False) -> BaseAlgorithm:
+    """exact: the resume puts the checkpoint's exact state back (worker/exact.py), so the envs are neither
+    reset nor re-seeded."""
     tensorboard_log = tensorboard_dir(spec, checkpointer.run)
     cls = algorithm_class(spec.algo)
     if resume:
         model = cls.load(str(checkpointer.run.checkpoints / resume.model_file), env=venv, device=spec.device,
-                         tensorboard_log=tensorboard_log, custom_objects=schedules(spec))
+                         tensorboard_log=tensorboard_log, custom_objects=schedules(spec), force_reset=not exact)
         checkpointer.load_replay_buffer(model, resume)
-        # A different env seed than the first attempt's, so the resumed episodes are not replays.
-        venv.seed(spec.seed + resume.timesteps)
+        if not exact:
+            # A different env seed than the first attempt's, so the resumed episodes are not replays.
+            venv.seed(spec.seed + resume.timesteps)
         return model
     kwargs = sb3_kwargs(spec, venv)
     return cls(spec.policy, venv, seed=spec.seed, device=spec.device, verbose=0, tensorboard_log=tensorboard_log,

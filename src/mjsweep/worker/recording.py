@@ -23,6 +23,7 @@ from ..sweepdir.models import CheckpointRecord, Timing
 from ..sweepdir.tables import PROGRESS_COLUMNS, ProgressRow
 from .checkpoints import Checkpointer, checkpoint_due, file_size, replay_buffer
 from .evaluation import PeriodicEvaluator
+from .exact import ExactState
 from .nonfinite import NonFiniteError, first_non_finite, parameter_message, subscript
 from .normalization import StatsSnapshot
 
@@ -82,7 +83,8 @@ class IterationRecorder(PhaseTimer):
 
     def __init__(self, checkpointer: Checkpointer, resume: CheckpointRecord | None,
                  stop_if_requested: Callable[[], None], evaluator: PeriodicEvaluator | None = None,
-                 on_row: Callable[[ProgressRow], None] | None = None, row_steps: int = 1):
+                 on_row: Callable[[ProgressRow], None] | None = None, row_steps: int = 1,
+                 exact: dict[str, Any] | None = None):
         super().__init__()
         self.checkpointer = checkpointer
         self.evaluator = evaluator
@@ -93,6 +95,9 @@ class IterationRecorder(PhaseTimer):
         self.stop_if_requested = stop_if_requested
         """Called at every env step: raises KeyboardInterrupt when the worker was asked to stop."""
         self.resume = resume
+        self._exact_resume = exact
+        """The checkpoint's exact state, put back once SB3 has set up its training."""
+        self._exact: ExactState | None = None
         self.base = resume.timing if resume else Timing()
         self.iteration = resume.iteration if resume else 0
         """Progress rows written, over all attempts."""
@@ -128,6 +133,10 @@ class IterationRecorder(PhaseTimer):
         """The model's, found once training starts: SB3 keeps both for the whole of learn()."""
 
     def _on_training_start(self) -> None:
+        self._exact = ExactState.of(self.model)
+        if self._exact is not None and self._exact_resume is not None:
+            # Before SB3's first rollout, which is handed the model's action noise as its rollout begins.
+            self._exact.restore(self._exact_resume)
         self.startup_s = process_age_s()
         self._trained = trained_parameters(self.model)
         self._sizes = LogSizes(self.checkpointer.run, vec_monitor(self.model.get_env()))
@@ -146,6 +155,11 @@ class IterationRecorder(PhaseTimer):
         self._mark_iteration_start()
 
     def _on_rollout_start(self) -> None:
+        if self._exact is not None and self._exact_resume is not None:
+            # gSDE's noise (use_sde) is drawn as a rollout begins, before this: put back, with the torch
+            # generator it drew from, as the checkpoint (taken here too) had them.
+            self._exact.restore_rollout_start(self._exact_resume)
+            self._exact_resume = None
         super()._on_rollout_start()
         self._mark_iteration_start()
 
@@ -157,6 +171,8 @@ class IterationRecorder(PhaseTimer):
             self._stats_start.take(self._normalizer)
         if self._buffer is not None:
             self._buffer_start = (self._buffer.pos, self._buffer.full)
+        if self._exact is not None:
+            self._exact.mark()
 
     def _log_sizes(self) -> tuple[int, int, int]:
         return self._sizes.now()
@@ -258,12 +274,13 @@ class IterationRecorder(PhaseTimer):
             self._stats_start.restore(self._normalizer)
         if self._buffer is not None and self._buffer_start is not None:
             self._buffer.pos, self._buffer.full = self._buffer_start
-        self._save(iteration, log_sizes)
+        self._save(iteration, log_sizes, at_iteration_start=True)
 
-    def _save(self, iteration: int, log_sizes: tuple[int, ...]) -> None:
+    def _save(self, iteration: int, log_sizes: tuple[int, ...], at_iteration_start: bool = False) -> None:
         started = time.monotonic()
+        exact = self._exact.state(marked=at_iteration_start) if self._exact is not None else None
         self.last_checkpoint = self.checkpointer.save(self.model, iteration, self.totals(), log_sizes,
-                                                      self.model.get_vec_normalize_env())
+                                                      self.model.get_vec_normalize_env(), exact)
         self.last_checkpoint_time = time.monotonic()
         self.save_s += self.last_checkpoint_time - started
         self.last_checkpoint_at = self.model.num_timesteps

@@ -14,6 +14,7 @@ import pickle
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
@@ -38,6 +39,9 @@ class Start:
     model: BaseAlgorithm
     resume: CheckpointRecord | None
     """The checkpoint resumed from; None: from 0 timesteps."""
+    exact: dict[str, Any] | None = None
+    """The checkpoint's exact state, which training puts back before its first step; None: none to put back
+    (a start from 0, or a checkpoint without one, resumed re-seeded)."""
 
 
 def start(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, stop_if_requested: Callable[[], None]) -> Start:
@@ -74,13 +78,19 @@ def start(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, stop_if_reques
 def _load(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, checkpoint: CheckpointRecord) -> Start | str:
     """The env and model resumed from `checkpoint`, or why its files could not be loaded."""
     monitored = monitored_env(spec, run, checkpoint)  # an env that cannot be built fails the run, as ever
+    exact, why_not = checkpointer.exact_state(checkpoint)
     try:
         venv = normalized_env(spec, run, monitored, checkpoint)
-        model = build_model(spec, venv, checkpointer, checkpoint)
+        model = build_model(spec, venv, checkpointer, checkpoint, exact=exact is not None)
     except DAMAGED as exc:
         monitored.close()
         return f"loading it raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-    return Start(venv, model, checkpoint)
+    if exact is None:
+        print(f"mjsweep.worker: resuming re-seeded, not exactly: {why_not}", flush=True)
+    else:
+        print("mjsweep.worker: resuming exactly: the envs mid-episode, the random generators and the counters "
+              "as the checkpoint saved them", flush=True)
+    return Start(venv, model, checkpoint, exact)
 
 
 def _fell_back(run: RunDir, saved: CheckpointRecord | None, resumed: CheckpointRecord | None,

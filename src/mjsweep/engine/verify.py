@@ -1,0 +1,96 @@
+"""`sweep verify SWEEP_DIR [RUN ...]`: finished runs trained again from scratch, one at a time, in a scratch
+folder with the same spec.json, and compared with what the sweep folder holds: monitor.csv episode by
+episode, evaluations.csv row by row, and the final model's parameters and optimizer state. On the same
+machine and libraries, on the CPU, a run reproduces exactly, however often it was stopped and resumed
+(docs/reliability.md, "Exact resume"). Nothing is written into the sweep folder."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError
+from ..launchers.spawn import spawn_worker, worker_command, worker_env
+from ..sweepdir.files import RunDir, SweepDir
+from ..sweepdir.tables import read_evaluation_cells, read_monitor_cells
+
+
+@dataclass(frozen=True)
+class Verdict:
+    run_id: str
+    difference: str | None
+    """Where the retraining first differs from the run, in words; None: it reproduced exactly."""
+
+    @property
+    def line(self) -> str:
+        return f"{self.run_id}: {'exact' if self.difference is None else 'differs: ' + self.difference}"
+
+
+def chosen_runs(sweep_dir: Path, run_ids: list[str], sample: int | None) -> list[RunDir]:
+    """The named runs, or `sample` of the finished ones drawn at random (all of them when fewer)."""
+    folder = SweepDir(sweep_dir)
+    finished = [run for run in folder.run_dirs() if run.has_complete_result()]
+    if run_ids:
+        known = {run.path.name: run for run in finished}
+        missing = [r for r in run_ids if r not in known]
+        if missing:
+            raise InputError(f"{sweep_dir}: no finished run named {', '.join(missing)}")
+        return [known[r] for r in run_ids]
+    if not finished:
+        raise InputError(f"{sweep_dir}: no finished run to verify")
+    return sorted(random.sample(finished, min(sample or 1, len(finished))), key=lambda run: run.path.name)
+
+
+def verify(runs: list[RunDir], scratch: Path, say: Callable[[str], None]) -> list[Verdict]:
+    """Each run trained again in scratch/<run id>, then compared; a verdict each, said as it comes."""
+    verdicts = []
+    for run in runs:
+        again = RunDir(scratch / run.path.name)
+        again.path.mkdir(parents=True)
+        shutil.copyfile(run.spec_json, again.spec_json)
+        say(f"{run.path.name}: training again in {again.path}")
+        worker = spawn_worker(worker_command(again.path), again.path, again.log, worker_env())
+        code = worker.wait()
+        difference = f"the retraining exited with code {code} (see {again.log})" if code else first_difference(
+            run, again)
+        verdicts.append(Verdict(run.path.name, difference))
+        say(verdicts[-1].line)
+    return verdicts
+
+
+def first_difference(run: RunDir, again: RunDir) -> str | None:
+    """Where `again` first differs from `run`: an episode, an evaluation, a parameter; None if nowhere."""
+    episodes, retrained = read_monitor_cells(run.monitor_csv), read_monitor_cells(again.monitor_csv)
+    for k, (one, other) in enumerate(zip(episodes, retrained, strict=False), start=1):
+        if one != other:
+            return f"first at episode {k} (return {one[0]} vs {other[0]}, length {one[1]} vs {other[1]})"
+    if len(episodes) != len(retrained):
+        return f"{len(episodes)} episodes vs {len(retrained)}"
+    evaluations, reevaluated = read_evaluation_cells(run.evaluations_csv), read_evaluation_cells(again.evaluations_csv)
+    for row, again_row in zip(evaluations, reevaluated, strict=False):
+        if row != again_row:
+            return (f"the evaluation at {row.get('timesteps')} timesteps (mean return {row.get('mean_return')} vs "
+                    f"{again_row.get('mean_return')})")
+    if len(evaluations) != len(reevaluated):
+        return f"{len(evaluations)} evaluations vs {len(reevaluated)}"
+    compared = subprocess.run([sys.executable, "-m", "mjsweep.worker.compare", str(run.model_zip),
+                               str(again.model_zip)], capture_output=True, text=True, env=worker_env(),
+                              stdin=subprocess.DEVNULL)
+    if compared.returncode:
+        return f"the final models could not be compared: {(compared.stderr.strip().splitlines() or [''])[-1]}"
+    found = compared.stdout.strip()
+    return f"parameter {found} differs" if found else None
+
+
+def scratch_folder(given: Path | None) -> Path:
+    """Where runs are trained again: the folder given (made if need be), else a new temporary one."""
+    if given is None:
+        return Path(tempfile.mkdtemp(prefix="mjsweep-verify-"))
+    given.mkdir(parents=True, exist_ok=True)
+    return given

@@ -1,0 +1,275 @@
+"""Exact resume: what the next steps of a training depend on beyond SB3's model zip, the normalization
+statistics and the replay buffer, saved with each checkpoint (exact_<t>.pkl) and put back on resume, so
+that a run stopped at any checkpoint and resumed ends as the same run never stopped (same machine, same
+libraries, CPU).
+
+That is each env's whole MuJoCo data (the physics mid-episode and the derived quantities a reward reads
+before its step), its time limit's and episode return's counters and its reset generator; the global
+generators (torch, numpy, Python); the model's last observation, episode starts and episode infos; the
+non-finite check's and the monitor's counters; VecNormalize's discounted returns (its pickle drops them);
+an action noise's state, RecurrentPPO's LSTM states, gSDE's exploration noise. A stop mid-iteration
+rewinds to the iteration's start (recording.py), so the same is snapshotted there: a few small copies, one
+env_method call per iteration.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import random
+from typing import Any
+
+import gymnasium
+import numpy as np
+import torch
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecCheckNan, VecEnv, VecMonitor, VecNormalize
+
+VERSION = 1
+
+EPISODE_COUNTERS = ("_elapsed_steps", "episode_return", "episode_length", "_has_reset", "_start_height")
+"""Attributes of the env's layers (gymnasium's TimeLimit and OrderEnforcing, monitor.EpisodeReturn, the
+unwrapped env: mjsweep/Locomotion-v0's start height) that an episode changes, kept where a layer has one."""
+
+PASSIVE_CHECKS = ("checked_reset", "checked_step", "checked_data_reuse")
+
+
+class ExactEnv(gymnasium.Wrapper):
+    """The outermost wrapper of each training env: its state got, snapshotted and set through the vec env's
+    env_method, so that envs in subprocesses (vec_env: subproc) answer as those in the worker do."""
+
+    def __init__(self, env: gymnasium.Env):
+        super().__init__(env)
+        self._marked: dict[str, Any] | None = None
+        self._data_copy: Any = None
+        """A preallocated MjData the snapshot of each iteration's start is copied into (a memcpy)."""
+
+    def _layers(self) -> list[Any]:
+        layers, env = [], self.env
+        while True:
+            layers.append(env)
+            inner = getattr(env, "env", None)
+            if inner is None or inner is env:
+                return layers
+            env = inner
+
+    def _data(self) -> tuple[Any, Any]:
+        base = self.env.unwrapped
+        return getattr(base, "model", None), getattr(base, "data", None)
+
+    def mjsweep_mark(self) -> None:
+        """Snapshot the state as it is now: an iteration's start, where a stop rewinds to."""
+        import mujoco
+
+        model, data = self._data()
+        if isinstance(data, mujoco.MjData):
+            if self._data_copy is None:
+                self._data_copy = mujoco.MjData(model)
+            mujoco.mj_copyData(self._data_copy, model, data)
+        self._marked = self._counters(self._data_copy)
+
+    def mjsweep_state(self, marked: bool) -> dict[str, Any]:
+        """The state now, or (marked) at the last mark; picklable."""
+        if marked and self._marked is not None:
+            return {**self._marked, "data": copy.copy(self._marked["data"])}
+        _, data = self._data()
+        return self._counters(copy.copy(data) if data is not None else None)
+
+    def _counters(self, data: Any) -> dict[str, Any]:
+        base = self.env.unwrapped
+        rng = getattr(base, "_np_random", None)
+        return {"data": data,
+                "layers": [{k: getattr(layer, k) for k in EPISODE_COUNTERS if k in vars(layer)}
+                           for layer in self._layers()],
+                "np_random": rng.bit_generator.state if rng is not None else None,
+                "np_random_seed": getattr(base, "_np_random_seed", None)}
+
+    def mjsweep_restore(self, state: dict[str, Any]) -> None:
+        import mujoco
+
+        model, data = self._data()
+        if state["data"] is not None:
+            mujoco.mj_copyData(data, model, state["data"])
+        for layer, counters in zip(self._layers(), state["layers"], strict=True):
+            for key, value in counters.items():
+                setattr(layer, key, value)
+            # gymnasium's PassiveEnvChecker checked the first attempt's first reset and steps; it holds no state
+            # a step depends on, and its check of a step against the reset before it has no reset to compare.
+            for key in PASSIVE_CHECKS:
+                if key in vars(layer):
+                    setattr(layer, key, True)
+        base = self.env.unwrapped
+        if state["np_random"] is not None:
+            # An env resumed exactly is never reset, so it has no generator yet.
+            bit_generator = getattr(np.random, state["np_random"]["bit_generator"])()
+            bit_generator.state = state["np_random"]
+            base._np_random = np.random.Generator(bit_generator)
+            base._np_random_seed = state["np_random_seed"]
+
+
+def exact_env(env: gymnasium.Env) -> gymnasium.Env:
+    return ExactEnv(env)
+
+
+def _layer(venv: VecEnv | None, cls: type) -> Any:
+    while venv is not None and not isinstance(venv, cls):
+        venv = getattr(venv, "venv", None)
+    return venv
+
+
+class ExactState:
+    """The training's state beyond the checkpoint's other files: taken at a checkpoint, snapshotted at each
+    iteration's start, put back on resume."""
+
+    def __init__(self, model: BaseAlgorithm):
+        self.model = model
+        venv = model.get_env()
+        self.normalizer: VecNormalize | None = _layer(venv, VecNormalize)
+        self.monitor: VecMonitor | None = _layer(venv, VecMonitor)
+        # envs.NamedNonFiniteCheck, which counts the run's steps and episodes (envs.py imports this module)
+        check = _layer(venv, VecCheckNan)
+        self.check: Any = check if hasattr(check, "episodes") else None
+        base = venv
+        while getattr(base, "venv", None) is not None:
+            base = base.venv  # type: ignore[union-attr]
+        assert base is not None, "of() found the envs"
+        self.envs: VecEnv = base
+        # numpy's global generator costs 25 us to read, so it is snapshotted only where a rollout draws from it
+        # (action noise, DQN's epsilon-greedy); elsewhere it is as it was at the iteration's start.
+        self.rollout_draws_numpy = getattr(model, "action_noise", None) is not None \
+            or hasattr(model, "exploration_rate")
+        self._marked: dict[str, Any] | None = None
+
+    @staticmethod
+    def of(model: BaseAlgorithm) -> ExactState | None:
+        """The model's exact state, if its envs can give theirs (built by envs.py: each in an ExactEnv)."""
+        venv = model.get_env()
+        while venv is not None and getattr(venv, "venv", None) is not None:
+            venv = venv.venv  # type: ignore[attr-defined]
+        return ExactState(model) if venv is not None and all(venv.env_is_wrapped(ExactEnv)) else None
+
+    def mark(self) -> None:
+        self.envs.env_method("mjsweep_mark")
+        self._marked = self._main(numpy=self.rollout_draws_numpy)
+
+    def state(self, marked: bool) -> dict[str, Any]:
+        """Everything, now or (marked) at the iteration's start."""
+        main = self._marked if marked and self._marked is not None else self._main(numpy=True)
+        if main.get("numpy") is None:
+            main = {**main, "numpy": np.random.get_state()}
+        envs = self.envs.env_method("mjsweep_state", marked)
+        return {"version": VERSION, "envs": envs, "random": random.getstate(), **main}
+
+    def _main(self, numpy: bool) -> dict[str, Any]:
+        model = self.model
+        check = self.check
+        return {
+            "torch": torch.get_rng_state(),
+            "numpy": np.random.get_state() if numpy else None,
+            "last_obs": _copied(model._last_obs),
+            "last_episode_starts": _copied(model._last_episode_starts),
+            "last_original_obs": _copied(getattr(model, "_last_original_obs", None)),
+            "ep_info_buffer": list(model.ep_info_buffer or []),
+            "ep_success_buffer": list(model.ep_success_buffer or []),
+            "episode_num": model._episode_num,
+            "n_calls": getattr(model, "_n_calls", None),
+            "action_noise": copy.deepcopy(getattr(model, "action_noise", None)),
+            # RecurrentPPO's LSTM states, carried from step to step
+            "lstm": copy.deepcopy(getattr(model, "_last_lstm_states", None)),
+            "sde": _sde_noise(model),
+            "action_space": _rng_state(model.action_space),
+            "check": (check.steps, check.episodes, check.episode.copy()) if check is not None else None,
+            "monitor_episodes": self.monitor.episode_count if self.monitor is not None else None,
+            "returns": self.normalizer.returns.copy() if self.normalizer is not None else None,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """The state back, after SB3's _setup_learn (which resets an action noise) and before the first step."""
+        model = self.model
+        for i, env_state in enumerate(state["envs"]):
+            self.envs.env_method("mjsweep_restore", env_state, indices=[i])
+        torch.set_rng_state(state["torch"])
+        np.random.set_state(state["numpy"])
+        random.setstate(state["random"])
+        model._last_obs = state["last_obs"]
+        model._last_episode_starts = state["last_episode_starts"]
+        if state["last_original_obs"] is not None:
+            model._last_original_obs = state["last_original_obs"]
+        assert model.ep_info_buffer is not None and model.ep_success_buffer is not None, "set by _setup_learn"
+        model.ep_info_buffer.clear()
+        model.ep_info_buffer.extend(state["ep_info_buffer"])
+        model.ep_success_buffer.clear()
+        model.ep_success_buffer.extend(state["ep_success_buffer"])
+        model._episode_num = state["episode_num"]
+        if state["n_calls"] is not None:
+            model._n_calls = state["n_calls"]  # type: ignore[attr-defined]
+        if hasattr(model, "action_noise"):
+            model.action_noise = state["action_noise"]
+        if state.get("lstm") is not None:
+            model._last_lstm_states = state["lstm"]  # type: ignore[attr-defined]
+        if state["action_space"] is not None:
+            model.action_space.np_random.bit_generator.state = state["action_space"]
+        if self.check is not None and state["check"] is not None:
+            self.check.steps, self.check.episodes, self.check.episode = state["check"]
+        if self.monitor is not None and state["monitor_episodes"] is not None:
+            self.monitor.episode_count = state["monitor_episodes"]
+        if self.normalizer is not None and state["returns"] is not None:
+            self.normalizer.returns = state["returns"]
+
+    def restore_rollout_start(self, state: dict[str, Any]) -> None:
+        """Once the first rollout has begun: gSDE's noise, which it drew anew, and the torch generator as the
+        checkpoint had them after the same draw. Nothing else has drawn from it since restore()."""
+        if not state.get("sde"):
+            return
+        torch.set_rng_state(state["torch"])
+        for dist, noise in zip(_sde_distributions(self.model), state["sde"], strict=False):
+            for key, value in noise.items():
+                setattr(dist, key, value)
+
+
+SDE_NOISE = ("exploration_mat", "exploration_matrices")
+"""gSDE's exploration noise (use_sde), drawn at each rollout's start (and every sde_sample_freq steps). Acting
+reads it without gradients, and an update draws its own, so it is kept detached."""
+
+
+def _sde_distributions(model: BaseAlgorithm) -> list[Any]:
+    """The gSDE action distributions of the model's policy (PPO's, TRPO's) or actor (SAC's, TQC's), if it
+    explores with gSDE."""
+    from stable_baselines3.common.distributions import StateDependentNoiseDistribution
+
+    if not getattr(model, "use_sde", False):
+        return []
+    holders = (getattr(model, "policy", None), getattr(model.policy, "actor", None))
+    return [dist for holder in holders if isinstance(dist := getattr(holder, "action_dist", None),
+                                                    StateDependentNoiseDistribution)]
+
+
+def _sde_noise(model: BaseAlgorithm) -> list[dict[str, Any]] | None:
+    found = _sde_distributions(model)
+    return [{key: value.detach().clone() for key in SDE_NOISE if (value := getattr(dist, key, None)) is not None}
+            for dist in found] or None
+
+
+def _copied(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: np.copy(v) for k, v in value.items()}
+    return np.copy(value) if isinstance(value, np.ndarray) else copy.deepcopy(value)
+
+
+def _rng_state(space: gymnasium.Space) -> dict[str, Any] | None:
+    rng = getattr(space, "_np_random", None)
+    return rng.bit_generator.state if rng is not None else None
+
+
+def save(state: dict[str, Any], path: str) -> None:
+    with open(path, "wb") as fh:
+        pickle.dump(state, fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def load(path: str) -> dict[str, Any]:
+    """An exact_<t>.pkl; raises what a damaged pickle raises."""
+    with open(path, "rb") as fh:
+        state = pickle.load(fh)
+    if not isinstance(state, dict) or state.get("version") != VERSION:
+        raise ValueError(f"not an exact state of version {VERSION}")
+    return state
