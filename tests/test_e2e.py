@@ -165,3 +165,16 @@ def test_validate_prints_a_row_per_variant(tmp_path, tiny_spec):
     lines = [line for line in proc.stdout.splitlines() if "walker" in line or "long" in line]
     assert len(lines) >= 2 and all("ok" in line for line in lines[-2:])
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_training_leaves_no_logger_folder_in_the_temp_dir(tmp_path):
+    # SB3's default logger makes an empty SB3-<time> folder in the temp dir for every training.
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    spec = write_spec(tmp_path, {"name": "quiet", "env": "HalfCheetah-v5", "max_episode_steps": 50,
+                                 "variants": [{"name": "walker", "xml": str(TINY_XML)}], "total_timesteps": 128,
+                                 "ppo": {"n_steps": 64, "batch_size": 32, "n_epochs": 1}, "eval": {"episodes": 1},
+                                 "runs_dir": "runs"})
+    done = run_sweep("run", str(spec), "--report-every", "off", env={"TMPDIR": str(temp)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [p.name for p in temp.iterdir() if p.name.startswith("SB3-")] == []

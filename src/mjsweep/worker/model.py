@@ -63,10 +63,20 @@ def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer,
         if not exact:
             # A different env seed than the first attempt's, so the resumed episodes are not replays.
             venv.seed(spec.seed + resume.timesteps)
-        return model
+        return _quiet(model, tensorboard_log)
     kwargs = sb3_kwargs(spec, venv)
-    return cls(spec.policy, venv, seed=spec.seed, device=spec.device, verbose=0, tensorboard_log=tensorboard_log,
-               **kwargs)
+    return _quiet(cls(spec.policy, venv, seed=spec.seed, device=spec.device, verbose=0,
+                      tensorboard_log=tensorboard_log, **kwargs), tensorboard_log)
+
+
+def _quiet(model: BaseAlgorithm, tensorboard_log: str | None) -> BaseAlgorithm:
+    """Without TensorBoard, a logger that writes nowhere: SB3's own default makes an empty /tmp/SB3-<time>
+    folder for every training, outside the sweep folder. progress.csv is the worker's (recording.py)."""
+    if tensorboard_log is None:
+        from stable_baselines3.common.logger import Logger
+
+        model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
 
 
 def sb3_kwargs(spec: RunSpec, venv: VecEnv) -> dict[str, Any]:
