@@ -19,10 +19,10 @@ import numpy as np
 from ..engine.scheduler import Event, EventKind
 from ..engine.sweep import write_run_dir
 from ..spec.sweepspec import SweepSpec
-from ..sweepdir.files import CorruptFileError, SweepDir, append_line, read_lines
-from ..sweepdir.models import ConfirmRecord, RunSpec, RunState, TrialRecord, TrialState, succeeded
+from ..sweepdir.files import SweepDir, append_line, read_lines
+from ..sweepdir.models import ConfirmRecord, RunSpec, RunState, TrialRecord, TrialState
 from .objective import run_value, run_values, trial_values
-from .trials import Study, TrialBuildError, trial_runs
+from .trials import Study, TrialBuildError, run_succeeded, trial_runs
 
 PREFIX = "c"
 """Confirmation runs' ids start c<number>_, beside the trial's t<number>_."""
@@ -82,7 +82,7 @@ class ConfirmStage:
                 continue
             if record.state is TrialState.RUNNING:
                 for run_id in item.runs:
-                    if self._succeeded(run_id):
+                    if run_succeeded(self.sweep_dir, run_id):
                         item.ended[run_id] = RunState.SUCCEEDED
                         self.skipped.append(run_id)
                     else:
@@ -90,7 +90,7 @@ class ConfirmStage:
                 if len(item.ended) == len(item.runs):
                     self._finish(item)
             else:
-                self.skipped += [r for r in record.runs if self._succeeded(r)]
+                self.skipped += [r for r in record.runs if run_succeeded(self.sweep_dir, r)]
 
     def begin(self, study: Study, trials: list[TrialRecord]) -> None:
         """The study's search has ended: its best trials go on record with their fresh seeds, and queue."""
@@ -149,13 +149,6 @@ class ConfirmStage:
         for run_id in item.runs:
             self.by_run[run_id] = item
         return item
-
-    def _succeeded(self, run_id: str) -> bool:
-        run_dir = self.sweep_dir.run(run_id)
-        try:
-            return succeeded(run_dir.read_status(), run_dir.read_result())
-        except CorruptFileError:
-            return False
 
     def _finish(self, item: _Confirmation) -> None:
         metric = [self.search.metric]

@@ -16,14 +16,14 @@ from typing import Any
 from ..engine.scheduler import Event, EventKind
 from ..engine.sweep import write_run_dir
 from ..spec.sweepspec import SweepSpec
-from ..sweepdir.files import CorruptFileError, SweepDir, append_line
-from ..sweepdir.models import RunSpec, RunState, TrialRecord, TrialState, succeeded
+from ..sweepdir.files import SweepDir, append_line
+from ..sweepdir.models import RunSpec, RunState, TrialRecord, TrialState
 from . import prune as prunelib
 from . import record as recordlib
 from .confirm import ConfirmStage
 from .objective import evaluations, run_values, trial_values
 from .samplers import Sampler, make_sampler
-from .trials import Study, TrialBuildError, trial_runs
+from .trials import Study, TrialBuildError, run_succeeded, trial_runs
 
 PRUNE_CHECK_S = 2.0
 """Seconds between readings of the running trials' evaluations.csv files."""
@@ -70,7 +70,7 @@ class SearchSource:
                 self._resume(study, rec)
             else:
                 self.trials[rec.key] = _Trial(rec, study, {}, None)
-                self.skipped += [run_id for run_id in rec.runs if self._succeeded(run_id)]
+                self.skipped += [run_id for run_id in rec.runs if run_succeeded(self.sweep_dir, run_id)]
         self.confirm = ConfirmStage(spec, studies, sweep_dir, on_event, self._variant_xml) \
             if self.search.confirm is not None else None
         if self.confirm is not None:
@@ -179,20 +179,13 @@ class SearchSource:
         trial = _Trial(rec, study, {r.run_id: r for r in runs}, variant.xml_text)
         self._register(trial)
         for run in runs:
-            if self._succeeded(run.run_id):
+            if run_succeeded(self.sweep_dir, run.run_id):
                 trial.ended[run.run_id] = RunState.SUCCEEDED
                 self.skipped.append(run.run_id)
             else:
                 trial.queue.append(run.run_id)
         if len(trial.ended) == len(trial.runs):
             self._tell(trial)
-
-    def _succeeded(self, run_id: str) -> bool:
-        run_dir = self.sweep_dir.run(run_id)
-        try:
-            return succeeded(run_dir.read_status(), run_dir.read_result())
-        except CorruptFileError:
-            return False
 
     def summary(self) -> str:
         counts = {s: sum(t.record.state is s for t in self.trials.values()) for s in TrialState}

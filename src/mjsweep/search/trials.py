@@ -20,7 +20,8 @@ from ..robots import variants as variantlib
 from ..robots.envs import EnvBuildError, probe_env
 from ..spec.searchspace import Dimension
 from ..spec.sweepspec import SweepSpec
-from ..sweepdir.models import RunSpec
+from ..sweepdir.files import CorruptFileError, SweepDir
+from ..sweepdir.models import RunSpec, succeeded
 
 EDIT_PREFIX = "edits."
 
@@ -100,6 +101,15 @@ def trial_runs(spec: SweepSpec, study: Study, number: int, params: dict[str, Any
             run = run.model_copy(update={"xml": str(run_xml(run.run_id))})
         runs.append(run)
     return variant, runs
+
+
+def run_succeeded(sweep_dir: SweepDir, run_id: str) -> bool:
+    """Whether a trial's (or a confirmation's) run succeeded; a corrupt file counts as not yet."""
+    run_dir = sweep_dir.run(run_id)
+    try:
+        return succeeded(run_dir.read_status(), run_dir.read_result())
+    except CorruptFileError:
+        return False
 
 
 def _trial_variant(spec: SweepSpec, study: Study, params: dict[str, Any]) -> variantlib.Variant:
