@@ -34,12 +34,17 @@ class Split:
                 f"{f' ({said})' if said else ''}; --all-specs shows them as groups of their own")
 
 
+def read_plan(folder: SweepDir) -> PlanRecord | None:
+    """The last plan (plan.json); None for a search, a folder from before it, or a corrupt one."""
+    try:
+        return read_model(folder.plan_json, PlanRecord)
+    except CorruptFileError:
+        return None
+
+
 def current_experiments(folder: SweepDir, rows: list[ResultRow]) -> dict[str, str]:
     """group -> the experiment of the current plan: plan.json's, else each group's newest run's."""
-    try:
-        record = read_model(folder.plan_json, PlanRecord)
-    except CorruptFileError:
-        record = None
+    record = read_plan(folder)
     if record is not None:
         return record.experiments
     newest: dict[str, tuple[int, str]] = {}

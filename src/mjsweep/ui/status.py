@@ -15,10 +15,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..engine.machine import Competition, MachineLoad, measure_once
+from ..results.experiments import read_plan
 from ..results.runview import STALE, RunView, read_run, view_of
 from ..sweepdir import index as runindex
-from ..sweepdir.files import CorruptFileError, SweepDir, read_model
-from ..sweepdir.models import PlanRecord, RunState
+from ..sweepdir.files import SweepDir
+from ..sweepdir.models import RunState
 
 STATE_ORDER = ("running", STALE, "pending", "failed", "interrupted", "pruned", "unknown", "succeeded")
 FPS_DROP = 0.5  # a run at under half its own early fps, or the sweep's median, is being starved
@@ -100,10 +101,7 @@ def read_sweep(path: Path, load1: float | None = None, cores: int | None = None,
 def _of_the_plan(sweep_dir: SweepDir, runs: list[RunView]) -> tuple[list[RunView], int]:
     """The runs of the last plan (plan.json) and how many others the folder holds: runs of an earlier spec,
     which a status of this plan does not count. Without plan.json (a search, an older folder), every run."""
-    try:
-        record = read_model(sweep_dir.plan_json, PlanRecord)
-    except CorruptFileError:
-        record = None
+    record = read_plan(sweep_dir)
     if record is None or not record.runs:
         return runs, 0
     planned = set(record.runs)
