@@ -71,7 +71,7 @@ def _scores(values: Sequence[float] | Sequence[Sequence[float]] | np.ndarray) ->
     return x
 
 
-def _trimmed_iqm(resamples: np.ndarray) -> np.ndarray:
+def trimmed_iqm(resamples: np.ndarray) -> np.ndarray:
     """The IQM of each resample (axis 0) over all its runs and tasks, as rliable's aggregate_iqm:
     scipy.stats.trim_mean(scores, 0.25, axis=None), which drops int(n / 4) scores at each end."""
     flat = np.sort(resamples.reshape(resamples.shape[0], -1), axis=1)
@@ -104,7 +104,7 @@ def iqm_interval(values: Sequence[float] | Sequence[Sequence[float]] | np.ndarra
     """The IQM's percentile interval over stratified-bootstrap resamples of the runs (Agarwal et al. 2021,
     "Deep RL at the edge of the statistical precipice"; rliable's get_interval_estimates)."""
     x = _scores(values)
-    return _percentile_interval(_trimmed_iqm(_stratified(x, np.random.default_rng(seed), resamples)), confidence)
+    return _percentile_interval(trimmed_iqm(_stratified(x, np.random.default_rng(seed), resamples)), confidence)
 
 
 def probability_of_improvement(x: Sequence[float] | Sequence[Sequence[float]],

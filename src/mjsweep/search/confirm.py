@@ -18,6 +18,7 @@ import numpy as np
 
 from ..engine.scheduler import Event, EventKind
 from ..engine.sweep import write_run_dir
+from ..results import stats
 from ..spec.sweepspec import SweepSpec
 from ..sweepdir.files import SweepDir, append_line, read_lines
 from ..sweepdir.models import ConfirmRecord, RunSpec, RunState, TrialRecord, TrialState
@@ -241,16 +242,9 @@ def optimism_gap(tuned: list[float], fresh: list[float], tuned_value: float | No
     a, b = np.asarray(tuned, dtype=float), np.asarray(fresh, dtype=float)
     ia = rng.integers(0, len(a), size=(resamples, len(a)))
     ib = rng.integers(0, len(b), size=(resamples, len(b)))
-    draws = sign * (_iqm_rows(a[ia]) - _iqm_rows(b[ib]))
+    draws = sign * (stats.trimmed_iqm(a[ia]) - stats.trimmed_iqm(b[ib]))
     low, high = np.percentile(draws, [2.5, 97.5])
     return gap, float(low), float(high)
-
-
-def _iqm_rows(x: np.ndarray) -> np.ndarray:
-    """The IQM of each row (stats.iqm's definition)."""
-    x = np.sort(x, axis=1)
-    cut = x.shape[1] // 4
-    return x[:, cut:x.shape[1] - cut].mean(axis=1)
 
 
 def kendall_tau(x: list[float], y: list[float]) -> float:
