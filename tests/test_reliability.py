@@ -97,14 +97,16 @@ def test_kill_9_of_the_launcher_leaves_no_orphan_and_a_rerun_completes(tmp_path,
         return done if done and with_checkpoint(sweep_dir)() else None
 
     done = wait_for(one_done_one_checkpointed, what="a finished run and a checkpointed one")
-    before = {d: {p: p.read_bytes() for p in d.rglob("*") if p.is_file()} for d in done}
     workers = worker_processes(sweep_dir)
     # A worker that just ended and is not reaped yet is a zombie without a command line: as_dict skips it.
     templates = [p for p in psutil.Process(launcher.pid).children()
                  if "mjsweep.launchers.template" in " ".join(p.as_dict(["cmdline"], ad_value=None)["cmdline"] or [])]
-    assert workers and len(templates) == (start_with == "template")
+    # Killed at once: a checkpointed run left to run on while the finished runs' files are read could end
+    # before the kill, and then no run would be left to resume.
     os.kill(launcher.pid, signal.SIGKILL)
     launcher.wait(timeout=30)
+    assert workers and len(templates) == (start_with == "template")
+    before = {d: {p: p.read_bytes() for p in d.rglob("*") if p.is_file()} for d in done}  # ended: never touched
     gone, alive = psutil.wait_procs([*workers, *templates], timeout=10)
     assert not alive, f"orphans: {[p.pid for p in alive]}"
 
