@@ -14,13 +14,16 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import typer
+from typer import Abort
+from typer._click.exceptions import ClickException
 from typer.core import TyperGroup
 
 from ..errors import InputError, os_words
 from . import tables
+from .usage import usage_exit, usage_line
 
 if TYPE_CHECKING:
     from ..sweepdir.models import RunSpec
@@ -30,10 +33,35 @@ EXIT_INVALID = 2
 EXIT_INTERRUPTED = 130
 MAX_RUNS_HELP = "The most runs the spec may plan [default: the spec's max_runs, 10,000]."
 PICTURES_HELP = "Render every variant in its start pose into DIR: a PNG each and contact_sheet.png."
+# The options of fixed choices, which typer checks (a bad one is usage.py's one line).
+Backend = Literal["local", "ray", "slurm"]
+StartOrder = Literal["breadth", "variant"]
+StartWith = Literal["auto", "template", "exec"]
+ReportFormat = Literal["table", "csv", "md", "json", "html"]
+Rank = Literal["final", "best"]
 
 
 class _Commands(TyperGroup):
-    """Every command's InputError becomes one `error: ...` line on stderr and exit 2."""
+    """Every command's InputError, and every bad option or argument typer finds, becomes one `error: ...` line
+    on stderr and exit 2."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,  # type: ignore[override]
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        given = list(sys.argv[1:] if args is None else args)
+        try:
+            code = super().main(given, prog_name, complete_var, standalone_mode=False, **extra)
+        except ClickException as exc:
+            if usage_exit(exc):
+                tables.error(usage_line(exc, given))
+            else:
+                exc.show()
+            code = exc.exit_code
+        except Abort:
+            print("Aborted!", file=sys.stderr)
+            code = EXIT_FAILED
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx: Any) -> Any:  # typer's vendored click.Context
         try:
@@ -83,9 +111,14 @@ def parse_duration(text: str) -> float:
         return float(text)
     parts = re.findall(r"(\d+(?:\.\d+)?)([dhms])", text)
     if not parts or "".join(n + u for n, u in parts) != text:
-        raise typer.BadParameter(f"{text!r} is not a duration like 90m, 2h, 1h30m or 45s")
+        raise ValueError("not a duration like 90m, 2h, 1h30m or 45s")
     scale = {"d": 86400, "h": 3600, "m": 60, "s": 1}
     return sum(float(n) * scale[u] for n, u in parts)
+
+
+def parse_interval(text: str) -> float | None:
+    """--report-every: a duration, or None for 0 and off (never)."""
+    return None if text in ("0", "off") else parse_duration(text) or None
 
 
 @app.command()
@@ -97,24 +130,26 @@ def run(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and start nothing."),
     retries: int = typer.Option(1, "--retries", min=0,
                                 help="Extra attempts for a run killed by a signal or a timeout."),
-    timeout: str | None = typer.Option(None, "--timeout", help="Per-run time limit, e.g. 90m, 2h."),
+    timeout: float | None = typer.Option(None, "--timeout", parser=parse_duration, metavar="DURATION",
+                                         help="Per-run time limit, e.g. 90m, 2h."),
     grace: float = typer.Option(10.0, "--grace", min=0.0,
                                 help="Seconds between SIGINT and SIGKILL when stopping runs."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the end summary."),
-    backend: str = typer.Option("local", "--backend", help="Where runs execute: local, ray or slurm "
+    backend: Backend = typer.Option("local", "--backend", help="Where runs execute: local, ray or slurm "
                                 "(docs/cluster.md)."),
     address: str | None = typer.Option(None, "--address", help="Ray cluster address, e.g. 10.0.0.1:6379 "
                                           "[default: RAY_ADDRESS, else a local Ray]."),
     gpus: str | None = typer.Option(None, "--gpus",
                                        help="GPU ids for device: cuda, e.g. 0,1 [default: all found]."),
     pictures: Path | None = typer.Option(None, "--pictures", help=PICTURES_HELP),
-    order: str = typer.Option("breadth", "--order", help="Start order: breadth (every variant and grid point "
+    order: StartOrder = typer.Option("breadth", "--order", help="Start order: breadth (every variant and grid point "
                               "gets its first seed before any gets its second; the longest runs first within "
                               "that) or variant (the spec's order: variant, grid point, seed)."),
-    start_with: str = typer.Option("auto", "--start", help="How local runs begin: template (forked from a process "
-                              "that has imported torch once; CPU runs), exec (a fresh interpreter each) or auto "
-                              "(template on Linux)."),
-    report_every: str = typer.Option("60s", "--report-every", envvar="MJSWEEP_REPORT_EVERY",
+    start_with: StartWith = typer.Option("auto", "--start", help="How local runs begin: template (forked from a "
+                                         "process that has imported torch once; CPU runs), exec (a fresh interpreter "
+                                         "each) or auto (template on Linux)."),
+    report_every: float | None = typer.Option("60s", "--report-every", envvar="MJSWEEP_REPORT_EVERY",
+                                              parser=parse_interval, metavar="DURATION",
                                      help="Rewrite SWEEP_DIR/report.html while the sweep runs, at most this often "
                                      "and only after a run ended (e.g. 30s, 5m); 0 or off: never."),
     max_runs: int | None = typer.Option(None, "--max-runs", min=1, help=MAX_RUNS_HELP),
@@ -128,12 +163,8 @@ def run(
     from ..engine.sweep import decide, execute, in_start_order, planned_runs, prepare
     from ..plan.order import Order
 
-    try:
-        start = Order(order)
-    except ValueError:
-        raise InputError(f"--order {order!r}: expected breadth or variant") from None
-    timeout_s = parse_duration(timeout) if timeout else None
-    report_every_s = None if report_every in ("0", "off") else parse_duration(report_every) or None
+    start = Order(order)
+    timeout_s, report_every_s = timeout, report_every
     out = tables.make_console()
     plan = prepare(spec_file, runs_dir, max_runs=max_runs)
     tables.warn_spec(plan.spec)
@@ -436,15 +467,12 @@ def validate(
         _render_pictures(plan, pictures)
 
 
-REPORT_FORMATS = ("table", "csv", "md", "json", "html")
-
-
 @app.command()
 def report(
     sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
-    fmt: str = typer.Option("table", "--format", "-f", help="table | csv | md | json, on stdout; html: "
+    fmt: ReportFormat = typer.Option("table", "--format", "-f", help="table | csv | md | json, on stdout; html: "
                             "a self-contained SWEEP_DIR/report.html (figures, pictures, videos inside)."),
-    rank: str = typer.Option("final", "--rank", help="final: by the final evaluation's return; best: by each "
+    rank: Rank = typer.Option("final", "--rank", help="final: by the final evaluation's return; best: by each "
                              "run's best periodic evaluation (eval.every)."),
     compare: bool = typer.Option(False, "--compare", help="Which group is better and how sure: P(A > B) over "
                                  "seeds with its 95% interval and a verdict, for every pair or the two named; "
@@ -460,8 +488,6 @@ def report(
     from ..sweepdir.files import SweepDir, write_text_atomic
     from .status import read_sweep
 
-    if fmt not in REPORT_FORMATS:
-        raise InputError(f"--format {fmt!r}: choose one of {', '.join(REPORT_FORMATS)}")
     folder = SweepDir(sweep_dir)
     read = sweepreport.read(folder, all_specs, rank)
     rows, left_out, groups, rounds = read.rows, read.left_out, read.groups, read.rounds
