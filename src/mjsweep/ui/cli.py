@@ -93,14 +93,6 @@ def _options(version: bool = typer.Option(False, "--version", callback=_print_ve
     """Launch sweeps of single-threaded SB3 trainings (PPO, SAC, TD3, A2C) over MuJoCo robot variants."""
 
 
-def writable_sweep(folder: Any, what: str) -> None:
-    """InputError unless `folder` (a SweepDir) is a sweep folder a launcher made: a command that writes into
-    it leaves any other folder as it found it."""
-    if not folder.is_sweep():
-        raise InputError(f"{folder.path}: not a sweep folder (no sweep.yaml, no index.jsonl, no run folder whose "
-                         f"spec.json names it); {what} only into a sweep folder")
-
-
 def usable_cores() -> int:
     return len(os.sched_getaffinity(0))
 
@@ -483,127 +475,21 @@ def report(
                                    "each experiment a group of its own (by default: the last plan's runs)."),
 ) -> None:
     """Mean, std, IQM and 95% CI of the final eval return over seeds; writes report.csv and report.md too."""
-    from ..results import report as reportlib
-    from ..results import sweepreport
-    from ..sweepdir.files import SweepDir, write_text_atomic
+    from ..api import report as reportapi
+    from ..sweepdir.files import SweepDir
+    from . import report_view
+    from .decision_figures import decide
     from .status import read_sweep
 
     folder = SweepDir(sweep_dir)
-    read = sweepreport.read(folder, all_specs, rank)
-    rows, left_out, groups, rounds = read.rows, read.left_out, read.groups, read.rounds
-    writable_sweep(folder, "sweep report writes report.csv and report.md")
-    if names and not compare:
-        raise InputError(f"sweep report: {' '.join(names)}: group names go with --compare")
-    returns, sequential = read.returns, read.sequential
-    comparisons = read.compare(names) if compare else None
-    decisions = None
+    view = read_sweep(folder.path)
     # The figures cost a second or two (matplotlib, the bootstrap of every pair): drawn when asked for, and for
     # report.html, which draws figures anyway and is what a sweep's results are shared as.
-    if compare or fmt == "html":
-        from .decision_figures import decide
-
-        decisions = decide(folder, returns, f"sweep {folder.path.name}", sequential)
-    view = read_sweep(folder.path)
-    warnings = [str(w) for w in view.warnings] + ([left_out] if left_out else [])
-    csv_text = reportlib.to_csv(groups)
-    failed = reportlib.failed_runs(rows)
-    md_text = reportlib.to_markdown(groups, f"sweep {folder.path.name}", warnings, failed)
-    trials = _search_trials(folder)
-    pareto = _pareto_figure(folder, *trials) if trials is not None else None
-    if trials is not None:
-        from ..search.results import to_markdown as trials_markdown
-
-        trial_rows, search = trials
-        md_text += "\n" + trials_markdown(trial_rows, search, pareto.name if pareto else None)
-    confirmed = _confirmations(folder, trials)
-    if confirmed:
-        from ..search.confirm import to_markdown as confirmed_markdown
-
-        md_text += "\n" + confirmed_markdown(confirmed, trials[1].metric)
-    if comparisons:
-        from ..results.compare import to_markdown as comparisons_markdown
-
-        md_text += "\n" + comparisons_markdown(comparisons)
-    if decisions is not None:
-        md_text += "\n" + decisions.markdown(folder)
-    if rounds:
-        from ..results.seeding import to_markdown as seeds_markdown
-
-        md_text += "\n" + seeds_markdown(rounds)
-    write_text_atomic(folder.report_csv, csv_text)
-    write_text_atomic(folder.report_md, md_text)
-    if fmt == "table":
-        tables.report_table(tables.make_console(), groups, rows, warnings, failed)
-        for comparison in comparisons or []:
-            print(comparison.verdict())
-        if decisions is not None:
-            print(f"figures: {folder.report_matrix_png}, {folder.report_profile_png}" if decisions.drawn
-                  else f"no figures: {decisions.why_no_figures}")
-        if rounds:
-            from ..results.seeding import explain
-
-            print(f"adaptive seeds, as decided: {explain(rounds[-1])}")
-        if trials is not None:
-            from .trials import trials_table
-
-            trials_table(tables.make_console(), trial_rows, search, pareto)
-        if confirmed:
-            from ..search.confirm import summary_lines
-
-            for line in summary_lines(confirmed):
-                print(f"confirmed on fresh seeds: {line}")
-    elif fmt == "html":
-        from .html_report import build, sweep_state
-
-        # While a launcher runs the sweep, the page says so (under its title: how far it got).
-        write_text_atomic(folder.report_html, build(folder, groups, rows, warnings, decisions, sweep_state(view),
-                                                    trials, pareto))
-        print(folder.report_html)
-    else:
-        problems = [p for r in rows for p in r.problems]
-        text = {"csv": csv_text, "md": md_text}.get(fmt) or reportlib.to_json(
-            groups, warnings, problems, [c.to_json() for c in comparisons] if comparisons is not None else None,
-            decisions.matrix.to_json() if decisions is not None else None,
-            decisions.profiles.to_json() if decisions is not None else None,
-            [r.to_file() for r in rounds] if rounds else None, failed)
-        if fmt == "json" and trials is not None:
-            import json
-
-            from ..search.confirm import to_dicts as confirmed_dicts
-            from ..search.results import to_dicts
-
-            extra = {"trials": to_dicts(trials[0]), **({"confirmed": confirmed_dicts(confirmed)} if confirmed else {})}
-            text = json.dumps({**json.loads(text), **extra}, indent=2) + "\n"
-        sys.stdout.write(text)
-
-
-def _search_trials(folder):
-    """A search's trials ranked by its objectives, and its search section; None for a grid sweep."""
-    from ..search import results as searchresults
-
-    search = searchresults.searched(folder)
-    return (searchresults.ranked(folder, search), search) if search is not None else None
-
-
-def _confirmations(folder, trials):
-    """A search's trials confirmed on fresh seeds (search.confirm), tuned against confirmed; None without."""
-    if trials is None or trials[1].confirm is None:
-        return None
-    from ..search import confirm
-
-    rows, search = trials
-    return confirm.read(folder, search.metric, search.maximize, [r.record for r in rows]) or None
-
-
-def _pareto_figure(folder, rows, search):
-    """A multi-objective search's Pareto front drawn to report_pareto.png; None for one objective or before a
-    trial is complete (a figure left from an earlier report goes, as it no longer holds)."""
-    if not search.multi:
-        return None
-    from ..search.plots import plot_pareto
-
-    folder.report_pareto_png.unlink(missing_ok=True)
-    return folder.report_pareto_png if plot_pareto(rows, search, folder.report_pareto_png) else None
+    report = reportapi.build(folder, status_warnings=[str(w) for w in view.warnings], all_specs=all_specs,
+                             rank=rank, compare=compare, names=names,
+                             figures=decide if compare or fmt == "html" else None)
+    report.write_files()
+    report_view.show(report, fmt, view)
 
 
 @app.command()
@@ -626,7 +512,9 @@ def video(
 
     folder = SweepDir(sweep_dir)
     if output is None:
-        writable_sweep(folder, "sweep video writes its videos/")
+        from ..api.report import writable_sweep
+
+    writable_sweep(folder, "sweep video writes its videos/")
     try:
         choices = choose(collect(folder), folder.path, variant, seed, best)
     except NoVideo as exc:
@@ -649,6 +537,7 @@ def evaluate(
                                           help="Evaluations at once [default: usable CPU cores]."),
 ) -> None:
     """Evaluate trained policies again; with --cross, on the other variants too (results kept, resumable)."""
+    from ..api.report import writable_sweep
     from ..crosseval.run import evaluate_cross
     from ..sweepdir.files import SweepDir
 
