@@ -3,34 +3,22 @@
 
 Exit codes: 0 success, 1 some run failed (or a filesystem error once runs had started), 2 invalid input or a
 sweep folder that cannot be written or locked (errors.InputError: nothing started), 130 interrupted. A command
-raises InputError and _Commands prints it as the one `error:` line; an OSError that reaches it is one line too.
+raises InputError and usage.Commands prints it as the one `error:` line; an OSError that reaches it is one line too.
 """
 
 from __future__ import annotations
 
-import os
-import re
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
 import typer
-from typer import Abort
-from typer._click.exceptions import ClickException
-from typer.core import TyperGroup
 
-from ..errors import InputError, os_words
+from ..engine.machine import usable_cores
+from ..errors import InputError
 from . import tables
-from .usage import usage_exit, usage_line
+from .usage import Commands, parse_duration, parse_interval
 
-if TYPE_CHECKING:
-    from ..sweepdir.models import RunSpec
-
-EXIT_FAILED = 1
-EXIT_INVALID = 2
-EXIT_INTERRUPTED = 130
 MAX_RUNS_HELP = "The most runs the spec may plan [default: the spec's max_runs, 10,000]."
 PICTURES_HELP = "Render every variant in its start pose into DIR: a PNG each and contact_sheet.png."
 # The options of fixed choices, which typer checks (a bad one is usage.py's one line).
@@ -41,41 +29,7 @@ ReportFormat = Literal["table", "csv", "md", "json", "html"]
 Rank = Literal["final", "best"]
 
 
-class _Commands(TyperGroup):
-    """Every command's InputError, and every bad option or argument typer finds, becomes one `error: ...` line
-    on stderr and exit 2."""
-
-    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,  # type: ignore[override]
-             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
-        given = list(sys.argv[1:] if args is None else args)
-        try:
-            code = super().main(given, prog_name, complete_var, standalone_mode=False, **extra)
-        except ClickException as exc:
-            if usage_exit(exc):
-                tables.error(usage_line(exc, given))
-            else:
-                exc.show()
-            code = exc.exit_code
-        except Abort:
-            print("Aborted!", file=sys.stderr)
-            code = EXIT_FAILED
-        if not standalone_mode:
-            return code
-        sys.exit(code if isinstance(code, int) else 0)
-
-    def invoke(self, ctx: Any) -> Any:  # typer's vendored click.Context
-        try:
-            return super().invoke(ctx)
-        except InputError as exc:
-            tables.error(str(exc))
-            raise typer.Exit(EXIT_INVALID) from None
-        except OSError as exc:  # a filesystem error no earlier check turned into its own line: one line still
-            where = f"{exc.filename}: " if exc.filename is not None else ""
-            tables.error(f"{where}{os_words(exc)}")
-            raise typer.Exit(EXIT_FAILED) from None
-
-
-app = typer.Typer(cls=_Commands, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(cls=Commands, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Launch sweeps of single-threaded SB3 trainings (PPO, SAC, TD3, A2C) over MuJoCo robots.")
 
 
@@ -91,26 +45,6 @@ def _print_version(value: bool) -> None:
 def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
                                           help="Print mjsweep's version and exit.")) -> None:
     """Launch sweeps of single-threaded SB3 trainings (PPO, SAC, TD3, A2C) over MuJoCo robot variants."""
-
-
-def usable_cores() -> int:
-    return len(os.sched_getaffinity(0))
-
-
-def parse_duration(text: str) -> float:
-    """'90m', '2h', '1h30m', '45s' or plain seconds -> seconds."""
-    if re.fullmatch(r"\d+(\.\d+)?", text):
-        return float(text)
-    parts = re.findall(r"(\d+(?:\.\d+)?)([dhms])", text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise ValueError("not a duration like 90m, 2h, 1h30m or 45s")
-    scale = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-    return sum(float(n) * scale[u] for n, u in parts)
-
-
-def parse_interval(text: str) -> float | None:
-    """--report-every: a duration, or None for 0 and off (never)."""
-    return None if text in ("0", "off") else parse_duration(text) or None
 
 
 @app.command()
@@ -152,284 +86,33 @@ def run(
     # Before anything else, so that its imports overlap all that follows. Should `sweep run` end
     # before the launcher adopts it, it ends too: it dies with this process.
     template = None if dry_run else early_template(backend, start_with)
-    from ..engine.sweep import decide, execute, in_start_order, planned_runs, prepare
+    from ..api import planning
+    from ..engine.sweep import decide, prepare
     from ..plan.order import Order
+    from . import run_session, run_view
 
-    start = Order(order)
-    timeout_s, report_every_s = timeout, report_every
     out = tables.make_console()
     plan = prepare(spec_file, runs_dir, max_runs=max_runs)
     tables.warn_spec(plan.spec)
     tables.warn_missing_tensorboard(plan.spec)
-    if plan.spec.search is None and not dry_run:
-        _check_disk(plan, _runs_to_run(decide(plan)), workers, backend)  # before pictures, lock or folders
+    if plan.spec.search is None and not dry_run:  # before pictures, lock or folders
+        run_view.check_disk(plan, planning.to_run(decide(plan)), workers, backend)
     if pictures:
-        _render_pictures(plan, pictures)
-    if plan.spec.search is not None:
-        _run_search(plan, dry_run, backend, workers, out, retries=retries, timeout_s=timeout_s, grace=grace,
-                    quiet=quiet, gpus=gpus, address=address, start_with=start_with, template=template,
-                    report_every_s=report_every_s)
-    policy = plan.spec.adaptive_seeds
+        run_view.render_pictures(plan, pictures)
     if dry_run:
-        tables.variant_table(out, plan)  # what deep validation found, model by model
-        if policy is not None:
-            _adaptive_dry_run(out, plan, policy, start, workers, backend)
-            return
-        planned = in_start_order(plan, decide(plan), start)  # reads every run dir: once
-        tables.plan_table(out, plan, planned)
-        _print_cost(out, plan, planned, workers, backend)
-        _check_disk(plan, _runs_to_run(planned), workers, backend, out=out, refuse=False)
-        if backend == "slurm":
-            tables.sbatch_preview(out, plan, planned, workers)
+        if plan.spec.search is not None:
+            from ..search.execute import check_method
+
+            check_method(plan)
+            run_view.search_dry_run(out, plan, workers, backend)
+        else:
+            run_view.dry_run(out, plan, Order(order), workers, backend)
         return
-    if policy is not None and backend == "slurm":
-        raise InputError("adaptive seeds add runs as results come in: use --backend local or ray, not slurm")
-    opener = planned_runs(plan, start)
-    if policy is not None:
-        from ..engine.adaptive import adaptive_runs
-
-        opener = adaptive_runs(plan, policy)
-    with _launched(plan, out, backend=backend, workers=workers, quiet=quiet, gpus=gpus, address=address,
-                   start_with=start_with, template=template, retries=retries, timeout_s=timeout_s,
-                   grace=grace, report_every_s=report_every_s) as (launcher, options, progress, default, report):
-        notes = [] if workers or quiet or not default.source else [f"workers: {default.workers} ({default.source})"]
-        try:
-            outcome = execute(plan, opener, launcher, options,
-                              on_event=_each(progress.event, report.event), on_poll=report.tick,
-                              on_planned=_announce_then([*notes, *_report_note(plan, report, quiet)],
-                                                        progress.planned))
-        finally:
-            if pictures:
-                _keep_contact_sheet(pictures, plan.sweep_dir)
-        report.finish(stopped=outcome.exit_code == EXIT_INTERRUPTED)
+    options = run_session.RunOptions(backend, workers, quiet, gpus, address, start_with, template, retries, timeout,
+                                     grace, report_every, pictures)
+    outcome = run_session.execute(out, plan, planning.open_runs(plan, Order(order), backend), options)
     tables.outcome_summary(out, plan, outcome)
     raise typer.Exit(outcome.exit_code)
-
-
-@contextmanager
-def _launched(plan, out, *, backend: str, workers: int | None, quiet: bool, gpus: str | None,
-              address: str | None, start_with: str, template, retries: int, timeout_s: float | None,
-              grace: float, report_every_s: float | None) -> Iterator[tuple[Any, Any, Any, Any, Any]]:
-    """The launcher (adopting the early template), the scheduler's options, the progress display and the live
-    report.html that a grid and a search both run under. No report build outlives it."""
-    from ..engine.livereport import LiveReport
-    from ..engine.scheduler import Event, EventKind, SchedulerOptions
-    from ..launchers import build_launcher
-    from . import live
-
-    launcher = build_launcher(backend, plan.spec, gpus=gpus, address=address, workers=workers, start=start_with,
-                              template=template)
-    with launcher:
-        default = _default_workers(backend)
-        # Memory is only this machine's to guard when the runs execute here.
-        options = SchedulerOptions(max_workers=launcher.slots(workers, default.workers), retries=retries,
-                                   timeout_s=timeout_s, grace_s=grace, memory_guard=backend == "local")
-        progress = live.make_progress(out, plan.sweep_dir, quiet=quiet)
-        # report.html is `sweep report --format html` itself, run by the same Python in a child process.
-        command = [sys.executable, "-m", "mjsweep.ui.cli", "report", str(plan.sweep_dir.path.absolute()),
-                   "--format", "html"]
-        report = LiveReport(command, report_every_s, by_hand=f"sweep report {plan.sweep_dir.path} --format html",
-                            warn=lambda message: progress.event(Event(EventKind.WARNING, None, message)))
-        try:
-            yield launcher, options, progress, default, report
-        finally:
-            report.close()
-            progress.close()
-
-
-def _adaptive_dry_run(out, plan, policy, start, workers: int | None, backend: str) -> None:
-    """The seeds granted so far (every group's `min` in a new sweep), how many runs it may come to, and what
-    they cost at the seeds granted and at max."""
-    from ..engine.adaptive import AdaptiveSource, granted_plan
-    from ..engine.sweep import decide, in_start_order
-
-    source = AdaptiveSource(plan, policy)
-    granted = in_start_order(plan, granted_plan(plan, source), start)
-    tables.plan_table(out, plan, granted)
-    tables.adaptive_seeds_plan(out, policy, len(source.by_group), sum(source.seeds.values()))
-    at_max = in_start_order(plan, decide(plan), start)
-    _print_cost(out, plan, granted, workers, backend, at_max=at_max)
-    _check_disk(plan, _runs_to_run(at_max), workers, backend, out=out, refuse=False)
-
-
-def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, retries: int,
-                timeout_s: float | None, grace: float, quiet: bool, gpus: str | None, address: str | None,
-                start_with: str, template, report_every_s: float | None) -> None:
-    """`sweep run` on a spec with a search section (docs/search.md); exits when done."""
-    from ..engine.sweep import execute
-    from ..search import execute as searchlib
-    from . import trials as show
-
-    searchlib.check_method(plan)
-    if dry_run:
-        tables.variant_table(out, plan)
-        show.preview(out, plan.spec, searchlib.preview(plan))
-        budget = searchlib.budget(plan)
-        search = plan.spec.search
-        studies = f"{budget.studies} {'study' if budget.studies == 1 else 'studies'} x {search.trials} trials"
-        note = (f"{budget.trials_left} trials left of {studies}" if budget.trials_ended else studies) + \
-            f" x {search.seeds_per_trial} seeds" + \
-            (", each to the space's largest total_timesteps" if "total_timesteps" in search.space else "") + \
-            ("; pruning may end trials sooner" if search.prune else "") + \
-            (f"; then {budget.confirming} runs confirm the top {search.confirm.top} trials of each study on "
-             f"{search.confirm.seeds} fresh seeds" if budget.confirming else "")
-        print_cost(out, plan, budget.runs, workers, backend, measured=budget.ended_runs, note=note, at_most=True)
-        raise typer.Exit(0)
-    if backend == "slurm":
-        raise InputError("a search makes its runs as slots free up: use --backend local or ray, not slurm")
-    with _launched(plan, out, backend=backend, workers=workers, quiet=quiet, gpus=gpus, address=address,
-                   start_with=start_with, template=template, retries=retries, timeout_s=timeout_s,
-                   grace=grace, report_every_s=report_every_s) as (launcher, options, progress, _, report):
-        outcome = execute(plan, searchlib.search_runs(plan), launcher, options,
-                          on_event=_each(progress.event, report.event), on_poll=report.tick,
-                          on_planned=_announce_then(_report_note(plan, report, quiet), progress.planned))
-        report.finish(stopped=outcome.exit_code == EXIT_INTERRUPTED)
-    tables.outcome_summary(out, plan, outcome)
-    raise typer.Exit(outcome.exit_code)
-
-
-def _print_cost(out, plan, planned, workers: int | None, backend: str, at_max=None) -> None:
-    """A grid's dry run: the cost of the runs to start or resume, priced by those that succeeded. at_max:
-    adaptive seeds' every possible run, `planned` being the seeds granted so far."""
-    from ..plan.planned import Action
-    from ..sweepdir.files import CorruptFileError
-
-    todo = [p.run for p in planned if p.action is not Action.SKIP]
-    done = [p.run for p in planned if p.action is Action.SKIP]
-    most = [p.run for p in at_max if p.action is not Action.SKIP] if at_max is not None else None
-    trained: dict[str, int] = {}
-    for p in at_max or planned:
-        if p.action is Action.RESUME:
-            try:
-                checkpoint = plan.sweep_dir.run(p.run.run_id).read_checkpoint()
-            except CorruptFileError:
-                checkpoint = None
-            if checkpoint is not None:
-                trained[p.run.run_id] = checkpoint.timesteps
-    print_cost(out, plan, todo, workers, backend, measured=done, skipped=len(done), done_steps=trained, at_max=most)
-
-
-def print_cost(out, plan, runs: Sequence[RunSpec], workers: int | None, backend: str, *,
-               measured: Sequence[RunSpec] = (), skipped: int = 0, note: str = "",
-               done_steps: dict[str, int] | None = None, at_max: Sequence[RunSpec] | None = None,
-               at_most: bool = False) -> None:
-    """The dry run's cost lines for `runs` (RunSpec, in start order): their env steps and expected wall time
-    at `workers` (else the default here) from the speeds the `measured` runs of this sweep folder that
-    succeeded had, else from `sweep bench`'s record for this machine. at_max: the runs at their largest
-    (adaptive seeds: `runs` at min seeds, `at_max` at max seeds); at_most: a ceiling (a search)."""
-    import socket
-
-    from ..plan.cost import Measurements, estimate
-    from ..plan.speeds import earlier_runs
-
-    measurements = Measurements(earlier_runs(plan.sweep_dir, measured), _bench_speed())
-    at_once = workers or (_default_workers(backend).workers if backend == "local" else None)
-    where = None if at_once is None else "on this machine" if backend == "local" else \
-        f"on the {backend} cluster at the speeds measured here"
-    cost = estimate(runs, at_once or 1, measurements, done_steps)
-    top = estimate(at_max, at_once or 1, measurements, done_steps) if at_max is not None else None
-    for line in tables.cost_lines(cost, skipped=skipped, note=note, at_max=top, at_most=at_most, where=where,
-                                  here=socket.gethostname()):
-        out.print(line, markup=False, highlight=False, soft_wrap=True)
-
-
-def _runs_to_run(planned) -> list[RunSpec]:
-    from ..plan.planned import Action
-
-    return [p.run for p in planned if p.action is not Action.SKIP]
-
-
-def _check_disk(plan, runs: Sequence[RunSpec], workers: int | None, backend: str, *, out=None,
-                refuse: bool = True) -> None:
-    """The peak disk use of `runs` (plan/disk.py) against the free space where the sweep writes: refused (an
-    InputError) when it needs more than that, or only said when not `refuse` (a dry run); a warning when it
-    needs most of it. With `out`, the estimate's line too."""
-    from ..engine.diskspace import room
-    from ..plan.disk import WARN_SHARE, Verdict, estimate, human_bytes, judge
-
-    at_once = workers or (_default_workers(backend).workers if backend == "local" else len(runs))
-    needed = estimate(runs, {c.variant.name: c.probe for c in plan.checks}, plan.spec.checkpoints_kept, at_once)
-    free = room(plan.sweep_dir.path)
-    if out is not None:
-        out.print(tables.disk_line(needed, free), markup=False, highlight=False, soft_wrap=True)
-    verdict = judge(needed.bytes, free.free)
-    if verdict is Verdict.SHORT:
-        shortage = tables.disk_shortage(plan.sweep_dir.path, needed, free)
-        if refuse:
-            raise InputError(shortage)
-        print(f"warning: sweep run would refuse: {shortage}", file=sys.stderr, flush=True)
-    elif verdict is Verdict.TIGHT:
-        print(f"warning: {plan.sweep_dir.path}: needs {tables.disk_needs(needed)}, over {100 * WARN_SHARE:.0f}% "
-              f"of the {human_bytes(free.free)} free on {free.device}", file=sys.stderr, flush=True)
-
-
-def _bench_speed():
-    """What `sweep bench` kept for this machine as a per-run speed (it trains PPO on one env per run)."""
-    from ..bench.recommend import load
-    from ..plan.cost import BenchSpeed
-
-    rec = load(usable_cores())
-    if rec is None or rec.aggregate_fps <= 0:
-        return None
-    return BenchSpeed(rec.env, "ppo", 1, rec.aggregate_fps / rec.workers, rec.workers, rec.measured_at)
-
-
-def _default_workers(backend: str):
-    """Runs at once without --workers: here, what `sweep bench` measured best on this machine, else the
-    usable cores, with where that came from."""
-    from ..bench.recommend import DefaultWorkers, default_workers
-
-    if backend != "local":
-        return DefaultWorkers(usable_cores(), "")  # a cluster launcher sizes itself
-    return default_workers(usable_cores())
-
-
-def _announce_then(notes: list[str], planned):
-    """on_planned that first says on stderr where the worker count came from and where report.html is: only
-    once the sweep's lock is held, so a refused second launcher prints its one error line and nothing else."""
-    def on_planned(items) -> None:
-        for note in notes:
-            print(note, file=sys.stderr, flush=True)
-        planned(items)
-    return on_planned
-
-
-def _report_note(plan, report, quiet: bool) -> list[str]:
-    """Where the live report.html is, said once at the start."""
-    if quiet or report.every_s is None:
-        return []
-    return [f"report: {plan.sweep_dir.report_html} (rewritten while runs end, at most every {report.every_s:g}s)"]
-
-
-def _each(*handlers):
-    """One on_event that hands each event to every handler, in order."""
-    def on_event(event) -> None:
-        for handler in handlers:
-            handler(event)
-    return on_event
-
-
-def _render_pictures(plan, folder: Path) -> None:
-    """Pictures of every variant, or exit 2 with one line saying why not (nothing has started yet)."""
-    from ..media.gl import RenderFailed, RenderUnavailable
-    from ..media.variants import render_variant_pictures
-
-    try:
-        drawn = render_variant_pictures(plan, folder)
-    except (RenderUnavailable, RenderFailed) as exc:
-        raise InputError(f"--pictures {folder}: {exc}") from None
-    print(f"pictures: {len(plan.checks)} variants and {drawn.contact_sheet.name} in {folder} "
-          f"(drawn with {drawn.backend})", file=sys.stderr, flush=True)
-
-
-def _keep_contact_sheet(folder: Path, sweep_dir) -> None:
-    """A copy of the contact sheet in the sweep folder, where `sweep report --format html` finds it."""
-    from ..sweepdir.files import CONTACT_SHEET_PNG, write_bytes_atomic
-
-    source = folder / CONTACT_SHEET_PNG
-    if source.is_file() and sweep_dir.path.is_dir():
-        sweep_dir.pictures.mkdir(exist_ok=True)
-        write_bytes_atomic(sweep_dir.contact_sheet, source.read_bytes())
 
 
 @app.command()
@@ -441,7 +124,9 @@ def validate(
 ) -> None:
     """Check the spec; compile every variant, build its env and take random steps; one row per variant; the
     disk the runs will need at their peak against the free space."""
+    from ..api import planning
     from ..engine.sweep import BrokenVariantsError, decide, prepare
+    from . import run_view
 
     try:
         plan = prepare(spec_file, runs_dir, max_runs=max_runs)
@@ -454,9 +139,9 @@ def validate(
     out = tables.make_console()
     tables.variant_table(out, plan)
     if plan.spec.search is None:
-        _check_disk(plan, _runs_to_run(decide(plan)), None, "local", out=out)
+        run_view.check_disk(plan, planning.to_run(decide(plan)), None, "local", out=out)
     if pictures:
-        _render_pictures(plan, pictures)
+        run_view.render_pictures(plan, pictures)
 
 
 @app.command()
@@ -623,7 +308,7 @@ def plot(
     from ..results.experiments import plan_rows
     from ..results.rows import collect
     from ..sweepdir.files import SweepDir
-    from .plot import plot_sweep
+    from .plot import plot_searched, plot_sweep
 
     rows, left_out = plan_rows(SweepDir(sweep_dir), collect(sweep_dir), all_specs)
     if left_out:
@@ -632,18 +317,7 @@ def plot(
         raise InputError(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
     if output.suffix.lower() != ".png":
         raise InputError(f"-o {output}: the output must be a .png file")
-    written = plot_sweep(sweep_dir, rows, output)
-    from ..search import results as searchresults
-
-    folder = SweepDir(sweep_dir)
-    if (search := searchresults.searched(folder)) is not None:
-        from ..search.plots import plot_pareto, plot_search
-
-        written += plot_search(folder, search, output)
-        pareto = output.with_name(f"{output.stem}_pareto.png")
-        if search.multi and plot_pareto(searchresults.ranked(folder, search), search, pareto):
-            written.append(pareto)
-    for path in written:
+    for path in plot_sweep(sweep_dir, rows, output) + plot_searched(SweepDir(sweep_dir), output):
         print(f"wrote {path}")
 
 
@@ -674,14 +348,12 @@ def bench(
                                          "are resampled from this finished sweep folder's final returns."),
 ) -> None:
     """Measure throughput through mjsweep (N = 1, 2, 4, ...) against a naive Pool; recommend --workers."""
-    import json
+    from . import bench_view
 
     if stats:
-        _bench_stats(sweeps, effect, resample, as_json, markdown)
+        bench_view.stats(sweeps, effect, resample, as_json, markdown)
         return
-
-    from ..bench import BenchConfig, run_bench
-    from ..bench.table import render as render_bench
+    from ..bench import BenchConfig
 
     if xml is not None and not xml.is_file():
         raise InputError(f"--xml {xml}: no such file")
@@ -691,36 +363,7 @@ def bench(
     config = BenchConfig(env=env, xml=xml.resolve() if xml else None, steps=steps,
                          max_workers=max_workers or 2 * cores, ppo={"n_steps": n_steps} if n_steps else {},
                          cores=cores, scale_runs=scale_runs, overhead=_overhead_algos(overhead))
-    try:
-        report = run_bench(config, on_step=lambda line: print(f"bench: {line}", file=sys.stderr, flush=True))
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
-    table = render_bench(report)
-    sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n" if as_json else table)
-    if markdown:
-        markdown.write_text(table, encoding="utf-8")
-    if save and not report.failed:
-        _keep_recommendation(report, cores, env)
-
-
-def _bench_stats(sweeps: int, effect: float, resample: Path | None, as_json: bool, markdown: Path | None) -> None:
-    """`sweep bench --stats`: bench/decisions.py's simulations, as a table or JSON."""
-    import json
-
-    from ..bench import decisions
-    from ..results.rows import collect
-
-    pool = None
-    if resample is not None:
-        pool = tuple(r.final_return for r in collect(resample) if r.final_return is not None)
-        if len(pool) < 2:
-            raise InputError(f"--from {resample}: fewer than 2 runs with a final return to resample")
-    config = decisions.StatsConfig(effect=effect, sweeps=sweeps, pool=pool)
-    results = decisions.run_stats(config, lambda line: print(f"bench: {line}", file=sys.stderr, flush=True))
-    table = decisions.render(results, config)
-    sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=2) + "\n" if as_json else table)
-    if markdown:
-        markdown.write_text(table, encoding="utf-8")
+    bench_view.throughput(config, as_json, markdown, save)
 
 
 def _overhead_algos(text: str) -> tuple[str, ...]:
@@ -740,19 +383,6 @@ def _overhead_algos(text: str) -> tuple[str, ...]:
         if importlib.util.find_spec(ALGOS[name].package) is None:
             raise InputError(f"--overhead {name}: needs {ALGOS[name].package} (pip install \"mjsweep[contrib]\")")
     return names
-
-
-def _keep_recommendation(report, cores: int, env: str) -> None:
-    """The bench's best N becomes `sweep run`'s default here; said on stderr, like the bench's progress."""
-    from ..bench import recommend
-
-    best = report.recommended()
-    try:
-        path = recommend.save(best.n, cores, env, best.aggregate)
-    except OSError as exc:  # the figures are printed already; only the default is not kept
-        print(f"bench: warning: could not keep the recommendation for `sweep run`: {exc}", file=sys.stderr)
-        return
-    print(f"bench: `sweep run` on this machine now defaults to --workers {best.n} ({path})", file=sys.stderr)
 
 
 def main() -> None:

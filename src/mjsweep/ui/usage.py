@@ -1,16 +1,78 @@
-"""A bad option, argument or command as the one `error: ...` line every other bad input gets, exit 2: typer's
-parsing errors (a value of the wrong type, out of range, not among the choices, a missing value, an unknown
-option) are caught here rather than drawn as click's boxed usage panel."""
+"""How the command line parses and fails: the durations its options take, and every bad input as the one
+`error: ...` line on stderr: a command's InputError (exit 2) or OSError (exit 1), and typer's parsing errors (a
+value of the wrong type, out of range, not among the choices, a missing value, an unknown option: exit 2),
+caught here rather than drawn as click's boxed usage panel."""
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Sequence
+from typing import Any
 
+import typer
+from typer import Abort
 from typer._click.exceptions import BadParameter, ClickException, MissingParameter, NoArgsIsHelpError, UsageError
+from typer.core import TyperGroup
+
+from ..errors import InputError, os_words
+from . import tables
+
+EXIT_FAILED = 1
+EXIT_INVALID = 2
 
 NOT_ONE_OF = re.compile(r"is not one of (.*?)\.?$")
+
+
+class Commands(TyperGroup):
+    """Every command's InputError, and every bad option or argument typer finds, becomes one `error: ...` line
+    on stderr and exit 2."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,  # type: ignore[override]
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        given = list(sys.argv[1:] if args is None else args)
+        try:
+            code = super().main(given, prog_name, complete_var, standalone_mode=False, **extra)
+        except ClickException as exc:
+            if usage_exit(exc):
+                tables.error(usage_line(exc, given))
+            else:
+                exc.show()
+            code = exc.exit_code
+        except Abort:
+            print("Aborted!", file=sys.stderr)
+            code = EXIT_FAILED
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+    def invoke(self, ctx: Any) -> Any:  # typer's vendored click.Context
+        try:
+            return super().invoke(ctx)
+        except InputError as exc:
+            tables.error(str(exc))
+            raise typer.Exit(EXIT_INVALID) from None
+        except OSError as exc:  # a filesystem error no earlier check turned into its own line: one line still
+            where = f"{exc.filename}: " if exc.filename is not None else ""
+            tables.error(f"{where}{os_words(exc)}")
+            raise typer.Exit(EXIT_FAILED) from None
+
+
+def parse_duration(text: str) -> float:
+    """'90m', '2h', '1h30m', '45s' or plain seconds -> seconds."""
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        return float(text)
+    parts = re.findall(r"(\d+(?:\.\d+)?)([dhms])", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError("not a duration like 90m, 2h, 1h30m or 45s")
+    scale = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
+def parse_interval(text: str) -> float | None:
+    """--report-every: a duration, or None for 0 and off (never)."""
+    return None if text in ("0", "off") else parse_duration(text) or None
 
 
 def usage_line(exc: ClickException, args: Sequence[str]) -> str:
