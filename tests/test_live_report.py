@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sys
 
 import psutil
 
@@ -173,6 +174,86 @@ def test_close_ends_a_build_in_flight():
     ticks_until(report, clock, 1.0)
     report.close()
     assert builds.killed == [1.0] and builds.running == 0
+
+
+class FakeWaitingBuilds(FakeBuilds):
+    """Final builds started ahead: each waits (imports done) until told to go, then takes `duration`."""
+
+    def __init__(self, clock: FakeClock, duration: float = 5.0, dies: bool = False):
+        super().__init__(clock, duration)
+        self.told: list[float] = []
+        self.dies = dies
+
+    def __call__(self) -> FakeWaitingBuild:  # type: ignore[override]
+        self.started.append(self.clock())
+        self.running += 1
+        return FakeWaitingBuild(self)
+
+
+class FakeWaitingBuild(FakeBuild):
+    def __init__(self, builds: FakeWaitingBuilds):
+        super().__init__(builds)
+        self.ends_at = float("inf")  # waits until told
+
+    def go(self) -> bool:
+        builds = self.builds
+        assert isinstance(builds, FakeWaitingBuilds)
+        if builds.dies:
+            return False
+        builds.told.append(builds.clock())
+        self.ends_at = builds.clock() + builds.duration
+        return True
+
+
+def live_with_final(duration: float = 5.0, final_duration: float = 0.5, dies: bool = False):
+    clock = FakeClock()
+    builds, finals = FakeBuilds(clock, duration), FakeWaitingBuilds(clock, final_duration, dies)
+    report = LiveReport(["build"], 60.0, warn=lambda m: None, clock=clock, start=builds, start_final=finals)
+    return report, clock, builds, finals
+
+
+def test_the_final_build_starts_ahead_once_a_run_ended_and_waits_to_be_told():
+    report, clock, builds, finals = live_with_final(duration=5.0, final_duration=0.5)
+    ticks_until(report, clock, 10.0)
+    assert finals.started == []  # nothing ended yet: no final build may be needed
+    report.event(ENDED)
+    ticks_until(report, clock, 30.0)
+    assert builds.started == [10.0] and builds.finished == [15.0] and finals.started == [10.0]
+    assert finals.told == [] and finals.running == 1  # it waits, however long the sweep goes on
+    report.event(ENDED)
+    report.finish(stopped=False)
+    assert finals.told == [30.0] and finals.finished == [30.5] and builds.started == [10.0]  # no cold build
+    assert builds.running == finals.running == 0
+
+
+def test_a_final_build_that_cannot_be_told_is_replaced_by_a_cold_one():
+    report, clock, builds, finals = live_with_final(dies=True)
+    report.event(ENDED)
+    ticks_until(report, clock, 20.0)
+    report.finish(stopped=False)
+    assert finals.started == [0.0] and finals.killed == [20.0] and builds.started == [0.0, 20.0]
+    assert builds.running == finals.running == 0
+
+
+def test_close_ends_the_final_build_waiting():
+    report, clock, builds, finals = live_with_final()
+    report.event(ENDED)
+    ticks_until(report, clock, 20.0)
+    report.close()
+    assert finals.killed == [20.0] and finals.running == 0 and finals.told == []
+
+
+def test_a_real_waiting_final_build_builds_only_when_told_and_none_outlives_close(tmp_path):
+    marker = tmp_path / "built"
+    code = f"import sys, pathlib; line = sys.stdin.readline(); pathlib.Path({str(marker)!r}).write_text(line)"
+    told = livereport.ChildBuild([sys.executable, "-c", code], waiting=True)
+    assert told.poll() is None and not marker.exists()
+    assert told.go() and told.wait(60) == 0 and marker.read_text() == "go\n"
+    told.end()
+    left = livereport.ChildBuild([sys.executable, "-c", code.replace("built", "left")], waiting=True)
+    pid = left.pid
+    left.end()  # the launcher leaves without a final build
+    assert not psutil.pid_exists(pid) and not marker.with_name("left").exists()  # killed and reaped, unbuilt
 
 
 def test_the_scheduler_ticks_the_live_report_while_runs_run(tmp_path):

@@ -61,7 +61,7 @@ def _launched(out: Console, plan: SweepPlan, options: RunOptions) -> Iterator[tu
                                                                                       LiveReport]]:
     """The launcher, the scheduler's options, the progress display, the notes to say once the lock is held,
     and the live report.html. No report build outlives it."""
-    from ..engine.livereport import LiveReport
+    from ..engine.livereport import ChildBuild, LiveReport
     from ..engine.scheduler import Event, EventKind, SchedulerOptions
     from ..launchers import build_launcher
     from . import live
@@ -79,9 +79,12 @@ def _launched(out: Console, plan: SweepPlan, options: RunOptions) -> Iterator[tu
         # report.html is `sweep report --format html` itself, run by the same Python in a child process.
         command = [sys.executable, "-m", "mjsweep.ui.cli", "report", str(plan.sweep_dir.path.absolute()),
                    "--format", "html"]
+        # The final one, started ahead: it imports while runs train, and builds when the sweep ends.
+        final = [sys.executable, "-m", "mjsweep.ui.report_child", *command[3:]]
         report = LiveReport(command, options.report_every_s,
                             by_hand=f"sweep report {plan.sweep_dir.path} --format html",
-                            warn=lambda message: progress.event(Event(EventKind.WARNING, None, message)))
+                            warn=lambda message: progress.event(Event(EventKind.WARNING, None, message)),
+                            start_final=lambda: ChildBuild(final, waiting=True, niceness=0))
         said = options.workers or options.quiet or not default.source or plan.spec.search is not None
         notes = ([] if said else [f"workers: {default.workers} ({default.source})"]) + \
             _report_note(plan, report, options.quiet)
