@@ -49,6 +49,25 @@ def stats(sweeps: int, effect: float, resample: Path | None, as_json: bool, mark
         markdown.write_text(table, encoding="utf-8")
 
 
+def overhead_algos(text: str) -> tuple[str, ...]:
+    """`--overhead ppo,sac` -> the algorithms; all: every one installed; none: no comparison."""
+    import importlib.util
+
+    from ..spec.algos import ALGO_NAMES, ALGOS
+
+    if text == "none":
+        return ()
+    if text == "all":
+        return tuple(a for a in ALGO_NAMES if importlib.util.find_spec(ALGOS[a].package) is not None)
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    for name in names:
+        if name not in ALGO_NAMES:
+            raise InputError(f"--overhead {name!r}: choose among {', '.join(ALGO_NAMES)}, all or none")
+        if importlib.util.find_spec(ALGOS[name].package) is None:
+            raise InputError(f"--overhead {name}: needs {ALGOS[name].package} (pip install \"mjsweep[contrib]\")")
+    return names
+
+
 def _keep_recommendation(report: BenchReport, cores: int, env: str) -> None:
     """The bench's best N becomes `sweep run`'s default here; said on stderr, like the bench's progress."""
     from ..bench import recommend

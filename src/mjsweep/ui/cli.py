@@ -362,27 +362,8 @@ def bench(
     cores = usable_cores()
     config = BenchConfig(env=env, xml=xml.resolve() if xml else None, steps=steps,
                          max_workers=max_workers or 2 * cores, ppo={"n_steps": n_steps} if n_steps else {},
-                         cores=cores, scale_runs=scale_runs, overhead=_overhead_algos(overhead))
+                         cores=cores, scale_runs=scale_runs, overhead=bench_view.overhead_algos(overhead))
     bench_view.throughput(config, as_json, markdown, save)
-
-
-def _overhead_algos(text: str) -> tuple[str, ...]:
-    """`--overhead ppo,sac` -> the algorithms; all: every one installed; none: no comparison."""
-    import importlib.util
-
-    from ..spec.algos import ALGO_NAMES, ALGOS
-
-    if text == "none":
-        return ()
-    if text == "all":
-        return tuple(a for a in ALGO_NAMES if importlib.util.find_spec(ALGOS[a].package) is not None)
-    names = tuple(name.strip() for name in text.split(",") if name.strip())
-    for name in names:
-        if name not in ALGO_NAMES:
-            raise InputError(f"--overhead {name!r}: choose among {', '.join(ALGO_NAMES)}, all or none")
-        if importlib.util.find_spec(ALGOS[name].package) is None:
-            raise InputError(f"--overhead {name}: needs {ALGOS[name].package} (pip install \"mjsweep[contrib]\")")
-    return names
 
 
 def main() -> None:
