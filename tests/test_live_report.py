@@ -307,6 +307,8 @@ def test_a_real_sweep_rewrites_report_html_mid_sweep_and_at_its_end(tmp_path, ti
             assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
 
             assert launcher.wait(timeout=600) == 0, launcher_output(spec)
+            # The final build, started ahead, built and ended with the launcher: none is left behind.
+            assert report_builds(page.parent, "mjsweep.ui.report_child") == []
             driver.refresh()  # as a user who kept it open reloads it
             state, rows = page_state(driver)
             assert re.fullmatch(r"sweep ended: all 4 runs succeeded; report written [\d-]+ [\d:]+", state), state
@@ -322,12 +324,13 @@ def test_a_real_sweep_rewrites_report_html_mid_sweep_and_at_its_end(tmp_path, ti
     assert "Traceback" not in out and "warning: sweep: report.html" not in out
 
 
-def report_builds(sweep_dir) -> list[psutil.Process]:
-    """Every process building this sweep's report, wherever it is in the process tree."""
+def report_builds(sweep_dir, module: str = "mjsweep.ui.cli") -> list[psutil.Process]:
+    """Every process building this sweep's report, wherever it is in the process tree (module
+    mjsweep.ui.report_child: the final build started ahead)."""
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = proc.info["cmdline"] or []
-        if "mjsweep.ui.cli" in cmdline and "report" in cmdline and str(sweep_dir) in cmdline:
+        if module in cmdline and "report" in cmdline and str(sweep_dir) in cmdline:
             found.append(proc)
     return found
 
@@ -347,7 +350,7 @@ def test_ctrl_c_leaves_no_report_build_running(tmp_path, tiny_spec):
             launcher.kill()
             launcher.wait()
     assert not in_flight.is_running()  # ended and reaped by the launcher: not even a zombie
-    assert report_builds(sweep_dir) == []
+    assert report_builds(sweep_dir) == [] and report_builds(sweep_dir, "mjsweep.ui.report_child") == []
     out = launcher_output(spec)
     state = html_state((sweep_dir / "report.html").read_text())
     assert state.startswith("sweep ended: ") or "final build was cut short" in out, (state, out)
