@@ -108,8 +108,9 @@ def run(
         else:
             run_view.dry_run(out, plan, Order(order), workers, backend)
         return
-    options = run_session.RunOptions(backend, workers, quiet, gpus, address, start_with, template, retries, timeout,
-                                     grace, report_every, pictures)
+    options = run_session.RunOptions(backend=backend, workers=workers, quiet=quiet, gpus=gpus, address=address,
+                                     start_with=start_with, template=template, retries=retries, timeout_s=timeout,
+                                     grace_s=grace, report_every_s=report_every, pictures=pictures)
     outcome = run_session.execute(out, plan, planning.open_runs(plan, Order(order), backend), options)
     tables.outcome_summary(out, plan, outcome)
     raise typer.Exit(outcome.exit_code)
