@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -13,8 +10,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..childproc import Child, child_env, stop_all
 from ..errors import InputError
-from ..launchers.spawn import spawn_worker, worker_env
+from ..launchers.spawn import spawn_worker
 from ..sweepdir.files import RunDir, SweepDir, write_text_atomic
 from .plan import Cell, PolicyJob, jobs, matrix, to_csv, trained_runs
 
@@ -70,7 +68,7 @@ def _run_all(todo: list[PolicyJob], episodes: int, deterministic: bool, workers:
              say: Callable[[str], None]) -> list[str]:
     """Each job in its own one-thread process group that dies with this process; Ctrl-C stops them all."""
     failed: list[str] = []
-    running: dict[str, tuple[subprocess.Popen, Path]] = {}
+    running: dict[str, tuple[Child, Path]] = {}
     pending = list(todo)
     with tempfile.TemporaryDirectory(prefix="mjsweep-cross-") as tmp:
         try:
@@ -91,33 +89,13 @@ def _run_all(todo: list[PolicyJob], episodes: int, deterministic: bool, workers:
                         failed.append(f"{run_id}: {lines[-1] if lines else f'exit {proc.returncode}'}")
                 time.sleep(POLL_S)
         finally:
-            _stop(proc for proc, _ in running.values())
+            stop_all((proc for proc, _ in running.values()), GRACE_S)
     return failed
 
 
-def _start(job_file: Path, log: Path) -> subprocess.Popen:
+def _start(job_file: Path, log: Path) -> Child:
     return spawn_worker([sys.executable, "-m", "mjsweep.crosseval.worker", str(job_file)], job_file.parent, log,
-                        worker_env())
-
-
-def _stop(procs) -> None:
-    """SIGINT to each process group, a grace period, then SIGKILL to what is left."""
-    procs = [p for p in procs if p.poll() is None]
-    for proc in procs:
-        _signal_group(proc, signal.SIGINT)
-    deadline = time.monotonic() + GRACE_S
-    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    for proc in procs:
-        _signal_group(proc, signal.SIGKILL)
-        proc.wait()
-
-
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        pass
+                        child_env())
 
 
 def _heatmap(cells: list[Cell], title: str, output: Path) -> bool:

@@ -10,6 +10,7 @@ import difflib
 import errno
 import fcntl
 import os
+import signal
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
@@ -20,6 +21,7 @@ from pathlib import Path
 import psutil
 import yaml
 
+from ..childproc import signal_group
 from ..errors import InputError, SweepDirError, SweepLockedError, shown
 from ..launchers.base import Launcher
 from ..plan import runs as planlib
@@ -405,8 +407,8 @@ def kill_orphan(run_dir: RunDir) -> None:
         proc = psutil.Process(status.pid)
         # An exec'd worker names its run dir on its command line; a forked one runs in it.
         if str(run_dir.path) in " ".join(proc.cmdline()) or proc.cwd() == str(run_dir.path):
-            os.killpg(status.pid, 9)
-    except (psutil.Error, ProcessLookupError, PermissionError):
+            signal_group(status.pid, signal.SIGKILL)
+    except psutil.Error:
         pass
 
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 import os
 import sys
 
+from ..childproc import cap_threads
+
 # Before numpy or torch are imported: their OpenMP/BLAS pools read these once, at import.
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
-    os.environ[_var] = "1"
+cap_threads(os.environ)
 
 import platform  # noqa: E402
 import resource  # noqa: E402
