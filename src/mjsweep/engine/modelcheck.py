@@ -75,7 +75,6 @@ class ModelCheck:
         if self._child is None:
             return []
         out, err = self._child.proc.communicate()
-        self._child.kill()  # whatever it started ends with it
         if self._child.returncode != 0:
             tail = err.strip().splitlines()[-1:] or [f"exit code {self._child.returncode}"]
             return [(self.runs[0], f"the hyperparameter check could not run: {tail[0]}")]

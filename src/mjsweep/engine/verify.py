@@ -21,6 +21,9 @@ from ..launchers.spawn import spawn_worker, worker_command
 from ..sweepdir.files import RunDir, SweepDir
 from ..sweepdir.tables import read_evaluation_cells, read_monitor_cells
 
+STOP_GRACE_S = 10.0
+"""From a Ctrl-C to the kill of a retraining: as long as `sweep run` gives its runs by default."""
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -57,7 +60,10 @@ def verify(runs: list[RunDir], scratch: Path, say: Callable[[str], None]) -> lis
         shutil.copyfile(run.spec_json, again.spec_json)
         say(f"{run.path.name}: training again in {again.path}")
         worker = spawn_worker(worker_command(again.path), again.path, again.log, child_env())
-        code = worker.wait()
+        try:
+            code = worker.wait()
+        finally:  # a Ctrl-C: the retraining saves its checkpoint and ends, or is killed after the grace period
+            worker.stop(STOP_GRACE_S)
         difference = f"the retraining exited with code {code} (see {again.log})" if code else first_difference(
             run, again)
         verdicts.append(Verdict(run.path.name, difference))

@@ -25,7 +25,7 @@ STARTS = ("exec", "template")
 
 
 class WorkerProcess(Protocol):
-    """What LocalHandle uses of a worker: a subprocess.Popen, or a child of the template process."""
+    """What LocalHandle uses of a worker: a childproc.Child, or a child of the template process."""
 
     pid: int
 
