@@ -155,7 +155,7 @@ class ConfirmStage:
         metric = [self.search.metric]
         seeds = [v for run_id, state in item.ended.items() if state is RunState.SUCCEEDED
                  and (v := run_values(self.sweep_dir.run(run_id), metric)) is not None]
-        values = trial_values(seeds)
+        values = trial_values(seeds, metric)
         state = TrialState.COMPLETE if values is not None else TrialState.FAILED
         item.record = item.record.model_copy(update={
             "state": state, "value": values[0] if values else None, "seeds_ok": len(seeds),

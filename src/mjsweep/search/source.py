@@ -213,7 +213,7 @@ class SearchSource:
         metrics = [o.metric for o in self.search.objective]
         succeeded_ = [run_id for run_id, state in trial.ended.items() if state is RunState.SUCCEEDED]
         seeds = [v for run_id in succeeded_ if (v := run_values(self.sweep_dir.run(run_id), metrics)) is not None]
-        values = trial_values(seeds)
+        values = trial_values(seeds, metrics)
         if values is None:
             note = f"no seed has a value of {', '.join(metrics)}" if succeeded_ else "no seed succeeded"
             self._finish(trial, TrialState.FAILED, None, 0, note)

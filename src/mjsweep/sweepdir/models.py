@@ -72,6 +72,10 @@ class RunResult(FileModel):
     """Seconds of the final evaluation."""
     periodic_eval_s: float | None = None
     """Seconds of the periodic evaluations (eval.every), over all attempts; counted in neither fps nor eval_s."""
+    cpu_s: float | None = None
+    """CPU seconds (user + system) the worker's processes spent, children included, summed over attempts
+    (each attempt's until its last checkpoint, the last one's whole): the run's cost (the search metrics
+    cpu_seconds and cpu_hours). None in files written before the key."""
     evaluations: int | None = None
     """Rows of evaluations.csv (periodic evaluations); None without eval.every."""
     best_eval_mean_return: float | None = None
@@ -143,6 +147,9 @@ class Timing(BaseModel):
     """Writing checkpoints; absent from checkpoint.json files of earlier versions."""
     eval_s: float = 0.0
     """Periodic evaluations (eval.every)."""
+    cpu_s: float = 0.0
+    """CPU seconds (user + system) of the worker's process and its children; absent from checkpoint.json
+    files of earlier versions."""
 
     @property
     def training_s(self) -> float:

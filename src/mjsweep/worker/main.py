@@ -161,6 +161,7 @@ def _train(run_path: Path) -> int:
         replay_buffer_resumed=resumed_buffer,
         eval_s=round(eval_s, 3),
         periodic_eval_s=round(timing.eval_s, 3) if evaluator else None,
+        cpu_s=round(timing.cpu_s, 3),
         evaluations=evaluator.rows if evaluator else None,
         best_eval_mean_return=evaluator.best[0] if evaluator and evaluator.best else None,
         best_eval_timesteps=evaluator.best[1] if evaluator and evaluator.best else None,
