@@ -115,6 +115,8 @@ def _train(run_path: Path) -> int:
         recorder = IterationRecorder(checkpointer, resume, stop_if_requested, evaluator,
                                      on_row=tracker.log_progress if tracker else None,
                                      row_steps=ALGOS[spec.algo].row_steps, exact=begun.exact)
+        if evaluator and spec.warm_start is not None and resume is None:
+            evaluator.evaluate(model, 0.0)  # where the warm run starts: its source's final evaluation
         try:
             model.learn(total_timesteps=spec.total_timesteps - model.num_timesteps,
                         reset_num_timesteps=resume is None, callback=recorder)
@@ -179,6 +181,7 @@ def _train(run_path: Path) -> int:
         torch_interop_threads=torch.get_num_interop_threads(),
         started_by=os.environ.get("MJSWEEP_START", "exec"),  # the local launcher says; others exec
         xml_sha256=spec.xml_sha256,
+        warm_start=spec.warm_start,
         peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         host=platform.node(),
         node=os.environ.get("MJSWEEP_NODE") or platform.node(),  # the cluster node (Ray id, SLURM name)
