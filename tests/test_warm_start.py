@@ -4,15 +4,17 @@ from it, and the refusals before launch."""
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
-from helpers.commands import run_dirs, run_sweep, write_spec
+from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
 from helpers.models import TINY_XML, XML_DIR
 from mjsweep.engine.warmstart import saved_shapes
 from mjsweep.spec.warmstart import WarmStartSpec
+from mjsweep.sweepdir.files import RunDir
 from mjsweep.sweepdir.tables import read_evaluations
 
 ALGO_SETTINGS = {
@@ -56,6 +58,27 @@ def test_a_warm_runs_first_evaluation_is_its_sources_last(tmp_path, algo):
         assert "with its replay buffer" in (run / "log.txt").read_text()
     cold = train(tmp_path, spec_data(tmp_path, "source", algo))  # the same settings, cold: not the warm run
     assert run.name != source.name and run_dirs(cold) == [source]
+
+
+@pytest.mark.slow
+def test_an_interrupted_warm_run_resumes_from_its_own_checkpoint(tmp_path):
+    (source,) = run_dirs(train(tmp_path, spec_data(tmp_path, "source")))
+    data = spec_data(tmp_path, "warm", warm_start={"from": str(source)}, total_timesteps=4096, checkpoint_every=256)
+    spec = write_spec(tmp_path, data, "warm.yaml")
+    sweep = tmp_path / "runs" / "warm"
+    proc = start_sweep(spec, "--workers", "1")
+    saved = wait_for(lambda: run_dirs(sweep) and RunDir(run_dirs(sweep)[0]).read_checkpoint(),
+                     what="the warm run's first checkpoint", timeout=300)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=300) == 130, launcher_output(spec)
+    again = run_sweep("run", str(spec), "--workers", "1")
+    assert again.returncode == 0, again.stdout + again.stderr
+    (run,) = run_dirs(sweep)
+    log = (run / "log.txt").read_text()
+    assert log.count(f"warm start from {source.name}") == 1  # the first attempt only
+    assert result_of(run)["resumed_from"] >= saved.timesteps and result_of(run)["timesteps"] == 4096
+    assert result_of(run)["warm_start"]["run_id"] == source.name
+    assert [e.timesteps for e in read_evaluations(run / "evaluations.csv")].count(0) == 1  # written once
 
 
 def test_a_source_with_other_observations_is_refused_before_launch(tmp_path):
