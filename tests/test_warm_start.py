@@ -13,8 +13,12 @@ from pydantic import ValidationError
 from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
 from helpers.models import TINY_XML, XML_DIR
 from mjsweep.engine.warmstart import saved_shapes
+from mjsweep.search.nearest import distance, nearest, starts_cold
+from mjsweep.search.record import replay
+from mjsweep.spec.searchspace import Dimension
 from mjsweep.spec.warmstart import WarmStartSpec
 from mjsweep.sweepdir.files import RunDir
+from mjsweep.sweepdir.models import TrialRecord, TrialState
 from mjsweep.sweepdir.tables import read_evaluations
 
 ALGO_SETTINGS = {
@@ -130,3 +134,76 @@ def test_the_spec_forms_of_a_warm_start():
     assert WarmStartSpec.model_validate("nearest") == WarmStartSpec(nearest=True, cold_share=0.25)
     by_id = WarmStartSpec.model_validate({"from": "walker_s0_abc", "sweep": "runs/smoke"})
     assert (by_id.source, str(by_id.sweep)) == ("walker_s0_abc", "runs/smoke")
+
+
+def test_a_quarter_of_the_trials_stay_cold_whatever_the_budget():
+    assert [n for n in range(12) if starts_cold(n, 0.25)] == [3, 7, 11]
+    assert [n for n in range(4) if starts_cold(n, 0.5)] == [1, 3]
+    assert not any(starts_cold(n, 0.0) for n in range(10)) and all(starts_cold(n, 1.0) for n in range(10))
+
+
+def test_the_nearest_design_is_nearest_in_normalized_edit_values():
+    dims = {"edits.legs": Dimension(uniform=(0.5, 1.5)), "edits.mass": Dimension(log_uniform=(1.0, 100.0)),
+            "ppo.learning_rate": Dimension(log_uniform=(1e-5, 1e-3))}
+    done = [TrialRecord(study="s", number=n, params=p, runs=[], state=state) for n, p, state in [
+        (0, {"edits.legs": 0.5, "edits.mass": 10.0, "ppo.learning_rate": 3e-4}, TrialState.COMPLETE),
+        (1, {"edits.legs": 1.4, "edits.mass": 10.0, "ppo.learning_rate": 3e-4}, TrialState.COMPLETE),
+        (2, {"edits.legs": 1.0, "edits.mass": 10.0, "ppo.learning_rate": 3e-4}, TrialState.RUNNING)]]
+    asked = {"edits.legs": 1.0, "edits.mass": 10.0, "ppo.learning_rate": 1e-5}
+    # legs: 0.5 and 0.4 of the span away; the learning rate is no edit and does not count
+    assert distance(asked, done[0].params, dims) == pytest.approx(0.5)
+    assert nearest(asked, done, dims) == done[1]  # the running trial 2 is no source
+    # mass on the log scale: 10 is halfway between 1 and 100
+    assert distance({"edits.mass": 1.0}, {"edits.mass": 10.0}, dims) == pytest.approx(0.5)
+    assert nearest(asked, done[2:], dims) is None
+
+
+@pytest.mark.slow
+def test_a_design_search_starts_designs_from_the_nearest_finished_one_and_keeps_some_cold(tmp_path):
+    data = {
+        "name": "design", "env": "mjsweep/Locomotion-v0", "max_episode_steps": 50,
+        "variants": [{"name": "w", "base": str(XML_DIR / "planar_walker.xml"),
+                      "edits": [{"scale_body": {"body": ["left_thigh", "right_thigh"], "factor": "${legs}"}}],
+                      "edit_grid": {"legs": [0.8, 1.25]}}],
+        "total_timesteps": 256, "ppo": {"n_steps": 128, "batch_size": 64, "n_epochs": 1}, "eval": {"episodes": 2},
+        "runs_dir": str(tmp_path / "runs"), "warm_start": "nearest",
+        "search": {"method": "random", "trials": 4, "seeds_per_trial": 1, "seed": 0,
+                   "space": {"edits.legs": {"uniform": [0.8, 1.25]}}},
+    }
+    spec = write_spec(tmp_path, data)
+    proc = run_sweep("run", str(spec), "--workers", "1")  # one at a time: each trial asked once the last ended
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep = tmp_path / "runs" / "design"
+    records = replay(sweep / "trials.jsonl")
+    assert [(r.start, r.state) for r in records] == [("cold", TrialState.COMPLETE), ("warm", TrialState.COMPLETE),
+                                                     ("warm", TrialState.COMPLETE), ("cold", TrialState.COMPLETE)]
+    legs = [r.params["edits.legs"] for r in records]
+    assert records[1].warm_from == 0  # the only finished design
+    assert records[2].warm_from == min((0, 1), key=lambda n: (abs(legs[n] - legs[2]), n))
+    for rec in records:
+        started = json.loads((sweep / rec.runs[0] / "spec.json").read_text()).get("warm_start")
+        source = records[rec.warm_from].runs[0] if rec.warm_from is not None else None
+        assert (started or {}).get("run_id") == source
+        assert ("warm start from" in (sweep / rec.runs[0] / "log.txt").read_text()) == (source is not None)
+    report = run_sweep("report", str(sweep))
+    assert report.returncode == 0, report.stderr
+    markdown = (sweep / "report.md").read_text()
+    assert "## Warm against cold starts" in markdown and "| warm | 2 |" in markdown and "| cold | 2 |" in markdown
+    again = run_sweep("run", str(spec), "--workers", "1")
+    assert again.returncode == 0 and "4 succeeded" in again.stdout, again.stdout + again.stderr
+    assert replay(sweep / "trials.jsonl") == records  # resumed: the same trials, the same sources
+
+
+@pytest.mark.parametrize("warm, search, problem", [
+    ("nearest", None, "warm_start: nearest starts each design of a search"),
+    ({"from": "somewhere"}, {"method": "random", "trials": 2, "space": {"ppo.gamma": {"uniform": [0.9, 0.99]}}},
+     "warm_start: a search starts its trials from a run of its own"),
+    ({"from": "no/such/run"}, None, "warm_start: no run folder"),
+])
+def test_a_warm_start_the_sweep_cannot_take_is_refused_in_one_line(tmp_path, warm, search, problem):
+    data = spec_data(tmp_path, "warm", warm_start=warm, **({"search": search} if search else {}))
+    if search:
+        del data["seeds"]
+    proc = run_sweep("validate", str(write_spec(tmp_path, data)))
+    assert proc.returncode == 2 and problem in proc.stderr, proc.stdout + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("error: ")

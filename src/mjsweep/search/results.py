@@ -3,6 +3,7 @@ the run files, and the best trial's parameters as a block to paste into a spec."
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -157,6 +158,7 @@ def to_markdown(rows: list[TrialRow], search: SearchSpec, figure: str | None = N
         cells = [str(rank), rec.study, str(rec.number), rec.state.value, *middle, f"{row.seeds_done}/{row.seeds}",
                  params]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += start_lines(rows, search)
     if search.multi:
         points = front(rows)
         if points:
@@ -173,6 +175,25 @@ def to_markdown(rows: list[TrialRow], search: SearchSpec, figure: str | None = N
         lines += ["", f"Best: trial {best.record.number} of {best.record.study}:", "", "```yaml",
                   best_block(best).rstrip(), "```"]
     return "\n".join(lines) + "\n"
+
+
+def start_lines(rows: list[TrialRow], search: SearchSpec) -> list[str]:
+    """warm_start: nearest: the complete warm and cold trials side by side (count, mean of each objective);
+    nothing for a search that did not warm start."""
+    starts = [s for s in ("warm", "cold") if any(r.record.start == s for r in rows)]
+    if not starts:
+        return []
+    metrics = [o.metric for o in search.objective]
+    lines = ["", "## Warm against cold starts", "",
+             "Complete trials that started from the nearest finished design (warm) or from scratch (cold).", "",
+             "| start | trials | " + " | ".join(f"mean {m}" for m in metrics) + " |", "|---" * (2 + len(metrics)) + "|"]
+    for start in starts:
+        done = [r.record.objectives for r in rows if r.record.start == start
+                and r.record.state is TrialState.COMPLETE and r.record.objectives]
+        means = [f"{statistics.fmean(column):.4g}" for column in zip(*done, strict=True)] if done else \
+            ["-"] * len(metrics)
+        lines.append(f"| {start} | {len(done)} | " + " | ".join(means) + " |")
+    return lines
 
 
 def to_dicts(rows: list[TrialRow]) -> list[dict[str, Any]]:

@@ -17,13 +17,14 @@ from ..engine.scheduler import Event, EventKind
 from ..engine.sweep import write_run_dir
 from ..spec.sweepspec import SweepSpec
 from ..sweepdir.files import SweepDir, append_line
-from ..sweepdir.models import RunSpec, RunState, TrialRecord, TrialState
+from ..sweepdir.models import RunSpec, RunState, TrialRecord, TrialState, WarmSource
+from . import nearest as nearestlib
 from . import prune as prunelib
 from . import record as recordlib
 from .confirm import ConfirmStage
 from .objective import evaluations, run_values, trial_values
 from .samplers import Sampler, make_sampler
-from .trials import Study, TrialBuildError, run_succeeded, trial_runs
+from .trials import Study, TrialBuildError, run_succeeded, trial_env_kwargs, trial_runs, trial_variant
 
 PRUNE_CHECK_S = 2.0
 """Seconds between readings of the running trials' evaluations.csv files."""
@@ -57,6 +58,8 @@ class SearchSource:
         self._last_prune_check = -PRUNE_CHECK_S
         written = recordlib.lines(sweep_dir.trials_jsonl)
         history = recordlib.replay(sweep_dir.trials_jsonl)
+        self._history = {rec.key: rec for rec in history}
+        """Every trial on record when this source was built: a resumed warm trial's source among them."""
         self.samplers: dict[str, Sampler] = {
             s.key: make_sampler(self.search.method, s.dims, self.search.seed, s.index, self.search.objective,
                                 [r for r in written if r.study == s.key]) for s in studies}
@@ -147,7 +150,10 @@ class SearchSource:
         self.asked[study.key] = number + 1
         params = self.samplers[study.key].propose(number)
         try:
-            variant, runs = trial_runs(self.spec, study, number, params, self._variant_xml)
+            variant = trial_variant(self.spec, study, params)
+            start, warm_from, warm = self._warm_start(study, number, params, variant)
+            variant, runs = trial_runs(self.spec, study, number, params, self._variant_xml, variant=variant,
+                                       warm=warm)
         except TrialBuildError as exc:
             rec = TrialRecord(study=study.key, number=number, params=params, runs=[], state=TrialState.FAILED,
                               note=str(exc))
@@ -157,7 +163,7 @@ class SearchSource:
             self.on_event(Event(EventKind.TRIAL, None, f"trial {number} of {study.key} failed: {exc}"))
             return None
         rec = TrialRecord(study=study.key, number=number, params=params, runs=[r.run_id for r in runs],
-                          state=TrialState.RUNNING)
+                          state=TrialState.RUNNING, start=start, warm_from=warm_from)
         append_line(self.sweep_dir.trials_jsonl, rec)  # on record before any of its runs starts
         trial = _Trial(rec, study, {r.run_id: r for r in runs}, variant.xml_text, queue=[r.run_id for r in runs])
         self._register(trial)
@@ -166,8 +172,10 @@ class SearchSource:
     def _resume(self, study: Study, rec: TrialRecord) -> None:
         """A trial on record as running: its succeeded runs count, the others run again (from checkpoints)."""
         params = {key: rec.params[key] for key in study.dims if key in rec.params}  # in the space's order
+        source = self._history.get((study.key, rec.warm_from)) if rec.warm_from is not None else None
+        warm = nearestlib.sources(self.sweep_dir, source, self.search.seeds_per_trial) if source else None
         try:
-            variant, runs = trial_runs(self.spec, study, rec.number, params, self._variant_xml)
+            variant, runs = trial_runs(self.spec, study, rec.number, params, self._variant_xml, warm=warm)
         except TrialBuildError as exc:
             trial = _Trial(rec, study, {}, None)
             self.trials[rec.key] = trial
@@ -186,6 +194,25 @@ class SearchSource:
                 trial.queue.append(run.run_id)
         if len(trial.ended) == len(trial.runs):
             self._tell(trial)
+
+    def _warm_start(self, study: Study, number: int, params: dict[str, Any], variant: Any
+                    ) -> tuple[str | None, int | None, dict[int, WarmSource] | None]:
+        """warm_start: nearest: whether the trial starts "warm" or "cold", the trial it starts from, and each
+        seed's source run; (None, None, None) in other searches."""
+        warm = self.spec.warm_start
+        if warm is None or not warm.nearest:
+            return None, None, None
+        if nearestlib.starts_cold(number, warm.cold_share):
+            return "cold", None, None
+        source = nearestlib.nearest(params, [t.record for t in self.trials.values() if t.study is study],
+                                    study.dims)
+        found = nearestlib.sources(self.sweep_dir, source, self.search.seeds_per_trial) if source else None
+        if source is None or found is None:
+            return "cold", None, None  # nothing finished yet to start from
+        if not nearestlib.fits(self.spec, variant, trial_env_kwargs(self.spec, variant, {**study.grid, **params}),
+                              found[0]):
+            return "cold", None, None  # an edit changed the spaces
+        return "warm", source.number, found
 
     def summary(self) -> str:
         counts = {s: sum(t.record.state is s for t in self.trials.values()) for s in TrialState}

@@ -463,6 +463,11 @@ class TrialRecord(FileModel):
     single objective and in lines written before multi-objective searches."""
     seeds_ok: int = 0
     note: str = ""
+    start: Literal["warm", "cold"] | None = None
+    """With warm_start: nearest, whether the trial's runs started from a finished trial (warm_from) or from
+    scratch (the cold share, or no finished trial to start from); None in other searches."""
+    warm_from: int | None = None
+    """The number of the trial of the same study whose runs a warm trial's runs started from."""
 
     @property
     def key(self) -> tuple[str, int]:
