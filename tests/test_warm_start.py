@@ -98,6 +98,17 @@ def test_a_source_with_other_observations_is_refused_before_launch(tmp_path):
     assert not (tmp_path / "runs" / "warm").exists()  # nothing written
 
 
+def test_a_source_whose_network_or_normalization_differs_is_refused(tmp_path):
+    (source,) = run_dirs(train(tmp_path, spec_data(tmp_path, "source")))
+    smaller = {**ALGO_SETTINGS["ppo"]["ppo"], "policy_kwargs": {"net_arch": [8]}}
+    for change, problem in [({"ppo": smaller}, "the weights would not fit"),
+                            ({"normalize": False}, "normalizes its observations and run")]:
+        spec = write_spec(tmp_path, spec_data(tmp_path, "warm", warm_start={"from": str(source)}, **change))
+        proc = run_sweep("validate", str(spec))
+        assert proc.returncode == 2 and f"warm_start: the source run {source.name}" in proc.stderr, proc.stderr
+        assert problem in proc.stderr
+
+
 def test_the_best_run_of_a_variant_is_the_source_and_a_missing_one_is_refused(tmp_path):
     sweep = train(tmp_path, spec_data(tmp_path, "source", seeds=2))
     best = max(run_dirs(sweep), key=lambda r: result_of(r)["eval_mean_return"])

@@ -100,16 +100,8 @@ def check_runs(spec: SweepSpec, source: WarmSource, runs: list[RunSpec], probes:
     obs, act = saved_shapes(run_dir.model_zip)
     for run in runs:
         where = f"the source run {source.run_id}"
-        if (run.algo, run.policy) != (theirs.algo, theirs.policy):
-            raise _refuse(spec, f"{where} trained {theirs.algo} with {theirs.policy}, run {run.run_id} trains "
-                                f"{run.algo} with {run.policy}")
-        if _net(run) != _net(theirs):
-            raise _refuse(spec, f"{where}'s policy_kwargs {_net(theirs)} differ from run {run.run_id}'s "
-                                f"{_net(run)}: the weights would not fit")
-        if (run.normalize is None) != (theirs.normalize is None):
-            said = "normalizes" if theirs.normalize is not None else "does not normalize"
-            raise _refuse(spec, f"{where} {said} its observations and run {run.run_id} "
-                                f"{'does not' if run.normalize is None else 'does'}")
+        if (problem := mismatch(theirs, run)) is not None:
+            raise _refuse(spec, f"{where} {problem}")
         probe = probes.get(run.variant)
         if probe is None or not probe.obs_shape:
             continue  # not probed (validate without envs): the worker's load refuses a mismatch
@@ -117,6 +109,18 @@ def check_runs(spec: SweepSpec, source: WarmSource, runs: list[RunSpec], probes:
             if saved is not None and tuple(saved) != tuple(probed):
                 raise _refuse(spec, f"the {what} spaces differ: {where} has shape {tuple(saved)}, variant "
                                     f"{run.variant!r} has shape {tuple(probed)}")
+
+
+def mismatch(source: RunSpec, run: RunSpec) -> str | None:
+    """Why `run` cannot load `source`'s model and statistics (said of the source), or None if it can."""
+    if (run.algo, run.policy) != (source.algo, source.policy):
+        return f"trained {source.algo} with {source.policy}, run {run.run_id} trains {run.algo} with {run.policy}"
+    if _net(run) != _net(source):
+        return f"has policy_kwargs {_net(source)}, run {run.run_id} has {_net(run)}: the weights would not fit"
+    if (run.normalize is None) != (source.normalize is None):
+        said = "normalizes" if source.normalize is not None else "does not normalize"
+        return f"{said} its observations and run {run.run_id} {'does not' if run.normalize is None else 'does'}"
+    return None
 
 
 def saved_shapes(model_zip: Path) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..engine.warmstart import saved_shapes
+from ..engine.warmstart import mismatch, saved_shapes
 from ..robots import variants as variantlib
 from ..robots.envs import make_env
 from ..spec.searchspace import Dimension
@@ -75,11 +75,19 @@ def _warm_source(sweep_dir: SweepDir, run_id: str) -> tuple[int, WarmSource] | N
                                  eval_mean_return=result.eval_mean_return, nearest=True)
 
 
-def fits(spec: SweepSpec, variant: variantlib.Variant, env_kwargs: dict[str, Any], source: WarmSource) -> bool:
-    """Whether the trial's robot has the spaces the source's model.zip saved (an edit may add a joint)."""
+def fits(spec: SweepSpec, variant: variantlib.Variant, run: RunSpec, source: WarmSource) -> bool:
+    """Whether the trial's run can load the source: the same algorithm, policy and normalization (the space
+    may search those too), and the spaces its model.zip saved (an edit may add a joint)."""
+    try:
+        theirs = read_model(Path(source.run_dir) / "spec.json", RunSpec)
+    except CorruptFileError:
+        return False
+    if theirs is None or mismatch(theirs, run) is not None:
+        return False
     saved = saved_shapes(Path(source.run_dir) / "model.zip")
     with tempfile.TemporaryDirectory(prefix="mjsweep-warm-") as tmp:
-        env = make_env(spec.env, variantlib.materialize(variant, Path(tmp)).xml, env_kwargs, spec.max_episode_steps)
+        env = make_env(spec.env, variantlib.materialize(variant, Path(tmp)).xml, run.env_kwargs,
+                       spec.max_episode_steps)
         try:
             shapes = (env.observation_space.shape, env.action_space.shape)
         finally:

@@ -24,7 +24,7 @@ from . import record as recordlib
 from .confirm import ConfirmStage
 from .objective import evaluations, run_values, trial_values
 from .samplers import Sampler, make_sampler
-from .trials import Study, TrialBuildError, run_succeeded, trial_env_kwargs, trial_runs, trial_variant
+from .trials import Study, TrialBuildError, run_succeeded, trial_runs, trial_variant
 
 PRUNE_CHECK_S = 2.0
 """Seconds between readings of the running trials' evaluations.csv files."""
@@ -209,9 +209,9 @@ class SearchSource:
         found = nearestlib.sources(self.sweep_dir, source, self.search.seeds_per_trial) if source else None
         if source is None or found is None:
             return "cold", None, None  # nothing finished yet to start from
-        if not nearestlib.fits(self.spec, variant, trial_env_kwargs(self.spec, variant, {**study.grid, **params}),
-                              found[0]):
-            return "cold", None, None  # an edit changed the spaces
+        _, cold = trial_runs(self.spec, study, number, params, self._variant_xml, variant=variant)
+        if not nearestlib.fits(self.spec, variant, cold[0], found[0]):
+            return "cold", None, None  # another network, or an edit changed the spaces
         return "warm", source.number, found
 
     def summary(self) -> str:

@@ -135,7 +135,8 @@ def trial_variant(spec: SweepSpec, study: Study, params: dict[str, Any]) -> vari
 
 def _check(spec: SweepSpec, variant: variantlib.Variant, params: dict[str, Any]) -> None:
     """Compile the new robot and probe its env, as deep validation does for every variant of a grid."""
-    env_kwargs = trial_env_kwargs(spec, variant, params)
+    env_kwargs = {**spec.env_kwargs, **variant.env_kwargs,
+                  **{k[len("env_kwargs."):]: v for k, v in params.items() if k.startswith("env_kwargs.")}}
     with tempfile.TemporaryDirectory(prefix="mjsweep-trial-") as tmp:
         local = variantlib.materialize(variant, Path(tmp))
         try:
@@ -144,8 +145,3 @@ def _check(spec: SweepSpec, variant: variantlib.Variant, params: dict[str, Any])
         except (ValueError, EnvBuildError) as exc:
             raise TrialBuildError(f"variant {variant.name!r}: {exc}") from None
 
-
-def trial_env_kwargs(spec: SweepSpec, variant: variantlib.Variant, params: dict[str, Any]) -> dict[str, Any]:
-    """The env's keyword arguments for a trial: the spec's, the variant's, then the searched ones."""
-    return {**spec.env_kwargs, **variant.env_kwargs,
-            **{k[len("env_kwargs."):]: v for k, v in params.items() if k.startswith("env_kwargs.")}}
