@@ -11,6 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
+from helpers.fake_sweep import run_spec
 from helpers.models import TINY_XML, XML_DIR
 from mjsweep.engine.warmstart import saved_shapes
 from mjsweep.search.nearest import distance, nearest, starts_cold
@@ -18,7 +19,7 @@ from mjsweep.search.record import replay
 from mjsweep.spec.searchspace import Dimension
 from mjsweep.spec.warmstart import WarmStartSpec
 from mjsweep.sweepdir.files import RunDir
-from mjsweep.sweepdir.models import TrialRecord, TrialState
+from mjsweep.sweepdir.models import TrialRecord, TrialState, WarmSource
 from mjsweep.sweepdir.tables import read_evaluations
 
 ALGO_SETTINGS = {
@@ -145,6 +146,18 @@ def test_the_spec_forms_of_a_warm_start():
     assert WarmStartSpec.model_validate("nearest") == WarmStartSpec(nearest=True, cold_share=0.25)
     by_id = WarmStartSpec.model_validate({"from": "walker_s0_abc", "sweep": "runs/smoke"})
     assert (by_id.source, str(by_id.sweep)) == ("walker_s0_abc", "runs/smoke")
+
+
+def test_a_warm_run_is_another_experiment_than_the_cold_one_and_than_another_sources():
+    def source(run_id: str, buffer: bool = False) -> WarmSource:
+        return WarmSource(run_dir=f"/runs/s/{run_id}", run_id=run_id, replay_buffer=buffer)
+
+    cold = run_spec("walker", 0)
+    experiments = {run_spec("walker", 0, warm_start=warm).experiment
+                   for warm in (source("a"), source("b"), source("a", buffer=True))}
+    assert len(experiments | {cold.experiment}) == 4
+    moved = run_spec("walker", 0, warm_start=source("a").model_copy(update={"run_dir": "/elsewhere/a"}))
+    assert moved.experiment == run_spec("walker", 0, warm_start=source("a")).experiment  # its folder may move
 
 
 def test_a_quarter_of_the_trials_stay_cold_whatever_the_budget():
