@@ -12,7 +12,7 @@ from pathlib import Path
 
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
-from stable_baselines3.common.save_util import load_from_zip_file
+from stable_baselines3.common.save_util import load_from_zip_file, recursive_getattr
 from stable_baselines3.common.vec_env import VecNormalize
 
 from ..sweepdir.files import RunDir
@@ -28,7 +28,11 @@ def load_source(model: BaseAlgorithm, source: WarmSource, device: str) -> None:
     # exact_match: a network of another shape is an error here, never a partial load
     model.set_parameters(params, exact_match=True, device=device)
     for name, tensor in (variables or {}).items():
-        getattr(model, name).data.copy_(tensor.data)  # in place: optimizers hold these tensors
+        # None on either side: a variable one of them does not use (SAC's learnt entropy coefficient, when the
+        # other's is fixed): the run's own setting stands
+        mine = recursive_getattr(model, name, None)
+        if tensor is not None and mine is not None:
+            mine.data.copy_(tensor.data)  # in place: optimizers hold these tensors
     normalizer = model.get_vec_normalize_env()
     if normalizer is not None:
         _copy_statistics(run.vecnormalize, normalizer)
