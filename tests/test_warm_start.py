@@ -86,6 +86,21 @@ def test_an_interrupted_warm_run_resumes_from_its_own_checkpoint(tmp_path):
     assert [e.timesteps for e in read_evaluations(run / "evaluations.csv")].count(0) == 1  # written once
 
 
+def test_every_trial_of_a_search_starts_from_a_fixed_source(tmp_path):
+    (source,) = run_dirs(train(tmp_path, spec_data(tmp_path, "source")))
+    data = spec_data(tmp_path, "tuned", warm_start={"from": str(source)}, total_timesteps=128,
+                     search={"method": "random", "trials": 2, "space": {"ppo.gamma": {"uniform": [0.9, 0.99]}}})
+    del data["seeds"]
+    sweep = train(tmp_path, data)
+    records = replay(sweep / "trials.jsonl")
+    assert [r.state for r in records] == [TrialState.COMPLETE] * 2 and {r.start for r in records} == {None}
+    for rec in records:
+        (run_id,) = rec.runs
+        assert result_of(sweep / run_id)["warm_start"]["run_id"] == source.name
+        assert read_evaluations(sweep / run_id / "evaluations.csv")[0].mean_return == \
+            result_of(source)["eval_mean_return"]
+
+
 def test_a_source_with_other_observations_is_refused_before_launch(tmp_path):
     other = XML_DIR / "planar_walker.xml"
     (source,) = run_dirs(train(tmp_path, spec_data(tmp_path, "source", xml=other)))
@@ -221,7 +236,7 @@ def test_a_design_search_starts_designs_from_the_nearest_finished_one_and_keeps_
 @pytest.mark.parametrize("warm, search, problem", [
     ("nearest", None, "warm_start: nearest starts each design of a search"),
     ({"from": "somewhere"}, {"method": "random", "trials": 2, "space": {"ppo.gamma": {"uniform": [0.9, 0.99]}}},
-     "warm_start: a search starts its trials from a run of its own"),
+     "warm_start: no run folder"),
     ({"from": "no/such/run"}, None, "warm_start: no run folder"),
 ])
 def test_a_warm_start_the_sweep_cannot_take_is_refused_in_one_line(tmp_path, warm, search, problem):

@@ -25,7 +25,8 @@ KEY = ("warm_start",)
 
 
 def resolve(spec: SweepSpec) -> WarmSource | None:
-    """The run the spec's runs start from; None without warm_start, or for `nearest` (the search picks)."""
+    """The run the spec's runs (a grid's, or every trial's of a search) start from; None without warm_start,
+    or for `nearest` (the search picks)."""
     warm = spec.warm_start
     if warm is None:
         return None
@@ -34,9 +35,6 @@ def resolve(spec: SweepSpec) -> WarmSource | None:
             raise _refuse(spec, "nearest starts each design of a search from the nearest finished one: it needs "
                                 "a search: whose space has edits.<label> keys")
         return None
-    if spec.search is not None:
-        raise _refuse(spec, "a search starts its trials from a run of its own with warm_start: nearest; a fixed "
-                            "source is for a grid sweep")
     run = RunDir(_source_folder(spec, warm))
     source = _finished_spec(spec, run)
     result = run.read_result()

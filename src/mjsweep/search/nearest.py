@@ -75,15 +75,18 @@ def _warm_source(sweep_dir: SweepDir, run_id: str) -> tuple[int, WarmSource] | N
                                  eval_mean_return=result.eval_mean_return, nearest=True)
 
 
-def fits(spec: SweepSpec, variant: variantlib.Variant, run: RunSpec, source: WarmSource) -> bool:
-    """Whether the trial's run can load the source: the same algorithm, policy and normalization (the space
-    may search those too), and the spaces its model.zip saved (an edit may add a joint)."""
+def misfit(spec: SweepSpec, variant: variantlib.Variant, run: RunSpec, source: WarmSource) -> str | None:
+    """Why the trial's run cannot load the source, or None if it can: the same algorithm, policy and
+    normalization (a space may search those too), and the spaces its model.zip saved (an edit may add a
+    joint)."""
     try:
         theirs = read_model(Path(source.run_dir) / "spec.json", RunSpec)
-    except CorruptFileError:
-        return False
-    if theirs is None or mismatch(theirs, run) is not None:
-        return False
+    except CorruptFileError as exc:
+        return str(exc)
+    if theirs is None:
+        return "its spec.json is gone"
+    if (problem := mismatch(theirs, run)) is not None:
+        return problem
     saved = saved_shapes(Path(source.run_dir) / "model.zip")
     with tempfile.TemporaryDirectory(prefix="mjsweep-warm-") as tmp:
         env = make_env(spec.env, variantlib.materialize(variant, Path(tmp)).xml, run.env_kwargs,
@@ -92,4 +95,7 @@ def fits(spec: SweepSpec, variant: variantlib.Variant, run: RunSpec, source: War
             shapes = (env.observation_space.shape, env.action_space.shape)
         finally:
             env.close()
-    return all(s is None or tuple(s) == tuple(shape or ()) for s, shape in zip(saved, shapes, strict=True))
+    for what, mine, theirs_shape in zip(("observation", "action"), shapes, saved, strict=True):
+        if theirs_shape is not None and tuple(theirs_shape) != tuple(mine or ()):
+            return f"its {what} space has shape {tuple(theirs_shape)}, this design's {tuple(mine or ())}"
+    return None

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engine import warmstart
 from ..engine.scheduler import Event, EventKind
 from ..engine.sweep import write_run_dir
 from ..spec.sweepspec import SweepSpec
@@ -60,6 +61,8 @@ class SearchSource:
         history = recordlib.replay(sweep_dir.trials_jsonl)
         self._history = {rec.key: rec for rec in history}
         """Every trial on record when this source was built: a resumed warm trial's source among them."""
+        self._fixed = warmstart.resolve(spec)
+        """warm_start: {from: ...}: the run every trial's runs start from (None: cold, or nearest)."""
         self.samplers: dict[str, Sampler] = {
             s.key: make_sampler(self.search.method, s.dims, self.search.seed, s.index, self.search.objective,
                                 [r for r in written if r.study == s.key]) for s in studies}
@@ -173,7 +176,8 @@ class SearchSource:
         """A trial on record as running: its succeeded runs count, the others run again (from checkpoints)."""
         params = {key: rec.params[key] for key in study.dims if key in rec.params}  # in the space's order
         source = self._history.get((study.key, rec.warm_from)) if rec.warm_from is not None else None
-        warm = nearestlib.sources(self.sweep_dir, source, self.search.seeds_per_trial) if source else None
+        warm = nearestlib.sources(self.sweep_dir, source, self.search.seeds_per_trial) if source else \
+            self._fixed_sources()
         try:
             variant, runs = trial_runs(self.spec, study, rec.number, params, self._variant_xml, warm=warm)
         except TrialBuildError as exc:
@@ -200,8 +204,15 @@ class SearchSource:
         """warm_start: nearest: whether the trial starts "warm" or "cold", the trial it starts from, and each
         seed's source run; (None, None, None) in other searches."""
         warm = self.spec.warm_start
-        if warm is None or not warm.nearest:
+        if warm is None:
             return None, None, None
+        if not warm.nearest:
+            fixed = self._fixed_sources()
+            assert fixed is not None, "engine.warmstart.resolve() found the source before launch"
+            _, runs = trial_runs(self.spec, study, number, params, self._variant_xml, variant=variant)
+            if (problem := nearestlib.misfit(self.spec, variant, runs[0], fixed[0])) is not None:
+                raise TrialBuildError(f"warm_start: the source run {fixed[0].run_id} does not fit: {problem}")
+            return None, None, fixed
         if nearestlib.starts_cold(number, warm.cold_share):
             return "cold", None, None
         source = nearestlib.nearest(params, [t.record for t in self.trials.values() if t.study is study],
@@ -210,9 +221,14 @@ class SearchSource:
         if source is None or found is None:
             return "cold", None, None  # nothing finished yet to start from
         _, cold = trial_runs(self.spec, study, number, params, self._variant_xml, variant=variant)
-        if not nearestlib.fits(self.spec, variant, cold[0], found[0]):
+        if nearestlib.misfit(self.spec, variant, cold[0], found[0]) is not None:
             return "cold", None, None  # another network, or an edit changed the spaces
         return "warm", source.number, found
+
+    def _fixed_sources(self) -> dict[int, WarmSource] | None:
+        """The fixed source for every seed of a trial; None without one."""
+        fixed = self._fixed
+        return dict.fromkeys(range(self.search.seeds_per_trial), fixed) if fixed is not None else None
 
     def summary(self) -> str:
         counts = {s: sum(t.record.state is s for t in self.trials.values()) for s in TrialState}
