@@ -37,6 +37,7 @@ from ..sweepdir import index as runindex
 from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, write_model, write_text_atomic
 from ..sweepdir.models import PlanRecord, RunSpec, RunState, SweepVariants, VariantRecord, succeeded
 from ..worker.tracking import check_tracking
+from . import warmstart
 from .modelcheck import ModelCheck
 from .recorder import StatusRecorder
 from .scheduler import Event, EventKind, RunSource, Scheduler, SchedulerOptions, SweepOutcome
@@ -85,7 +86,8 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
         raise InputError(f"--runs-dir {str(runs_dir)!r}: a path holds no NUL byte")
     root = runs_dir.resolve() if runs_dir else spec.runs_dir
     sweep_dir = SweepDir(root / spec.name)
-    runs = _point_at_variant_xml(planlib.expand(spec, variants), variants, sweep_dir)
+    warm = warmstart.resolve(spec)
+    runs = _point_at_variant_xml(planlib.expand(spec, variants, warm), variants, sweep_dir)
     _check_folders(spec, sweep_dir, runs, f"--runs-dir {runs_dir}" if runs_dir else None)
     # Generated XMLs live in a temp folder while they are checked; the runs get theirs when written.
     with tempfile.TemporaryDirectory(prefix="mjsweep-check-") as tmp:
@@ -103,6 +105,8 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
     if refused:
         run, problem = refused[0]
         raise _refused_hyperparameters(spec, run, problem, len(refused))
+    if warm is not None:
+        warmstart.check_runs(spec, warm, runs, {c.variant.name: c.probe for c in checks})
     return plan
 
 
