@@ -1,14 +1,74 @@
-"""Population-based training: the spec's refusals."""
+"""Population-based training: the decisions (pure), the spec's refusals, and real PBT sweeps of the tiny walker
+through `sweep run` as a subprocess: the lineage written, the same lineage after a Ctrl-C and a resume, and
+after a launcher killed while it wrote a generation's lines."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import signal
+from pathlib import Path
+
 import pytest
 
-from helpers.commands import write_spec
+from helpers.commands import launcher_output, run_sweep, start_sweep, wait_for, write_spec
 from mjsweep.errors import SpecError
+from mjsweep.search import pbtpolicy
+from mjsweep.spec.pbtspec import PbtSpec
 from mjsweep.spec.sweepspec import load
 
 SPACE = {"ppo.learning_rate": {"log_uniform": [1.0e-4, 1.0e-2]}, "ppo.ent_coef": {"uniform": [0.0, 0.1]}}
+
+
+def pbt(**changes) -> PbtSpec:
+    return PbtSpec.model_validate({"population": 4, "interval": 128, "space": SPACE, **changes})
+
+
+def test_members_start_from_draws_of_the_space_that_the_seed_decides():
+    first = pbtpolicy.initial(pbt(), 0)
+    assert len(first) == 4 and len({m["ppo.learning_rate"] for m in first}) == 4
+    for values in first:
+        assert 1e-4 <= values["ppo.learning_rate"] <= 1e-2 and 0.0 <= values["ppo.ent_coef"] <= 0.1
+    assert pbtpolicy.initial(pbt(), 0) == first
+    assert pbtpolicy.initial(pbt(seed=1), 0) != first
+    assert pbtpolicy.initial(pbt(), 1) != first  # each population its own draws
+
+
+def test_the_bottom_quantile_copies_the_top_and_perturbs_its_values():
+    spec = pbt(resample_probability=0.0, factors=[0.5, 2.0])
+    current = [{"ppo.learning_rate": 1e-3 * (m + 1), "ppo.ent_coef": 0.01 * (m + 1)} for m in range(4)]
+    decisions = pbtpolicy.next_generation(spec, 0, 1, current, [3.0, 9.0, 1.0, 5.0])
+    copies = {d.member: d for d in decisions if d.copied_from is not None}
+    assert list(copies) == [2]  # the worst of 4 at quantile 0.25
+    assert copies[2].copied_from == 1  # the best
+    for key, value in copies[2].hyperparams.items():
+        factor = {"x0.5": 0.5, "x2": 2.0}[copies[2].explored[key]]
+        assert value == pytest.approx(current[1][key] * factor, rel=1e-3)
+    assert [d.hyperparams for d in decisions if d.copied_from is None] == [current[0], current[1], current[3]]
+    assert pbtpolicy.next_generation(spec, 0, 1, current, [3.0, 9.0, 1.0, 5.0]) == decisions
+
+
+def test_resampled_and_multiplied_values_stay_in_the_space():
+    spec = pbt(resample_probability=1.0)
+    current = [{"ppo.learning_rate": 1e-2, "ppo.ent_coef": 0.1}] * 4
+    decision = pbtpolicy.next_generation(spec, 0, 1, current, [1.0, 2.0, 3.0, 0.0])[3]
+    assert set(decision.explored.values()) == {"resampled"}
+    bounded = pbtpolicy.next_generation(pbt(resample_probability=0.0, factors=[4.0]), 0, 1, current,
+                                        [1.0, 2.0, 3.0, 0.0])[3]
+    assert bounded.hyperparams == {"ppo.learning_rate": 1e-2, "ppo.ent_coef": 0.1}  # clamped to the bounds
+
+
+def test_a_member_whose_segment_failed_copies_a_scored_one():
+    decisions = pbtpolicy.next_generation(pbt(), 0, 1, pbtpolicy.initial(pbt(), 0), [None, 2.0, None, 1.0])
+    assert {d.member: d.copied_from for d in decisions if d.copied_from is not None} == {0: 1, 2: 1}
+
+
+def test_a_schedule_is_replayed_by_every_member_without_copies():
+    schedule = [{"ppo.learning_rate": 1e-3}, {"ppo.learning_rate": 5e-4}]
+    spec = PbtSpec.model_validate({"population": 2, "interval": 128, "schedule": schedule})
+    assert pbtpolicy.initial(spec, 0) == [schedule[0]] * 2
+    later = pbtpolicy.next_generation(spec, 0, 1, [schedule[0]] * 2, [1.0, 2.0])
+    assert [(d.hyperparams, d.copied_from) for d in later] == [(schedule[1], None)] * 2
 
 
 def pbt_spec(tiny_spec: dict, **pbt_changes) -> dict:
@@ -42,3 +102,84 @@ def test_a_population_takes_no_seeds_and_a_schedule_covers_every_generation(tmp_
         load(write_spec(tmp_path, {**data, "pbt": {**replay, "space": SPACE}}))
     three = [{"ppo.learning_rate": 1e-3}, {"ppo.learning_rate": 5e-4}, {"ppo.learning_rate": 2e-4}]
     assert load(write_spec(tmp_path, {**data, "pbt": {**replay, "schedule": three}})).pbt.schedule == three
+
+
+def test_sweep_run_refuses_pbt_on_slurm_before_anything_is_written(tmp_path, tiny_spec):
+    spec = write_spec(tmp_path, pbt_spec(tiny_spec))
+    done = run_sweep("run", str(spec), "--backend", "slurm")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith("error: pbt starts each generation as results come in")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_dry_run_says_what_the_population_trains_and_writes_nothing(tmp_path, tiny_spec):
+    spec = write_spec(tmp_path, pbt_spec(tiny_spec))
+    done = run_sweep("run", str(spec), "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert "1 population(s) x 2 members x 3 generations of 128 env steps = 6 segments, 768 env steps" in \
+        " ".join(done.stdout.split())
+    assert not (tmp_path / "runs").exists()
+
+
+def lineage(sweep_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (sweep_dir / "pbt.jsonl").read_text().splitlines()]
+
+
+def final_scores(sweep_dir: Path, lines: list[dict]) -> list[float]:
+    last = max(line["generation"] for line in lines)
+    return [json.loads((sweep_dir / line["run"] / "result.json").read_text())["eval_mean_return"]
+            for line in lines if line["generation"] == last]
+
+
+@pytest.mark.slow
+def test_a_pbt_sweep_records_its_lineage_and_resumes_to_the_same_one(tmp_path, tiny_spec):
+    data = pbt_spec(tiny_spec)
+    whole = write_spec(tmp_path / "whole", {**data, "runs_dir": str(tmp_path / "whole" / "runs")})
+    done = run_sweep("run", str(whole), "--workers", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    sweep_dir = tmp_path / "whole" / "runs" / "tiny"
+    lines = lineage(sweep_dir)
+    assert [(line["generation"], line["member"]) for line in lines] == [(g, m) for g in range(3) for m in range(2)]
+    by_run = {line["run"]: line for line in lines}
+    for line in lines[2:]:
+        parent = by_run[line["parent"]]
+        assert parent["generation"] == line["generation"] - 1
+        assert parent["member"] == (line["member"] if line["copied_from"] is None else line["copied_from"])
+        if line["copied_from"] is not None:
+            assert line["donor_score"] > line["score"]
+            for key, how in line["explored"].items():
+                was = parent["hyperparams"][key]
+                assert how == "resampled" or line["hyperparams"][key] == pytest.approx(
+                    was * float(how[1:]), rel=1e-3) or line["hyperparams"][key] in (1e-4, 1e-2, 0.0, 0.1)
+    assert any(line["copied_from"] is not None for line in lines), "with 2 members, the worse copies the better"
+    copied = next(line for line in lines if line["copied_from"] is not None)
+    # the copy starts from its donor's checkpoint and logs: its progress goes back to step 0
+    progress = (sweep_dir / copied["run"] / "progress.csv").read_text().splitlines()
+    donor_progress = (sweep_dir / copied["parent"] / "progress.csv").read_text().splitlines()
+    assert progress[:len(donor_progress)] == donor_progress and len(progress) > len(donor_progress)
+
+    # Ctrl-C once a copy's segment has begun, then `sweep run` again: the same decisions, the same scores.
+    stopped = write_spec(tmp_path / "stopped", {**data, "runs_dir": str(tmp_path / "stopped" / "runs")})
+    stopped_dir = tmp_path / "stopped" / "runs" / "tiny"
+    proc = start_sweep(stopped, "--workers", "2")
+    wait_for(lambda: (stopped_dir / "pbt.jsonl").exists() and len(lineage(stopped_dir)) >= 4
+             and (stopped_dir / lineage(stopped_dir)[2]["run"] / "status.json").exists(),
+             what="generation 1 started", timeout=300)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=300) == 130, launcher_output(stopped)
+    assert len(lineage(stopped_dir)) < 6
+    again = run_sweep("run", str(stopped), "--workers", "2")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert lineage(stopped_dir) == lines
+    assert final_scores(stopped_dir, lines) == final_scores(sweep_dir, lines)
+
+    # A launcher killed while it wrote generation 1's lines: the rest of them, the same.
+    cut = tmp_path / "cut" / "runs" / "tiny"
+    shutil.copytree(sweep_dir, cut)
+    (cut / "pbt.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines[:3]))
+    for line in lines[3:]:
+        shutil.rmtree(cut / line["run"])
+    cut_spec = write_spec(tmp_path / "cut", {**data, "runs_dir": str(tmp_path / "cut" / "runs")})
+    resumed = run_sweep("run", str(cut_spec), "--workers", "2")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert lineage(cut) == lines

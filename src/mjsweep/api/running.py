@@ -121,6 +121,10 @@ def _opener(plan: SweepPlan, order: Any, workers: int | None) -> Any:
 
         searchlib.check_method(plan)
         return searchlib.search_runs(plan)
+    if plan.spec.pbt is not None:
+        from ..search.pbt import pbt_runs
+
+        return pbt_runs(plan)
     _check_disk(plan, decide(plan), workers or _cores())
     if plan.spec.adaptive_seeds is not None:
         from ..engine.adaptive import adaptive_runs

@@ -149,6 +149,11 @@ def run(
     policy = plan.spec.adaptive_seeds
     if dry_run:
         tables.variant_table(out, plan)  # what deep validation found, model by model
+        if plan.spec.pbt is not None:
+            from ..search.pbt import dry_run_line
+
+            out.print(dry_run_line(plan))
+            return
         if policy is not None:
             _adaptive_dry_run(out, plan, policy, start, workers, backend)
             return
@@ -159,9 +164,14 @@ def run(
         if backend == "slurm":
             tables.sbatch_preview(out, plan, planned, workers)
         return
-    if policy is not None and backend == "slurm":
-        raise InputError("adaptive seeds add runs as results come in: use --backend local or ray, not slurm")
+    if (policy is not None or plan.spec.pbt is not None) and backend == "slurm":
+        what = "pbt starts each generation" if plan.spec.pbt else "adaptive seeds add runs"
+        raise InputError(f"{what} as results come in: use --backend local or ray, not slurm")
     opener = planned_runs(plan, start)
+    if plan.spec.pbt is not None:
+        from ..search.pbt import pbt_runs
+
+        opener = pbt_runs(plan)
     if policy is not None:
         from ..engine.adaptive import adaptive_runs
 
