@@ -23,6 +23,7 @@ from ..sweepdir.files import CorruptFileError, RunDir, write_model
 from ..sweepdir.models import CheckpointRecord, ResumeRecord, RunSpec
 from .checkpoints import Checkpointer, truncate_logs
 from .envs import monitored_env, normalized_env
+from .live import set_live
 from .model import build_model
 from .warm import load_source
 
@@ -87,6 +88,7 @@ def _load(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, checkpoint: Ch
     try:
         venv = normalized_env(spec, run, monitored, checkpoint)
         model = build_model(spec, venv, checkpointer, checkpoint, exact=exact is not None)
+        set_live(model, spec)  # the spec's values, not the checkpoint's: a PBT member's may have changed
     except DAMAGED as exc:
         monitored.close()
         return f"loading it raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
