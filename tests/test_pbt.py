@@ -1,6 +1,6 @@
 """Population-based training: the decisions (pure), the spec's refusals, and real PBT sweeps of the tiny walker
 through `sweep run` as a subprocess: the lineage written, the same lineage after a Ctrl-C and a resume, and
-after a launcher killed while it wrote a generation's lines."""
+after a launcher killed while it wrote a generation's lines; `sweep report`'s replay spec."""
 
 from __future__ import annotations
 
@@ -10,12 +10,16 @@ import signal
 from pathlib import Path
 
 import pytest
+import yaml
 
 from helpers.commands import launcher_output, run_sweep, start_sweep, wait_for, write_spec
 from mjsweep.errors import SpecError
-from mjsweep.search import pbtpolicy
+from mjsweep.search import pbtpolicy, pbtreport
 from mjsweep.spec.pbtspec import PbtSpec
 from mjsweep.spec.sweepspec import load
+from mjsweep.sweepdir.files import SweepDir, append_line, write_model
+from mjsweep.sweepdir.lineage import SegmentRecord
+from mjsweep.sweepdir.models import RunResult
 
 SPACE = {"ppo.learning_rate": {"log_uniform": [1.0e-4, 1.0e-2]}, "ppo.ent_coef": {"uniform": [0.0, 0.1]}}
 
@@ -69,6 +73,32 @@ def test_a_schedule_is_replayed_by_every_member_without_copies():
     assert pbtpolicy.initial(spec, 0) == [schedule[0]] * 2
     later = pbtpolicy.next_generation(spec, 0, 1, [schedule[0]] * 2, [1.0, 2.0])
     assert [(d.hyperparams, d.copied_from) for d in later] == [(schedule[1], None)] * 2
+
+
+def test_the_report_traces_the_best_members_schedule_through_the_members_it_copied(tmp_path):
+    folder = SweepDir(tmp_path / "sweep")
+    folder.path.mkdir()
+    folder.sweep_yaml.write_text(yaml.safe_dump({"pbt": {"interval": 128}}))
+    lr = "ppo.learning_rate"
+    lines = [SegmentRecord(population="walker", generation=0, member=0, run="a0", hyperparams={lr: 1e-3}),
+             SegmentRecord(population="walker", generation=0, member=1, run="b0", hyperparams={lr: 2e-3}),
+             SegmentRecord(population="walker", generation=1, member=0, run="a1", hyperparams={lr: 2.5e-3},
+                           parent="b0", copied_from=1, previous={lr: 1e-3}, explored={lr: "x1.25"}, score=1.0,
+                           donor_score=2.0),
+             SegmentRecord(population="walker", generation=1, member=1, run="b1", hyperparams={lr: 2e-3},
+                           parent="b0", previous={lr: 2e-3}, score=2.0)]
+    for line in lines:
+        append_line(folder.pbt_jsonl, line)
+    for run, score in (("a1", 5.0), ("b1", 3.0)):
+        folder.run(run).path.mkdir()
+        write_model(folder.run(run).result_json, RunResult(run_id=run, eval_mean_return=score))
+    text = pbtreport.report(folder)
+    assert "generation 1: member 0 (1) copied member 1 (2); ppo.learning_rate 0.001 -> 0.0025 (member 1's 0.002 " \
+        "x1.25)" in text
+    assert "best member: 0 (final evaluation 5)" in text
+    replay = yaml.safe_load(folder.pbt_best_yaml.read_text())["pbt"]
+    assert replay["schedule"] == [{lr: 2e-3}, {lr: 2.5e-3}]  # member 1's first segment, then its own
+    assert replay["interval"] == 128 and "```yaml" in text
 
 
 def pbt_spec(tiny_spec: dict, **pbt_changes) -> dict:
@@ -183,3 +213,13 @@ def test_a_pbt_sweep_records_its_lineage_and_resumes_to_the_same_one(tmp_path, t
     resumed = run_sweep("run", str(cut_spec), "--workers", "2")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert lineage(cut) == lines
+
+    report = run_sweep("report", str(sweep_dir))
+    assert report.returncode == 0, report.stderr
+    assert "best member" in report.stdout and (sweep_dir / "pbt_curves.png").exists()
+    replay = yaml.safe_load((sweep_dir / "pbt_best.yaml").read_text())["pbt"]
+    assert replay["interval"] == 128 and len(replay["schedule"]) == 3
+    assert replay["schedule"][-1] in [line["hyperparams"] for line in lines[4:]]
+    # the replay spec is one `sweep run` takes: pasted in place of the search
+    replayed = write_spec(tmp_path / "replay", {**data, "pbt": replay, "runs_dir": str(tmp_path / "replay" / "runs")})
+    load(replayed)

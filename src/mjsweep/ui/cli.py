@@ -514,6 +514,11 @@ def report(
         from ..results.seeding import to_markdown as seeds_markdown
 
         md_text += "\n" + seeds_markdown(rounds)
+    from ..search.pbtreport import report as pbt_report
+
+    pbt_text = pbt_report(folder)  # a PBT sweep's lineage, best schedule and replay spec; "" for any other
+    if pbt_text:
+        md_text += "\n" + pbt_text
     write_text_atomic(folder.report_csv, csv_text)
     write_text_atomic(folder.report_md, md_text)
     if fmt == "table":
@@ -536,6 +541,8 @@ def report(
 
             for line in summary_lines(confirmed):
                 print(f"confirmed on fresh seeds: {line}")
+        if pbt_text:
+            print(pbt_text)
     elif fmt == "html":
         from .html_report import build, sweep_state
 
