@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from helpers.commands import launcher_output, run_sweep, start_sweep, wait_for, write_spec
+from helpers.models import REPO
 from mjsweep.errors import SpecError
 from mjsweep.search import pbtpolicy, pbtreport
 from mjsweep.spec.pbtspec import PbtSpec
@@ -149,6 +150,12 @@ def test_a_dry_run_says_what_the_population_trains_and_writes_nothing(tmp_path, 
     assert "1 population(s) x 2 members x 3 generations of 128 env steps = 6 segments, 768 env steps" in \
         " ".join(done.stdout.split())
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_example_config_is_the_population_docs_search_md_describes(tmp_path):
+    done = run_sweep("run", str(REPO / "configs" / "smoke_pbt.yaml"), "--runs-dir", str(tmp_path), "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert "1 population(s) x 4 members x 4 generations of 512 env steps = 16 segments" in " ".join(done.stdout.split())
 
 
 def lineage(sweep_dir: Path) -> list[dict]:
