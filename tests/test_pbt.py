@@ -205,21 +205,26 @@ def test_a_pbt_sweep_records_its_lineage_and_resumes_to_the_same_one(tmp_path, t
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=300) == 130, launcher_output(stopped)
     assert len(lineage(stopped_dir)) < 6
+    cut = tmp_path / "cut" / "runs" / "tiny"
+    shutil.copytree(stopped_dir, cut)  # for a launcher killed mid-generation, below
+    assert lineage(stopped_dir) == lines[:len(lineage(stopped_dir))]
     again = run_sweep("run", str(stopped), "--workers", "2")
     assert again.returncode == 0, again.stdout + again.stderr
     assert lineage(stopped_dir) == lines
     assert final_scores(stopped_dir, lines) == final_scores(sweep_dir, lines)
 
-    # A launcher killed while it wrote generation 1's lines: the rest of them, the same.
-    cut = tmp_path / "cut" / "runs" / "tiny"
-    shutil.copytree(sweep_dir, cut)
+    # A launcher killed while it wrote generation 1's lines (the stopped folder with one of them kept, none of its
+    # segments started): the rest of them, the same decisions.
     (cut / "pbt.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines[:3]))
-    for line in lines[3:]:
-        shutil.rmtree(cut / line["run"])
+    for line in lines[2:]:
+        shutil.rmtree(cut / line["run"], ignore_errors=True)
+    assert all((cut / line["run"] / "checkpoints" / "checkpoint.json").exists() for line in lines[:2])
     cut_spec = write_spec(tmp_path / "cut", {**data, "runs_dir": str(tmp_path / "cut" / "runs")})
     resumed = run_sweep("run", str(cut_spec), "--workers", "2")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert lineage(cut) == lines
+    # a segment's checkpoints go once every segment that copied them has ended: the last generation's stay
+    assert [(cut / line["run"] / "checkpoints").exists() for line in lines] == [False] * 4 + [True] * 2
 
     report = run_sweep("report", str(sweep_dir))
     assert report.returncode == 0, report.stderr

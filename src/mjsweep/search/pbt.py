@@ -120,6 +120,8 @@ class PbtSource:
         generation = population.generation
         members = population.members(generation)
         scores = [self._score(line.run) for line in members]
+        for line in population.members(generation - 1):
+            release(self.sweep_dir.run(line.run))
         if generation + 1 >= self.generations or all(s is None for s in scores):
             population.done = True
             best = pbtpolicy.ranked(scores)[0]
@@ -211,6 +213,14 @@ def start_from(parent: RunDir, child: RunDir) -> None:
             with open(source, "rb") as fh:
                 target.write_bytes(fh.read(size))
     write_model(child.checkpoint_json, checkpoint.model_copy(update={"earlier": [], "best_timesteps": None}))
+
+
+def release(run_dir: RunDir) -> None:
+    """A segment's checkpoints, once every segment that copied them has ended: a population keeps the checkpoints
+    (replay buffers included) of two generations at most, not of every segment. checkpoint.json goes first, so no
+    file it names is ever missing; model.zip stays."""
+    run_dir.checkpoint_json.unlink(missing_ok=True)
+    shutil.rmtree(run_dir.checkpoints, ignore_errors=True)
 
 
 def _shown(score: float | None) -> str:
