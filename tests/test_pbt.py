@@ -158,6 +158,18 @@ def test_the_example_config_is_the_population_docs_search_md_describes(tmp_path)
     assert "1 population(s) x 4 members x 4 generations of 512 env steps = 16 segments" in " ".join(done.stdout.split())
 
 
+def test_the_python_api_trains_a_population_as_sweep_run_does(tmp_path, tiny_spec):
+    import mjsweep
+
+    data = pbt_spec(tiny_spec, population=2)
+    data.update(total_timesteps=256, runs_dir=str(tmp_path / "runs"))
+    assert mjsweep.validate(data).runs == 0  # made as the population goes, as a search's
+    sweep = mjsweep.run(data, workers=2)
+    lines = lineage(tmp_path / "runs" / "tiny")
+    assert [(line["generation"], line["member"]) for line in lines] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert sorted(run.run_id for run in sweep.runs) == sorted(line["run"] for line in lines)
+
+
 def lineage(sweep_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (sweep_dir / "pbt.jsonl").read_text().splitlines()]
 

@@ -176,7 +176,7 @@ class PbtSource:
         point = {**population.grid, **values, "total_timesteps": (generation + 1) * self.pbt.interval}
         run = make_run(self.spec, population.variant, point, member)
         run_id = f"m{member:02d}g{generation:02d}_{run.run_id}"
-        update: dict = {"run_id": run_id, "grid": population.grid, "checkpoint_at_end": True}
+        update: dict = {"run_id": run_id, "checkpoint_at_end": True}
         if population.variant.xml_text is not None:
             update["xml"] = str(self.sweep_dir.run(run_id).variant_xml)
         return run.model_copy(update=update)
