@@ -238,6 +238,10 @@ def test_a_pbt_sweep_records_its_lineage_and_resumes_to_the_same_one(tmp_path, t
     # a segment's checkpoints go once every segment that copied them has ended: the last generation's stay
     assert [(cut / line["run"] / "checkpoints").exists() for line in lines] == [False] * 4 + [True] * 2
 
+    finished = run_sweep("run", str(whole), "--workers", "2")  # a population that is done trains nothing
+    assert finished.returncode == 0 and "6 succeeded" in finished.stdout and "started" not in finished.stdout
+    assert lineage(sweep_dir) == lines
+
     report = run_sweep("report", str(sweep_dir))
     assert report.returncode == 0, report.stderr
     assert "best member" in report.stdout and (sweep_dir / "pbt_curves.png").exists()

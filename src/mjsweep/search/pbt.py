@@ -69,6 +69,8 @@ class PbtSource:
         self.skipped: list[str] = []
         for population in self.populations.values():
             generation = max(population.generation, 0)
+            self.skipped += [line.run for (g, _), line in population.lines.items()
+                             if g < generation and run_succeeded(self.sweep_dir, line.run)]
             if len(population.members(generation)) == self.pbt.population:
                 self._queue(population, generation)
             elif generation == 0:
