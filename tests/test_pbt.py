@@ -126,6 +126,8 @@ def test_a_population_takes_no_seeds_and_a_schedule_covers_every_generation(tmp_
     data = pbt_spec(tiny_spec)
     with pytest.raises(SpecError, match="seeds: pbt trains pbt.population members"):
         load(write_spec(tmp_path, {**data, "seeds": 2}))
+    with pytest.raises(SpecError, match="warm_start: a pbt population starts its members cold"):
+        load(write_spec(tmp_path, {**data, "warm_start": {"from": str(tmp_path)}}))
     replay = {"population": 2, "interval": 128, "schedule": [{"ppo.learning_rate": 1e-3}] * 2}
     with pytest.raises(SpecError, match="pbt.schedule: 2 generations scheduled; total_timesteps / interval is 3"):
         load(write_spec(tmp_path, {**data, "pbt": replay}))
