@@ -1,7 +1,7 @@
 """What `sweep run` decides before anything starts, as data the command line prints: what the runs to start
 will cost (a dry run's pricing, from this folder's measured speeds or
 `sweep bench`'s), the disk they need at their peak against the free space, and which runs a grid, adaptive
-seeds or a search hands the scheduler."""
+seeds, a population or a search hands the scheduler."""
 
 from __future__ import annotations
 
@@ -100,8 +100,9 @@ def check_disk(plan: SweepPlan, runs: Sequence[RunSpec], slots: int | None) -> D
 
 
 def open_runs(plan: SweepPlan, order: Order, backend: str = "local") -> RunsOpener:
-    """What execute runs: a search's trials, adaptive seeds' rounds, or the grid's runs in `order`. InputError
-    for a search or adaptive seeds on SLURM (their runs come as results do) or a search method not installed."""
+    """What execute runs: a search's trials, a population's generations (pbt), adaptive seeds' rounds, or the
+    grid's runs in `order`. InputError for those but the grid on SLURM (their runs come as results do) or a
+    search method not installed."""
     from ..engine.sweep import planned_runs
 
     if plan.spec.search is not None:
@@ -111,6 +112,12 @@ def open_runs(plan: SweepPlan, order: Order, backend: str = "local") -> RunsOpen
         if backend == "slurm":
             raise InputError("a search makes its runs as slots free up: use --backend local or ray, not slurm")
         return searchlib.search_runs(plan)
+    if plan.spec.pbt is not None:
+        if backend == "slurm":
+            raise InputError("pbt starts each generation as results come in: use --backend local or ray, not slurm")
+        from ..search.pbt import pbt_runs
+
+        return pbt_runs(plan)
     if plan.spec.adaptive_seeds is not None:
         if backend == "slurm":
             raise InputError("adaptive seeds add runs as results come in: use --backend local or ray, not slurm")

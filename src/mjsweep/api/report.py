@@ -62,6 +62,8 @@ class Report:
     pareto: Path | None
     """A multi-objective search's front, drawn to report_pareto.png."""
     confirmed: list[StudyConfirmation] | None
+    pbt: str = ""
+    """A PBT sweep's lineage, best schedule and replay spec (Markdown); "" for any other sweep."""
 
     @property
     def folder(self) -> SweepDir:
@@ -94,6 +96,8 @@ class Report:
             from ..results.seeding import to_markdown as seeds_markdown
 
             parts.append(seeds_markdown(self.read.rounds))
+        if self.pbt:
+            parts.append(self.pbt)
         return "\n".join(parts)
 
     def json(self) -> str:
@@ -141,9 +145,11 @@ def build(folder: SweepDir, *, status_warnings: list[str], all_specs: bool = Fal
     comparisons = read.compare(names) if compare else None
     drawn = figures(folder, read.returns, f"sweep {folder.path.name}", read.sequential) if figures else None
     trials = _search_trials(folder)
+    from ..search.pbtreport import report as pbt_report
+
     return Report(read, status_warnings + ([read.left_out] if read.left_out else []), reportlib.failed_runs(read.rows),
                   comparisons, drawn, trials, _pareto_figure(folder, *trials) if trials is not None else None,
-                  _confirmations(folder, trials))
+                  _confirmations(folder, trials), pbt_report(folder))
 
 
 def _search_trials(folder: SweepDir) -> tuple[list[TrialRow], SearchSpec] | None:

@@ -24,14 +24,13 @@ imports, once per sweep, take a second of CPU beside the runs (BENCHMARKS.md, "T
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable
 from typing import Protocol
 
-from ..launchers.spawn import _unblocked_dying_with, worker_env
+from ..childproc import Child
 from .scheduler import Event, EventKind
 
 NICENESS = 19
@@ -74,10 +73,8 @@ class ChildBuild:
     def __init__(self, command: list[str], waiting: bool = False, niceness: int = NICENESS):
         self._stderr = tempfile.TemporaryFile()
         try:
-            self.proc = subprocess.Popen(command, stdin=subprocess.PIPE if waiting else subprocess.DEVNULL,
-                                         stdout=subprocess.DEVNULL,
-                                         stderr=self._stderr, env=worker_env(), start_new_session=True,
-                                         close_fds=True, preexec_fn=_unblocked_dying_with(os.getpid(), niceness))
+            self.proc = Child.start(command, stdin=subprocess.PIPE if waiting else subprocess.DEVNULL,
+                                    stderr=self._stderr, niceness=niceness)
         except BaseException:
             self._stderr.close()
             raise
@@ -90,11 +87,12 @@ class ChildBuild:
         return self.proc.poll()
 
     def go(self) -> bool:
-        if self.proc.stdin is None:
+        stdin = self.proc.proc.stdin
+        if stdin is None:
             return False
         try:
-            self.proc.stdin.write(b"go\n")
-            self.proc.stdin.close()
+            stdin.write(b"go\n")
+            stdin.close()
         except OSError:  # it ended (a broken pipe): the caller starts a build of its own
             return False
         return True
@@ -113,14 +111,12 @@ class ChildBuild:
 
     def end(self) -> None:
         if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)  # its group: the session it leads
-            except ProcessLookupError:
-                pass
+            self.proc.kill()  # its group: the session it leads
             self.proc.wait()
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
+        stdin = self.proc.proc.stdin
+        if stdin is not None and not stdin.closed:
             try:
-                self.proc.stdin.close()
+                stdin.close()
             except OSError:
                 pass
         self._stderr.close()

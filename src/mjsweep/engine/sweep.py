@@ -10,6 +10,7 @@ import difflib
 import errno
 import fcntl
 import os
+import signal
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
@@ -20,6 +21,7 @@ from pathlib import Path
 import psutil
 import yaml
 
+from ..childproc import signal_group
 from ..errors import InputError, SweepDirError, SweepLockedError, shown
 from ..launchers.base import Launcher
 from ..plan import runs as planlib
@@ -35,6 +37,7 @@ from ..sweepdir import index as runindex
 from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, write_model, write_text_atomic
 from ..sweepdir.models import PlanRecord, RunSpec, RunState, SweepVariants, VariantRecord, succeeded
 from ..worker.tracking import check_tracking
+from . import warmstart
 from .modelcheck import ModelCheck
 from .recorder import StatusRecorder
 from .scheduler import Event, EventKind, RunSource, Scheduler, SchedulerOptions, SweepOutcome
@@ -83,7 +86,8 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
         raise InputError(f"--runs-dir {str(runs_dir)!r}: a path holds no NUL byte")
     root = runs_dir.resolve() if runs_dir else spec.runs_dir
     sweep_dir = SweepDir(root / spec.name)
-    runs = _point_at_variant_xml(planlib.expand(spec, variants), variants, sweep_dir)
+    warm = warmstart.resolve(spec)
+    runs = _point_at_variant_xml(planlib.expand(spec, variants, warm), variants, sweep_dir)
     _check_folders(spec, sweep_dir, runs, f"--runs-dir {runs_dir}" if runs_dir else None)
     # Generated XMLs live in a temp folder while they are checked; the runs get theirs when written.
     with tempfile.TemporaryDirectory(prefix="mjsweep-check-") as tmp:
@@ -101,6 +105,8 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
     if refused:
         run, problem = refused[0]
         raise _refused_hyperparameters(spec, run, problem, len(refused))
+    if warm is not None:
+        warmstart.check_runs(spec, warm, runs, {c.variant.name: c.probe for c in checks})
     return plan
 
 
@@ -359,10 +365,10 @@ def _write_sweep_files(plan: SweepPlan, runs: list[RunSpec]) -> None:
     are never touched again)."""
     write_text_atomic(plan.sweep_dir.sweep_yaml, yaml.safe_dump(plan.spec.resolved(), sort_keys=False))
     write_model(plan.sweep_dir.variants_json, variants_record(plan))
-    if plan.spec.search is None:
+    if plan.spec.search is None and plan.spec.pbt is None:
         write_model(plan.sweep_dir.plan_json, PlanRecord(experiments={r.group: r.experiment for r in plan.runs},
                                                          runs=[r.run_id for r in plan.runs]))
-    else:  # a search's groups are its trials, made as it runs: no plan to hold its runs to
+    else:  # a search's groups are its trials, PBT's segments its generations, made as it runs: no plan
         plan.sweep_dir.plan_json.unlink(missing_ok=True)
     generated = {c.variant.name: c.variant.xml_text for c in plan.checks if c.variant.xml_text is not None}
     for run in runs:
@@ -405,8 +411,8 @@ def kill_orphan(run_dir: RunDir) -> None:
         proc = psutil.Process(status.pid)
         # An exec'd worker names its run dir on its command line; a forked one runs in it.
         if str(run_dir.path) in " ".join(proc.cmdline()) or proc.cwd() == str(run_dir.path):
-            os.killpg(status.pid, 9)
-    except (psutil.Error, ProcessLookupError, PermissionError):
+            signal_group(status.pid, signal.SIGKILL)
+    except psutil.Error:
         pass
 
 

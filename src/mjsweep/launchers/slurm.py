@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from ..childproc import THREAD_VARS
 from ..errors import LauncherConfigError, LaunchError
 from ..spec.sweepspec import SlurmSpec
 from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, write_text_atomic
 from ..sweepdir.models import RunSpec
 from .base import Launcher, OomFacts, RunExit
-from .spawn import THREAD_VARS
 
 SLURM_DIR = "slurm"
 """Under the sweep dir: each array's script and run list, and SLURM's own output per task."""

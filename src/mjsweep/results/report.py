@@ -49,6 +49,10 @@ class GroupRow:
     """Mean seconds each run's last checkpoint took to write (model, statistics, replay buffer)."""
     mean_checkpoint_mb: float | None = None
     """Mean size of each run's last checkpoint on disk, MiB: what a SAC or TD3 replay buffer costs."""
+    cpu_s: float | None = None
+    """CPU seconds the group's succeeded runs spent, summed (None if one ran before result.json had cpu_s)."""
+    env_steps: int | None = None
+    """Env steps the group's succeeded runs trained, summed."""
 
 
 RANKINGS = ("final", "best")
@@ -101,6 +105,8 @@ def _group_row(name: str, members: list[ResultRow], model: ModelStats | None,
     auc = [(aucs or {})[m.run_id] for m in members if m.run_id in (aucs or {})]
     checkpoint_s = [r.checkpoint_save_s for r in ok if r.checkpoint_save_s is not None]
     checkpoint_mb = [r.checkpoint_bytes / 2**20 for r in ok if r.checkpoint_bytes is not None]
+    cpu_s = [r.cpu_s for r in ok]
+    steps = [r.timesteps for r in ok]
     summary = stats.summarize(returns) if returns else None
     iqm_ci = stats.iqm_interval(returns) if returns else None
     return GroupRow(
@@ -115,7 +121,13 @@ def _group_row(name: str, members: list[ResultRow], model: ModelStats | None,
         mean_eval_auc=statistics.fmean(auc) if auc else None,
         mean_checkpoint_s=statistics.fmean(checkpoint_s) if checkpoint_s else None,
         mean_checkpoint_mb=statistics.fmean(checkpoint_mb) if checkpoint_mb else None,
+        cpu_s=_total(cpu_s), env_steps=_total(steps),
     )
+
+
+def _total(values: list[Any]) -> Any:
+    """The sum of every succeeded run's figure; None with no run, or with one that lacks it."""
+    return sum(values) if values and None not in values else None
 
 
 def model_stats(sweep_dir: SweepDir, rows: list[ResultRow]) -> dict[str, ModelStats | None]:
@@ -155,7 +167,7 @@ def table_rows(groups: list[GroupRow]) -> list[list[str]]:
                     _num(g.mean_fps), _num(g.mean_eval_s), _num(m.total_mass if m else None), *(
                         [str(m.bodies), str(m.joints), str(m.actuators)] if m else ["", "", ""]),
                     _num(g.mean_best_return), _num(g.mean_eval_auc), _num(g.mean_checkpoint_s),
-                    _num(g.mean_checkpoint_mb)])
+                    _num(g.mean_checkpoint_mb), _num(g.cpu_s), str(g.env_steps or "")])
     return out
 
 

@@ -54,7 +54,10 @@ from .limits import (
     unusable,
 )
 from .literals import zoo_expression, zoo_text
+from .pbtspec import PbtSpec
+from .pbtspec import check as check_pbt
 from .searchspace import EVAL_METRICS, MULTI_OBJECTIVE_METHODS, Dimension, SearchSpec
+from .warmstart import WarmStartSpec
 from .zoo import ZOO_TOP_KEYS, ZooProblem, zoo_sections
 
 MENAGERIE_PREFIX = "menagerie:"
@@ -320,6 +323,10 @@ class SweepSpec(_Strict):
     """Degenerate-env checks of the pre-launch probe that only warn instead of refusing the sweep."""
     search: SearchSpec | None = None
     """A search beyond the grid (docs/search.md): trials sampled from a space, each trained with several seeds."""
+    warm_start: WarmStartSpec | None = None
+    """Start every run from a finished run's policy and normalization (docs/training.md, "Warm starts")."""
+    pbt: PbtSpec | None = None
+    """Population-based training (docs/search.md, spec/pbtspec.py): a population per variant and grid point."""
     max_runs: int = Field(DEFAULT_MAX_RUNS, ge=1)
     """The most runs the spec may plan (variants x grid points x seeds, or trials x seeds): a larger plan is
     refused before anything is expanded, naming its count. `sweep run --max-runs` overrides it. Not part of the
@@ -598,6 +605,11 @@ def parse(data: dict[str, Any], locator: SpecLocator, max_runs: int | None = Non
         raise locator.error(("total_timesteps",), "required key is missing")
     if spec.search is not None and "seeds" in data:
         raise locator.error(("seeds",), "a search trains search.seeds_per_trial seeds per trial: drop 'seeds'")
+    if spec.pbt is not None and ("seeds" in data or spec.search is not None):
+        raise locator.error(("seeds" if "seeds" in data else "search",), "pbt trains pbt.population members "
+                            "(seeds 0, 1, ...) and searches nothing else: drop it")
+    if spec.pbt is not None and spec.warm_start is not None:
+        raise locator.error(("warm_start",), "a pbt population starts its members cold: drop warm_start")
     spec._zoo_entries = zoo_entries
     spec._max_runs = max_runs
     spec.check_run_count()
@@ -702,6 +714,9 @@ def _check_semantics(spec: SweepSpec, loc: SpecLocator) -> None:
             _check_rollout(spec, ALGOS[name], loc)
     if spec.search is not None:
         _check_search(spec, spec.search, loc)
+    if spec.pbt is not None:
+        check_pbt(spec.pbt, spec.algos, spec.hyperparameters(spec.algos[0]), spec.total_timesteps_of(spec.algos[0]),
+                  spec.n_envs_of(spec.algos[0]), spec.grid, loc.error)
 
 
 def _check_search(spec: SweepSpec, search: SearchSpec, loc: SpecLocator) -> None:

@@ -42,7 +42,8 @@ MONITOR_COLUMNS = ("r", "l", "t")
 REPORT_COLUMNS = ("variant", "grid", "runs", "succeeded", "failed", "mean_return", "std_return", "iqm_return",
                   "ci95_low", "ci95_high", "iqm_ci95_low", "iqm_ci95_high", "mean_fps", "mean_eval_s", "total_mass",
                   "bodies", "joints", "actuators",
-                  "mean_best_return", "mean_eval_auc", "mean_checkpoint_s", "mean_checkpoint_mb")
+                  "mean_best_return", "mean_eval_auc", "mean_checkpoint_s", "mean_checkpoint_mb",
+                  "cpu_s", "env_steps")
 """report.csv (and report.md's table): a row per group of seeds, written by `sweep report`."""
 CROSS_MATRIX_COLUMNS = ("train", "test", "seeds", "mean", "ci95_low", "ci95_high", "skipped")
 """cross/matrix.csv: a row per trained group and variant it was evaluated on (`sweep evaluate --cross`)."""

@@ -46,6 +46,8 @@ def _table(report: Report) -> None:
 
         for line in summary_lines(report.confirmed):
             print(f"confirmed on fresh seeds: {line}")
+    if report.pbt:
+        print(report.pbt)
 
 
 def _html(report: Report, view: SweepView) -> None:

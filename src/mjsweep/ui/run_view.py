@@ -26,10 +26,16 @@ if TYPE_CHECKING:
 
 
 def dry_run(out: Console, plan: SweepPlan, start: Order, workers: int | None, backend: str) -> None:
-    """A grid's (or adaptive seeds') plan, its cost and disk, and for SLURM the job array it would submit."""
+    """A grid's (or adaptive seeds') plan, its cost and disk, and for SLURM the job array it would submit; a
+    population's (pbt) one line."""
     from ..engine.sweep import decide, in_start_order
 
     tables.variant_table(out, plan)  # what deep validation found, model by model
+    if plan.spec.pbt is not None:
+        from ..search.pbt import dry_run_line
+
+        out.print(dry_run_line(plan))
+        return
     if plan.spec.adaptive_seeds is not None:
         _adaptive_dry_run(out, plan, start, workers, backend)
         return

@@ -23,7 +23,9 @@ from ..sweepdir.files import CorruptFileError, RunDir, write_model
 from ..sweepdir.models import CheckpointRecord, ResumeRecord, RunSpec
 from .checkpoints import Checkpointer, truncate_logs
 from .envs import monitored_env, normalized_env
+from .live import set_live
 from .model import build_model
+from .warm import load_source
 
 DAMAGED = (ValueError, AssertionError, EOFError, KeyError, RuntimeError, OSError, pickle.UnpicklingError,
            zipfile.BadZipFile)
@@ -45,7 +47,8 @@ class Start:
 
 
 def start(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, stop_if_requested: Callable[[], None]) -> Start:
-    """The env and the model to train, from the newest usable checkpoint or from 0."""
+    """The env and the model to train, from the newest usable checkpoint, or from 0 (a warm run: from its
+    source's policy and statistics, never from the source again once it has a checkpoint of its own)."""
     try:
         saved, because = run.read_checkpoint(), []
     except CorruptFileError as exc:
@@ -72,7 +75,10 @@ def start(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, stop_if_reques
     checkpointer.best.clear()  # an earlier attempt's, which ended before its first usable checkpoint
     stop_if_requested()
     venv = normalized_env(spec, run, monitored_env(spec, run, None), None)
-    return Start(venv, build_model(spec, venv, checkpointer, None), None)
+    model = build_model(spec, venv, checkpointer, None)
+    if spec.warm_start is not None:
+        load_source(model, spec.warm_start, spec.device)
+    return Start(venv, model, None)
 
 
 def _load(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, checkpoint: CheckpointRecord) -> Start | str:
@@ -82,6 +88,7 @@ def _load(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, checkpoint: Ch
     try:
         venv = normalized_env(spec, run, monitored, checkpoint)
         model = build_model(spec, venv, checkpointer, checkpoint, exact=exact is not None)
+        set_live(model, spec)  # the spec's values, not the checkpoint's: a PBT member's may have changed
     except DAMAGED as exc:
         monitored.close()
         return f"loading it raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
