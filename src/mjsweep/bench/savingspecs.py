@@ -67,10 +67,10 @@ TINY = Budget(name="tiny", env="HalfCheetah-v5", robot="tiny_walker.xml", scaled
               grid={"ppo.learning_rate": [3.0e-4, 1.0e-3], "ppo.ent_coef": [0.0, 0.01]},
               designs=6, design_steps=2048, probe_steps=512)
 FULL = Budget(name="full", env="Hopper-v5", robot="", scaled_bodies=("thigh",), max_episode_steps=None,
-              ppo={"n_steps": 1024, "batch_size": 64, "n_epochs": 10}, members=8, steps=100_000,
-              interval=20_000, eval_every=20_000, eval_episodes=5,
+              ppo={"n_steps": 2048, "batch_size": 64, "n_epochs": 10}, members=8, steps=5 * 20_480,
+              interval=20_480, eval_every=20_480, eval_episodes=5,
               grid={"ppo.learning_rate": [1.0e-4, 3.0e-4, 1.0e-3, 3.0e-3], "ppo.ent_coef": [0.0, 0.01]},
-              designs=8, design_steps=80_000, probe_steps=4096)
+              designs=8, design_steps=4 * 20_480, probe_steps=4096)
 BUDGETS = {b.name: b for b in (TINY, FULL)}
 
 
