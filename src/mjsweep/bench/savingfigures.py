@@ -159,67 +159,64 @@ def design_values(folder: SweepDir) -> dict[int, float]:
 
 
 def _result(run: RunDir) -> RunResult | None:
+    """Its result.json, if it finished (its final evaluation, env steps and CPU seconds are there)."""
     try:
         result = run.read_result()
     except CorruptFileError:
         return None
-    return result if result is not None and result.complete and result.cpu_s is not None else None
-
-
-def _trained(run: RunDir, cpu_s: float, start: int) -> Trained | None:
-    result = _result(run)
-    if result is None or result.timesteps is None or result.eval_mean_return is None:
+    if result is None or not result.complete or result.cpu_s is None or result.timesteps is None:
         return None
-    periodic = [(e.timesteps, e.mean_return) for e in read_evaluations(run.evaluations_csv) if e.timesteps >= start]
-    if start > 0:  # a PBT segment's copied rows end at its start; a warm run's own first evaluation is at 0
-        periodic = [p for p in periodic if p[0] > start]
+    return result
+
+
+def _trained(run: RunDir, start: int = 0, carried: float = 0.0) -> Trained | None:
+    """The run as the figures see it, if it finished; carried: CPU seconds its copied checkpoint brought along."""
+    result = _result(run)
+    if result is None:
+        return None
+    assert result.cpu_s is not None and result.timesteps is not None and result.eval_mean_return is not None
+    # a PBT segment's copied rows end at its start; a warm run's own first evaluation is at 0
+    periodic = [(e.timesteps, e.mean_return) for e in read_evaluations(run.evaluations_csv)
+                if e.timesteps > start or e.timesteps == start == 0]
     curve = (*periodic, (result.timesteps, result.eval_mean_return))
-    return Trained(run.run_id, cpu_s, start, result.timesteps, curve)
+    return Trained(run.run_id, result.cpu_s - carried, start, result.timesteps, curve)
 
 
 def _one_after_another(folder: SweepDir) -> tuple[tuple[Trained, ...], ...]:
     """The last plan's runs (as mjsweep.load reads them), each a stage of its own, in the order they started."""
-    started = []
-    for run in load(folder.path).runs:
-        result = _result(RunDir(run.path))
-        if result is not None and result.cpu_s is not None and (trained := _trained(RunDir(run.path), result.cpu_s, 0)):
-            started.append((run.started_at or "", run.run_id, trained))
+    started = [(run.started_at or "", run.run_id, trained) for run in load(folder.path).runs
+               if (trained := _trained(RunDir(run.path))) is not None]
     return tuple((trained,) for _, _, trained in sorted(started, key=lambda s: (s[0], s[1])))
 
 
 def _pbt_stages(folder: SweepDir) -> tuple[tuple[Trained, ...], ...]:
     """PBT's generations. A segment resumes from its parent's last checkpoint, whose timing (CPU seconds
     included) it carries on from: its own are its total less the parent's, with the parent's final evaluation
-    (after that checkpoint, on one thread: its seconds are at least its CPU seconds) given back."""
+    (after that checkpoint; on one thread its wall seconds are at least its CPU seconds) given back."""
     latest: dict[tuple[str, int, int], SegmentRecord] = {}
     for record in read_lines(folder.pbt_jsonl, SegmentRecord):
         latest[(record.population, record.generation, record.member)] = record
     generations: dict[int, list[Trained]] = {}
     for (_, generation, _), record in sorted(latest.items()):
-        result = _result(folder.run(record.run))
-        if result is None or result.cpu_s is None:
-            continue
         carried, start = 0.0, 0
         parent = _result(folder.run(record.parent)) if record.parent else None
-        if parent is not None and parent.cpu_s is not None:  # its final evaluation's wall seconds: an upper bound
-            carried, start = parent.cpu_s - (parent.eval_s or 0.0), parent.timesteps or 0
-        trained = _trained(folder.run(record.run), result.cpu_s - carried, start)
-        if trained is not None:
+        if parent is not None:  # else it started from 0: its parent failed before any checkpoint
+            carried, start = (parent.cpu_s or 0.0) - (parent.eval_s or 0.0), parent.timesteps or 0
+        if (trained := _trained(folder.run(record.run), start, carried)) is not None:
             generations.setdefault(generation, []).append(trained)
     return tuple(tuple(generations[g]) for g in sorted(generations))
 
 
 def _designs(warm: SweepDir, cold: SweepDir) -> tuple[tuple[Design, ...], int]:
+    """The warm trials beside the cold sweep's runs of their designs, and how many trials started cold."""
     cold_runs = {run.variant: trained for run in load(cold.path).runs
-                 if (result := _result(RunDir(run.path))) is not None and result.cpu_s is not None
-                 and (trained := _trained(RunDir(run.path), result.cpu_s, 0)) is not None}
+                 if (trained := _trained(RunDir(run.path))) is not None}
     designs, cold_trials = [], 0
     for trial in replay(warm.trials_jsonl):
         if trial.start != "warm":
             cold_trials += 1
             continue
-        result = _result(warm.run(trial.runs[0])) if trial.runs else None
-        own = _trained(warm.run(trial.runs[0]), result.cpu_s or 0.0, 0) if result else None
+        own = _trained(warm.run(trial.runs[0])) if trial.runs else None
         partner = cold_runs.get(cold_variant(trial.number))
         if own is not None and partner is not None:
             designs.append(Design(trial.number, float(trial.params[f"edits.{EDIT_LABEL}"]), trial.warm_from,
