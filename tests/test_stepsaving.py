@@ -29,7 +29,7 @@ def test_a_generation_is_charged_its_members_side_by_side():
     second = (Trained("a", 3.0, 100, 200, ((150, 5.0), (200, 9.0))), Trained("b", 1.0, 100, 200, ((200, 4.0),)))
     pbt = Method("pbt", (first, second))
     assert pbt.cpu_to_reach(5.0) == pytest.approx(4.0 + 0.5 * 4.0)  # halfway through the second generation
-    assert pbt.cpu_to_reach(1.0) == pytest.approx(2.0 * 4.0 / 2 + 0)  # member 1's first segment, at its end
+    assert pbt.cpu_to_reach(1.0) == pytest.approx(4.0)  # member 1 at its first segment's end: all of generation 0
     assert pbt.cpu_to_reach(10.0) is None
     assert pbt.best_final == 9.0 and pbt.env_steps == 400
 
