@@ -89,3 +89,27 @@ def test_the_experiment_is_everything_but_the_seed():
         "algorithm settings differ, XML content differ"
     # What does not change what a run computes is not part of it.
     assert run_spec("walker", 0, checkpoint_every=5, eval_episodes=9, tensorboard=True).experiment == base.experiment
+
+
+def test_a_grid_in_any_key_order_reports_its_runs_as_the_current_plan(tmp_path):
+    """spec.json stores the grid's keys sorted; the plan's group labels must match the labels read back."""
+    spec = {**TINY_SPEC, "total_timesteps": 256, "ppo": {"n_steps": 64, "batch_size": 32}, "max_episode_steps": 50,
+            "grid": {"ppo.n_epochs": [1], "ppo.gamma": [0.9, 0.99]}}
+    done = run_sweep("run", str(write_spec(tmp_path, spec)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    sweep = tmp_path / "runs" / "tiny"
+    plan = json.loads((sweep / "plan.json").read_text())
+    labels = ["walker ppo.gamma=0.9 ppo.n_epochs=1", "walker ppo.gamma=0.99 ppo.n_epochs=1"]
+    assert sorted(plan["experiments"]) == labels
+    report = json.loads(run_sweep("report", str(sweep), "--format", "json").stdout)
+    assert sorted((g["group"], g["runs"]) for g in report["groups"]) == [(label, 1) for label in labels]
+    assert not any("earlier spec" in w for w in report["warnings"])
+
+
+def test_an_old_plan_json_with_unsorted_group_labels_still_names_its_runs(tmp_path):
+    spec = run_spec("walker", 0, total=256, run_id="walker_s0")
+    make_run(tmp_path, spec, RunState.SUCCEEDED, result(1.0))
+    (tmp_path / "plan.json").write_text(json.dumps({"schema": 2, "experiments": {"walker b=1 a=2": "0" * 8},
+                                                    "runs": ["walker_s0"]}))
+    split = experiments.split(SweepDir(tmp_path), collect(tmp_path))
+    assert [r.run_id for r in split.current] == ["walker_s0"] and split.earlier == []

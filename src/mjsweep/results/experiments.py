@@ -62,10 +62,15 @@ def current_experiments(folder: SweepDir, rows: list[ResultRow]) -> dict[str, st
 
 def split(folder: SweepDir, rows: list[ResultRow]) -> Split:
     experiments = current_experiments(folder, rows)
+    record = read_plan(folder)
+    # The plan's run ids too: they are content-addressed, so they match however a group's label was written
+    # (plan.json files written before labels sorted the grid's keys have them in the spec's order).
+    planned = set(record.runs) if record is not None else set()
     current: list[ResultRow] = []
     earlier: list[ResultRow] = []
     for row in rows:
-        is_current = row.spec is None or experiments.get(row.spec.group) == row.spec.experiment
+        is_current = (row.spec is None or experiments.get(row.spec.group) == row.spec.experiment
+                      or row.run_id in planned)
         (current if is_current else earlier).append(row)
     reference = {r.spec.group: r.spec for r in current if r.spec is not None}
     changes: dict[str, str] = {}

@@ -410,8 +410,9 @@ class RunSpec(FileModel):
 
     @property
     def group(self) -> str:
-        """Runs that differ only by seed share a group: the unit a report aggregates over."""
-        return " ".join([self.variant, *(f"{k}={format_value(v)}" for k, v in self.grid.items())])
+        """Runs that differ only by seed share a group: the unit a report aggregates over. The grid's keys go
+        in sorted order, as spec.json stores them, so a plan's group is the group read back from its runs."""
+        return " ".join([self.variant, *(f"{k}={format_value(v)}" for k, v in sorted(self.grid.items()))])
 
     def experiment_content(self) -> dict[str, Any]:
         """What decides what the run computes, but the seed: runs of one experiment have equal contents."""
