@@ -14,8 +14,12 @@ from mjsweep.sweepdir.files import IN_RUN, SweepDir, read_model, write_model
 from mjsweep.sweepdir.files import append_line as append
 from mjsweep.sweepdir.models import SCHEMA, CrossResult, RunSpec, TrialRecord, TrialState
 from mjsweep.sweepdir.tables import (
-    EVALUATION_COLUMNS,
+    CrossMatrixRow,
+    EvaluationRow,
+    ProgressRow,
+    csv_header,
     csv_line,
+    csv_text,
     read_evaluations,
     read_monitor_episodes,
     read_progress_points,
@@ -62,11 +66,25 @@ def test_a_cross_result_writes_only_the_keys_of_its_kind(tmp_path):
 
 def test_the_evaluations_reader_skips_a_bad_row_and_reads_no_file_as_no_rows(tmp_path):
     path = tmp_path / "evaluations.csv"
-    path.write_text(csv_line(EVALUATION_COLUMNS) + "100,2.0,0.0,2.0,50,1.0\n"
+    path.write_text(csv_header(EvaluationRow) + "100,2.0,0.0,2.0,50,1.0\n"
                     "200,not-a-number,0,,,\n" "250\n" "300,6.0,1.0,5.0 7.0,50 50,3.0\n")
     assert [(e.timesteps, e.mean_return) for e in read_evaluations(path)] == [(100, 2.0), (300, 6.0)]
     assert eval_auc(path) == 4.0  # the bad rows no longer void the run's area under its curve
     assert read_evaluations(tmp_path / "missing.csv") == [] and eval_auc(tmp_path / "missing.csv") is None
+
+
+def test_every_csv_is_written_through_its_row_type_in_the_format_older_versions_wrote(tmp_path):
+    progress = ProgressRow(2, 256, 2.0, 128.0, None, None, 0.5, 0.25)
+    assert csv_header(ProgressRow) == "iteration,timesteps,wall_s,fps,ep_rew_mean,ep_len_mean,rollout_s,train_s\r\n"
+    assert csv_line(progress) == "2,256,2.0,128.0,,,0.5,0.25\r\n"
+    evaluation = EvaluationRow(300, 6.0, 1.0, (5.0, 7.0), (50, 50), 3.0)
+    assert csv_line(evaluation) == "300,6.0,1.0,5.0 7.0,50 50,3.000\n"
+    (tmp_path / "evaluations.csv").write_text(csv_text(EvaluationRow, [evaluation]))
+    assert [(e.timesteps, e.mean_return) for e in read_evaluations(tmp_path / "evaluations.csv")] == [(300, 6.0)]
+    # A name with a comma or a quote is quoted as csv quotes it, and numbers keep six significant digits.
+    cross = CrossMatrixRow('a,b "c"', "d", 3, 1.23456789, None, 2.0, "")
+    assert csv_text(CrossMatrixRow, [cross]) == ('train,test,seeds,mean,ci95_low,ci95_high,skipped\n'
+                                                 '"a,b ""c""",d,3,1.23457,,2,\n')
 
 
 def test_the_progress_and_monitor_readers_keep_the_rows_that_have_their_values(tmp_path):

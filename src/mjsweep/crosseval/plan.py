@@ -10,7 +10,7 @@ from typing import Any
 from ..results.stats import bootstrap_ci
 from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_model
 from ..sweepdir.models import CrossResult, RunSpec, succeeded
-from ..sweepdir.tables import CROSS_MATRIX_COLUMNS, csv_line
+from ..sweepdir.tables import CrossMatrixRow, csv_text
 
 
 @dataclass(frozen=True)
@@ -111,15 +111,8 @@ def matrix(sweep: SweepDir, trained: list[RunSpec]) -> list[Cell]:
 
 
 def to_csv(cells: list[Cell]) -> str:
-    lines = [csv_line(CROSS_MATRIX_COLUMNS).rstrip("\n")]
-    for c in cells:
-        numbers = ["" if v is None else f"{v:.6g}" for v in (c.mean, c.ci_low, c.ci_high)]
-        lines.append(",".join([_csv(c.train), _csv(c.test), str(c.seeds), *numbers, _csv(c.skipped)]))
-    return "\n".join(lines) + "\n"
-
-
-def _csv(text: str) -> str:
-    return f'"{text.replace(chr(34), chr(34) * 2)}"' if any(ch in text for ch in ',"\n') else text
+    return csv_text(CrossMatrixRow, (CrossMatrixRow(c.train, c.test, c.seeds, c.mean, c.ci_low, c.ci_high, c.skipped)
+                                     for c in cells))
 
 
 def trained_runs(sweep: SweepDir) -> tuple[list[RunSpec], list[RunSpec]]:

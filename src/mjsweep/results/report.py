@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import statistics
 from dataclasses import asdict, dataclass
@@ -12,7 +10,7 @@ from typing import Any
 
 from ..robots.variants import ModelStats
 from ..sweepdir.files import CorruptFileError, SweepDir
-from ..sweepdir.tables import REPORT_COLUMNS, read_evaluations
+from ..sweepdir.tables import REPORT_COLUMNS, ReportRow, csv_text, read_evaluations
 from . import stats
 from .rows import ResultRow
 
@@ -144,27 +142,22 @@ def _compiled_stats(xml: Path) -> ModelStats | None:
         return None
 
 
-def table_rows(groups: list[GroupRow]) -> list[list[str]]:
-    """One list of cells per group, in REPORT_COLUMNS order; '' where there is no value."""
+def report_rows(groups: list[GroupRow]) -> list[ReportRow]:
+    """report.csv's row of each group."""
     out = []
     for g in groups:
         m = g.model
-        out.append([g.variant, grid_text(g.grid), str(g.runs), str(g.succeeded), str(g.failed),
-                    _num(g.mean_return), _num(g.std_return), _num(g.iqm_return), _num(g.ci_low), _num(g.ci_high),
-                    _num(g.iqm_ci_low), _num(g.iqm_ci_high),
-                    _num(g.mean_fps), _num(g.mean_eval_s), _num(m.total_mass if m else None), *(
-                        [str(m.bodies), str(m.joints), str(m.actuators)] if m else ["", "", ""]),
-                    _num(g.mean_best_return), _num(g.mean_eval_auc), _num(g.mean_checkpoint_s),
-                    _num(g.mean_checkpoint_mb)])
+        out.append(ReportRow(
+            g.variant, grid_text(g.grid), g.runs, g.succeeded, g.failed, g.mean_return, g.std_return, g.iqm_return,
+            g.ci_low, g.ci_high, g.iqm_ci_low, g.iqm_ci_high, g.mean_fps, g.mean_eval_s,
+            m.total_mass if m else None, m.bodies if m else None, m.joints if m else None,
+            m.actuators if m else None, g.mean_best_return, g.mean_eval_auc, g.mean_checkpoint_s,
+            g.mean_checkpoint_mb))
     return out
 
 
 def to_csv(groups: list[GroupRow]) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(REPORT_COLUMNS)
-    writer.writerows(table_rows(groups))
-    return buf.getvalue()
+    return csv_text(ReportRow, report_rows(groups))
 
 
 def failed_runs(rows: list[ResultRow]) -> list[tuple[str, str]]:
@@ -176,7 +169,8 @@ def to_markdown(groups: list[GroupRow], title: str, warnings: list[str],
                 failed: list[tuple[str, str]] | None = None) -> str:
     lines = [f"# {title}", "", "Final evaluation return over seeds, best first (95% CI: percentile bootstrap).",
              "", "| " + " | ".join(REPORT_COLUMNS) + " |", "|" + "---|" * len(REPORT_COLUMNS)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") or "-" for c in cells) + " |" for cells in table_rows(groups)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") or "-" for c in cells) + " |" for cells in
+              (row.cells() for row in report_rows(groups))]
     if failed:
         lines += ["", "## Failed runs", "", *(f"- `{run_id}`: {cause}" for run_id, cause in failed)]
     if warnings:
@@ -200,7 +194,3 @@ def to_json(groups: list[GroupRow], warnings: list[str], problems: list[str],
 
 def grid_text(grid: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in grid.items())
-
-
-def _num(value: float | None) -> str:
-    return "" if value is None else f"{value:.6g}"
