@@ -89,8 +89,7 @@ def matrix(sweep: SweepDir, trained: list[RunSpec]) -> list[Cell]:
     returns: dict[tuple[str, str], list[float]] = {}
     skipped: dict[tuple[str, str], str] = {}
     for run in trained:
-        folder = sweep.cross_results(run.run_id)
-        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        for path in sweep.cross_result_files(run.run_id):
             result = read_result(path)
             if result is None:
                 continue

@@ -7,20 +7,16 @@ run's spec.json are written, and the scheduler runs what is left to do.
 from __future__ import annotations
 
 import difflib
-import errno
-import fcntl
 import os
-import stat
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 import yaml
 
-from ..errors import InputError, SweepDirError, SweepLockedError, shown
+from ..errors import InputError, SweepDirError, shown
 from ..launchers.base import Launcher
 from ..plan import runs as planlib
 from ..plan.order import Order, measured_fps, start_order
@@ -33,6 +29,7 @@ from ..spec import sweepspec as speclib
 from ..spec.algos import ALGOS
 from ..sweepdir import index as runindex
 from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, write_model, write_text_atomic
+from ..sweepdir.lock import sweep_lock
 from ..sweepdir.models import PlanRecord, RunSpec, RunState, SweepVariants, VariantRecord, succeeded
 from ..worker.tracking import check_tracking
 from .modelcheck import ModelCheck
@@ -408,38 +405,3 @@ def kill_orphan(run_dir: RunDir) -> None:
             os.killpg(status.pid, 9)
     except (psutil.Error, ProcessLookupError, PermissionError):
         pass
-
-
-@contextmanager
-def sweep_lock(sweep_dir: SweepDir) -> Iterator[None]:
-    """flock on sweep.lock: the OS releases it when the holder dies, however it dies. Opened without following
-    a link, and only as a plain file of its own: the pid written into it must never land in another file. A
-    lock that cannot be taken (a read-only or unwritable folder, a filesystem without locks) is a
-    SweepDirError."""
-    try:
-        fd = os.open(sweep_dir.lock_file, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise InputError(f"{sweep_dir.lock_file} is a symbolic link: the launcher writes its pid into its "
-                             "lock, never through a link; remove it") from None
-        raise SweepDirError.of(exc, "cannot take the sweep's lock", sweep_dir.lock_file) from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
-        os.close(fd)
-        raise InputError(f"{sweep_dir.lock_file} is not a plain file of its own (a hard link, a pipe, a device): "
-                         "the launcher writes its pid into its lock; remove it")
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-            raise SweepLockedError(
-                f"sweep {sweep_dir.path} is already running (launcher pid {holder}); "
-                "wait for it, or stop it first") from None
-        except OSError as exc:
-            raise SweepDirError.of(exc, "cannot take the sweep's lock", sweep_dir.lock_file) from None
-        yield
-    finally:
-        os.close(fd)

@@ -289,6 +289,8 @@ class SweepDir:
     cross = property(lambda self: self.path / "cross")
     cross_matrix_csv = property(lambda self: self.path / "cross" / "matrix.csv")
     cross_matrix_png = property(lambda self: self.path / "cross" / "matrix.png")
+    slurm = property(lambda self: self.path / "slurm")
+    """Each SLURM array's script and run list, and SLURM's own output per task."""
 
     def cross_results(self, run_id: str) -> Path:
         """The folder of one trained run's cross-evaluations: a <variant>.json each."""
@@ -296,6 +298,11 @@ class SweepDir:
 
     def cross_result(self, run_id: str, variant: str) -> Path:
         return self.cross_results(run_id) / f"{variant}.json"
+
+    def cross_result_files(self, run_id: str) -> list[Path]:
+        """One trained run's cross-evaluations, in name order."""
+        folder = self.cross_results(run_id)
+        return sorted(folder.glob("*.json")) if folder.is_dir() else []
 
     def read_variants(self) -> SweepVariants | None:
         return read_model(self.variants_json, SweepVariants)

@@ -6,7 +6,6 @@ does not vouch for, the run folders (runview.py), so `sweep status --watch` stay
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import socket
@@ -19,6 +18,7 @@ from ..results.experiments import read_plan
 from ..results.runview import STALE, RunView, read_run, view_of
 from ..sweepdir import index as runindex
 from ..sweepdir.files import SweepDir
+from ..sweepdir.lock import lock_holder
 from ..sweepdir.models import RunState
 
 STATE_ORDER = ("running", STALE, "pending", "failed", "interrupted", "pruned", "unknown", "succeeded")
@@ -123,25 +123,6 @@ def to_json(view: SweepView) -> str:
             "timesteps_done": t.done, "timesteps_total": t.total, "fps": t.fps, "eta_s": t.eta_s,
             "runs": runs, "warnings": [asdict(w) for w in view.warnings]}
     return json.dumps(data, indent=2) + "\n"
-
-
-def lock_holder(sweep_dir: SweepDir) -> int | None:
-    """The launcher's pid if sweep.lock is held, else None. Takes the lock only for an instant."""
-    try:
-        fd = os.open(sweep_dir.lock_file, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            text = os.pread(fd, 64, 0).decode(errors="replace").strip()
-            return int(text) if text.isdigit() else -1
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
-
 
 
 def contention_warnings(runs: list[RunView]) -> list[Contention]:
