@@ -12,7 +12,8 @@ from mjsweep.results.report import eval_auc
 from mjsweep.search.record import replay
 from mjsweep.sweepdir.files import IN_RUN, SweepDir, read_model, write_model
 from mjsweep.sweepdir.files import append_line as append
-from mjsweep.sweepdir.models import SCHEMA, CrossResult, RunSpec, TrialRecord, TrialState
+from mjsweep.sweepdir.index import ENDED_STATES, IndexEntry
+from mjsweep.sweepdir.models import SCHEMA, CrossResult, DisplayState, RunSpec, RunState, TrialRecord, TrialState
 from mjsweep.sweepdir.tables import (
     CrossMatrixRow,
     EvaluationRow,
@@ -114,3 +115,12 @@ def test_no_file_of_the_sweep_folder_is_named_outside_the_contract():
                     and any(node.value == n or node.value.endswith("/" + n) for n in files):
                 found.append(f"{path.relative_to(package)}:{node.lineno}: {node.value!r}")
     assert found == []
+
+
+def test_every_run_state_shows_as_itself_and_an_index_line_reads_back_as_a_display_state():
+    assert {DisplayState.of(state).value for state in RunState} <= {s.value for s in DisplayState}
+    line = {"run_id": "r", "variant": "v", "grid": {}, "seed": 0, "state": "succeeded"}
+    entry = IndexEntry.model_validate(line)
+    assert entry.state is DisplayState.SUCCEEDED and entry.state in ENDED_STATES
+    assert json.loads(entry.model_dump_json())["state"] == "succeeded"
+    assert f"{DisplayState.STALE}" == "stale"  # what the status table prints

@@ -8,7 +8,7 @@ from ..errors import os_words
 from ..results.runview import index_entry
 from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_json
 from ..sweepdir.index import ENDED_STATES, IndexWriter
-from ..sweepdir.models import RunStatus
+from ..sweepdir.models import DisplayState, RunStatus
 from .memory import MeasuredPeaks
 
 
@@ -48,7 +48,7 @@ class StatusRecorder:
             why = f"cannot write {run_dir.status_json}: {os_words(exc)}"
             self._warn(run_dir.run_id, why)
             return why
-        if status.state.value in ENDED_STATES:
+        if DisplayState.of(status.state) in ENDED_STATES:
             self._index.ended(index_entry(run_dir))
         return None
 

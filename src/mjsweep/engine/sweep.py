@@ -30,7 +30,7 @@ from ..spec.algos import ALGOS
 from ..sweepdir import index as runindex
 from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, write_model, write_text_atomic
 from ..sweepdir.lock import sweep_lock
-from ..sweepdir.models import PlanRecord, RunSpec, RunState, SweepVariants, VariantRecord, succeeded
+from ..sweepdir.models import DisplayState, PlanRecord, RunSpec, RunState, SweepVariants, VariantRecord, succeeded
 from ..worker.tracking import check_tracking
 from .modelcheck import ModelCheck
 from .recorder import StatusRecorder
@@ -346,7 +346,7 @@ def reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
         run_id = item.run.run_id
         if item.action is not Action.SKIP:
             old.pop(run_id, None)
-        elif (entry := old.get(run_id)) is None or entry.state != RunState.SUCCEEDED.value:
+        elif (entry := old.get(run_id)) is None or entry.state != DisplayState.SUCCEEDED:
             old[run_id] = index_entry(sweep_dir.run(run_id))  # absent, not ended, or of an older version
     runindex.rewrite(sweep_dir.index_jsonl, [e for e in old.values() if e is not None])
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..robots.variants import ModelStats
 from ..sweepdir.files import CorruptFileError, SweepDir
+from ..sweepdir.models import DisplayState
 from ..sweepdir.tables import REPORT_COLUMNS, ReportRow, csv_text, read_evaluations
 from . import stats
 from .rows import ResultRow
@@ -103,7 +104,7 @@ def _group_row(name: str, members: list[ResultRow], model: ModelStats | None,
     iqm_ci = stats.iqm_interval(returns) if returns else None
     return GroupRow(
         group=name, variant=members[0].variant, grid=members[0].grid, runs=len(members),
-        succeeded=len(returns), failed=sum(1 for m in members if m.state == "failed"),
+        succeeded=len(returns), failed=sum(1 for m in members if m.state == DisplayState.FAILED),
         mean_return=summary.mean if summary else None, std_return=summary.std if summary else None,
         mean_fps=statistics.fmean(fps) if fps else None, iqm_return=summary.iqm if summary else None,
         ci_low=summary.ci_low if summary else None, ci_high=summary.ci_high if summary else None, model=model,
@@ -162,7 +163,7 @@ def to_csv(groups: list[GroupRow]) -> str:
 
 def failed_runs(rows: list[ResultRow]) -> list[tuple[str, str]]:
     """Each failed run and why it ended (status.json's cause; its error tail's last line in older files)."""
-    return [(row.run_id, row.cause or "no cause recorded") for row in rows if row.state == "failed"]
+    return [(row.run_id, row.cause or "no cause recorded") for row in rows if row.state == DisplayState.FAILED]
 
 
 def to_markdown(groups: list[GroupRow], title: str, warnings: list[str],

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_bytes
-from ..sweepdir.models import RunResult, RunSpec, RunState, RunStatus, succeeded
+from ..sweepdir.models import DisplayState, RunResult, RunSpec, RunState, RunStatus, succeeded
 
 T = TypeVar("T")
 
@@ -54,11 +54,11 @@ class ResultRow:
         return self.spec.xml if self.spec else None
 
     @property
-    def state(self) -> str:
-        """status.json's state; 'pending' without one, 'unknown' when a file could not be read."""
+    def state(self) -> DisplayState:
+        """status.json's state; pending without one, unknown when a file could not be read."""
         if self.status:
-            return self.status.state.value
-        return "unknown" if self.problems else RunState.PENDING.value
+            return DisplayState.of(self.status.state)
+        return DisplayState.UNKNOWN if self.problems else DisplayState.PENDING
 
     @property
     def ok(self) -> bool:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..results.report import failed_runs
 from ..sweepdir.index import ENDED_STATES
-from ..sweepdir.models import RunState
+from ..sweepdir.models import DisplayState
 from .tables import fixed
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ class SweepState:
 def sweep_state(view: SweepView, at: datetime | None = None) -> SweepState:
     """What `sweep status` sees now (view), as the line under the report's title."""
     ended = sum(1 for r in view.runs if r.state in ENDED_STATES)
-    succeeded = sum(1 for r in view.runs if r.state == RunState.SUCCEEDED.value)
+    succeeded = sum(1 for r in view.runs if r.state == DisplayState.SUCCEEDED)
     return SweepState(view.launcher_pid is not None, ended, succeeded, len(view.runs), at or datetime.now())
 
 
