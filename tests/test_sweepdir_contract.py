@@ -10,7 +10,7 @@ from pathlib import Path
 import mjsweep
 from mjsweep.results.report import eval_auc
 from mjsweep.search.record import replay
-from mjsweep.sweepdir.files import IN_RUN, SweepDir, read_model, write_model
+from mjsweep.sweepdir.files import IN_RUN, RunDir, SweepDir, read_model, read_or_none, write_model
 from mjsweep.sweepdir.files import append_line as append
 from mjsweep.sweepdir.index import ENDED_STATES, IndexEntry
 from mjsweep.sweepdir.models import SCHEMA, CrossResult, DisplayState, RunSpec, RunState, TrialRecord, TrialState
@@ -124,3 +124,15 @@ def test_every_run_state_shows_as_itself_and_an_index_line_reads_back_as_a_displ
     assert entry.state is DisplayState.SUCCEEDED and entry.state in ENDED_STATES
     assert json.loads(entry.model_dump_json())["state"] == "succeeded"
     assert f"{DisplayState.STALE}" == "stale"  # what the status table prints
+
+
+def test_a_corrupt_file_reads_as_no_file_and_says_what_is_wrong_where_the_caller_keeps_problems(tmp_path):
+    run = RunDir(tmp_path)
+    run.status_json.write_text("{not json", encoding="utf-8")
+    problems: list[str] = []
+    assert read_or_none(run.read_status) is None
+    assert read_or_none(run.read_status, problems) is None and len(problems) == 1
+    assert str(run.status_json) in problems[0] and "not valid JSON" in problems[0]
+    assert read_or_none(run.read_result, problems) is None and len(problems) == 1  # missing: no problem
+    run.resume_json.write_text("[]", encoding="utf-8")
+    assert run.fell_back() == f"{run.resume_json}: expected a JSON object"

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..sweepdir.files import CorruptFileError, RunDir, SweepDir
+from ..sweepdir.files import RunDir, SweepDir, read_or_none
 from ..sweepdir.models import RunState
 from .batches import bench_spec, write_spec
 from .figures import BenchConfig, LaunchFigures
@@ -70,7 +70,4 @@ def _a_run_started(sweep_dir: SweepDir) -> RunDir | None:
 
 
 def _result(run_dir):
-    try:
-        return run_dir.read_result()
-    except CorruptFileError:
-        return None
+    return read_or_none(run_dir.read_result)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..results.stats import bootstrap_ci
-from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_model
+from ..sweepdir.files import RunDir, SweepDir, read_model, read_or_none
 from ..sweepdir.models import CrossResult, RunSpec, succeeded
 from ..sweepdir.tables import CrossMatrixRow, csv_text
 
@@ -35,10 +35,7 @@ class PolicyJob:
 
 
 def read_result(path: Path) -> CrossResult | None:
-    try:
-        return read_model(path, CrossResult)
-    except CorruptFileError:
-        return None  # a torn or foreign file: evaluated again
+    return read_or_none(lambda: read_model(path, CrossResult))  # a torn or foreign file: evaluated again
 
 
 def jobs(sweep: SweepDir, trained: list[RunSpec], all_runs: list[RunSpec], episodes: int) -> list[PolicyJob]:
@@ -129,8 +126,5 @@ def trained_runs(sweep: SweepDir) -> tuple[list[RunSpec], list[RunSpec]]:
 
 
 def _succeeded(run_dir: RunDir) -> bool:
-    try:
-        done = succeeded(run_dir.read_status(), run_dir.read_result())
-    except CorruptFileError:
-        return False
+    done = succeeded(read_or_none(run_dir.read_status), read_or_none(run_dir.read_result))
     return done and run_dir.model_zip.is_file()

@@ -28,7 +28,7 @@ from ..robots.modelfiles import error_location
 from ..spec import sweepspec as speclib
 from ..spec.algos import ALGOS
 from ..sweepdir import index as runindex
-from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, write_model, write_text_atomic
+from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_or_none, write_model, write_text_atomic
 from ..sweepdir.lock import sweep_lock
 from ..sweepdir.models import DisplayState, PlanRecord, RunSpec, RunState, SweepVariants, VariantRecord, succeeded
 from ..worker.tracking import check_tracking
@@ -392,10 +392,7 @@ def variants_record(plan: SweepPlan) -> SweepVariants:
 
 def kill_orphan(run_dir: RunDir) -> None:
     """A run marked running under a lock we now hold: if its worker still lives here, end its group."""
-    try:
-        status = run_dir.read_status()
-    except CorruptFileError:
-        return
+    status = read_or_none(run_dir.read_status)
     if not status or not status.pid:
         return
     try:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..errors import LauncherConfigError, LaunchError
 from ..spec.sweepspec import SlurmSpec
-from ..sweepdir.files import IN_RUN, CorruptFileError, RunDir, SweepDir, write_text_atomic
+from ..sweepdir.files import IN_RUN, RunDir, SweepDir, read_or_none, write_text_atomic
 from ..sweepdir.models import RunSpec
 from .base import Launcher, OomFacts, RunExit
 from .spawn import THREAD_VARS
@@ -179,11 +179,8 @@ class SlurmHandle:
         _scancel(self.task)
 
     def peak_rss_mb(self) -> float | None:
-        try:
-            result = self.run_dir.read_result()
-            return result.peak_rss_mb if result else None
-        except CorruptFileError:
-            return None
+        result = read_or_none(self.run_dir.read_result)
+        return result.peak_rss_mb if result else None
 
     def peak_uss_mb(self) -> float | None:
         return None  # the worker measures its own RSS only; the admission goes by that

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..robots.variants import ModelStats
-from ..sweepdir.files import CorruptFileError, SweepDir
+from ..sweepdir.files import SweepDir, read_or_none
 from ..sweepdir.models import DisplayState
 from ..sweepdir.tables import REPORT_COLUMNS, ReportRow, csv_text, read_evaluations
 from . import stats
@@ -120,10 +120,7 @@ def _group_row(name: str, members: list[ResultRow], model: ModelStats | None,
 def model_stats(sweep_dir: SweepDir, rows: list[ResultRow]) -> dict[str, ModelStats | None]:
     """Each variant's model statistics, from variants.json as the launcher wrote it; a variant it does not
     list (a sweep from before variants.json) is compiled from its runs' XML, None if that fails."""
-    try:
-        written = sweep_dir.read_variants()
-    except CorruptFileError:
-        written = None
+    written = read_or_none(sweep_dir.read_variants)
     listed = written.variants if written else []
     out: dict[str, ModelStats | None] = {v.name: ModelStats(v.bodies, v.joints, v.actuators, v.total_mass)
                                          for v in listed}

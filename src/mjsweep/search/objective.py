@@ -13,7 +13,7 @@ from pathlib import Path
 from ..results.stats import bootstrap_ci, iqm, mean_over_span
 from ..robots.variants import compile_model, design_metrics
 from ..spec.searchspace import INFO_PREFIX, MODEL_METRICS, info_key
-from ..sweepdir.files import CorruptFileError, RunDir, read_model
+from ..sweepdir.files import RunDir, read_model, read_or_none
 from ..sweepdir.models import RunSpec, succeeded
 from ..sweepdir.tables import read_evaluations
 
@@ -22,10 +22,7 @@ def run_value(run_dir: RunDir, metric: str) -> float | None:
     """One seed's value: its final evaluation (eval_iqm), its best periodic evaluation (best_iqm), the mean
     evaluation over training (auc_iqm), an info key's mean over its final evaluation (info:<key>) or its
     robot's metric; None unless the run succeeded."""
-    try:
-        status, result = run_dir.read_status(), run_dir.read_result()
-    except CorruptFileError:
-        return None
+    status, result = read_or_none(run_dir.read_status), read_or_none(run_dir.read_result)
     if not succeeded(status, result) or result is None:
         return None
     if metric in MODEL_METRICS:
@@ -52,10 +49,7 @@ def trial_values(seeds: list[list[float]]) -> list[float] | None:
 
 
 def _robot_metric(run_dir: RunDir, metric: str) -> float | None:
-    try:
-        spec = read_model(run_dir.spec_json, RunSpec)
-    except CorruptFileError:
-        return None
+    spec = read_or_none(lambda: read_model(run_dir.spec_json, RunSpec))
     if spec is None:
         return None
     metrics = _design(spec.xml)

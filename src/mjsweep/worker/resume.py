@@ -19,7 +19,7 @@ from typing import Any
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
-from ..sweepdir.files import CorruptFileError, RunDir, write_model
+from ..sweepdir.files import RunDir, read_or_none, write_model
 from ..sweepdir.models import CheckpointRecord, ResumeRecord, RunSpec
 from .checkpoints import Checkpointer, truncate_logs
 from .envs import monitored_env, normalized_env
@@ -46,10 +46,8 @@ class Start:
 
 def start(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, stop_if_requested: Callable[[], None]) -> Start:
     """The env and the model to train, from the newest usable checkpoint or from 0."""
-    try:
-        saved, because = run.read_checkpoint(), []
-    except CorruptFileError as exc:
-        saved, because = None, [str(exc)]
+    because: list[str] = []
+    saved = read_or_none(run.read_checkpoint, because)
     for checkpoint in reversed(saved.kept()) if saved else []:
         stop_if_requested()
         problem = checkpointer.damage(checkpoint)
@@ -103,8 +101,5 @@ def _fell_back(run: RunDir, saved: CheckpointRecord | None, resumed: CheckpointR
 
 def fell_back_because(run: RunDir) -> str | None:
     """resume.json's line, for result.json: the last fall back of any of the run's attempts."""
-    try:
-        record = run.read_resume()
-    except CorruptFileError:
-        return None
+    record = read_or_none(run.read_resume)
     return record.text if record else None
