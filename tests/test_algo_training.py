@@ -26,7 +26,7 @@ from mjsweep.engine.sweep import prepare
 from mjsweep.plan import runs as plan
 from mjsweep.robots.envs import make_env
 from mjsweep.robots.variants import Variant
-from mjsweep.spec import sweepspec as speclib
+from mjsweep.spec import loading
 from mjsweep.sweepdir.files import RunDir
 from mjsweep.sweepdir.models import Timing
 from mjsweep.sweepdir.tables import PROGRESS_COLUMNS
@@ -70,7 +70,7 @@ def test_sb3_arguments_from_rl_zoo_spellings(tmp_path):
           noise_std: 0.2
           policy_kwargs: {{activation_fn: nn.ReLU, net_arch: [8]}}
         """))
-    [run] = plan.expand(speclib.load(path), [Variant(name="a", xml=TINY_XML, sha256="0" * 64)])
+    [run] = plan.expand(loading.load(path), [Variant(name="a", xml=TINY_XML, sha256="0" * 64)])
     venv = tiny_env()
     try:
         kwargs = sb3_kwargs(run, venv)

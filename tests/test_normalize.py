@@ -47,7 +47,7 @@ def test_normalize_per_variant_and_as_a_grid_key(tmp_path, tiny_spec):
 
 
 def test_bad_normalize_values_name_their_key(tmp_path, tiny_spec):
-    from mjsweep.spec.sweepspec import SpecError
+    from mjsweep.errors import SpecError
 
     for change, expected in [({"normalize": {"clip_obs": -1}}, "normalize.clip_obs: Input should be greater than 0"),
                              ({"normalize": {"norm_obz": True}}, "normalize.norm_obz: unknown key .allowed: norm_obs"),

@@ -22,6 +22,7 @@ from mjsweep.search.results import best_block, ranked, to_dicts, to_markdown
 from mjsweep.search.samplers import RandomSampler, SobolSampler, make_sampler
 from mjsweep.search.source import SearchSource
 from mjsweep.search.trials import studies
+from mjsweep.spec import loading
 from mjsweep.spec import sweepspec as speclib
 from mjsweep.spec.searchspace import Dimension, ObjectiveSpec, SearchSpec
 from mjsweep.sweepdir.files import SweepDir
@@ -45,7 +46,7 @@ def spec_data(**search) -> dict:
 def load(tmp_path: Path, data: dict) -> speclib.SweepSpec:
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return speclib.load(path)
+    return loading.load(path)
 
 
 def spec_error(tmp_path: Path, data: dict) -> str:

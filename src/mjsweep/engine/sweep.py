@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import yaml
 
-from ..errors import InputError, SweepDirError, shown
+from ..errors import InputError, SpecError, SweepDirError, shown
 from ..launchers.base import Launcher
 from ..plan import runs as planlib
 from ..plan.order import Order, measured_fps, start_order
@@ -25,6 +25,7 @@ from ..results.runview import index_entry
 from ..robots import variants as variantlib
 from ..robots.envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
 from ..robots.modelfiles import error_location
+from ..spec import loading
 from ..spec import sweepspec as speclib
 from ..spec.algos import ALGOS
 from ..sweepdir import index as runindex
@@ -37,7 +38,7 @@ from .recorder import StatusRecorder
 from .scheduler import Event, EventKind, RunSource, Scheduler, SchedulerOptions, SweepOutcome
 
 
-class BrokenVariantsError(speclib.SpecError):
+class BrokenVariantsError(SpecError):
     """Some variants failed deep validation. str() is one line naming each; `plan` has every verdict."""
 
     def __init__(self, message: str, plan: SweepPlan):
@@ -71,7 +72,7 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
     Raises SpecError for a bad spec, and BrokenVariantsError naming every variant that does not
     compile or whose env fails the random-action probe (see _check_variant).
     """
-    spec = speclib.load(spec_path, max_runs)
+    spec = loading.load(spec_path, max_runs)
     check_tracking(spec)
     if check_envs:
         _check_env_kwargs(spec)
@@ -137,7 +138,7 @@ def _refuse_links_in(folder: Path) -> None:
                              "into the files of a sweep folder, never through a link it did not make; remove it")
 
 
-def _refused_hyperparameters(spec: speclib.SweepSpec, run: RunSpec, problem: str, count: int) -> speclib.SpecError:
+def _refused_hyperparameters(spec: speclib.SweepSpec, run: RunSpec, problem: str, count: int) -> SpecError:
     """The algorithm's package (stable-baselines3, or sb3-contrib for its classes) refused a set of
     hyperparameters: point at the grid key that made it, else at the algorithm's section."""
     grid_keys = [key for key in run.grid if key.startswith(f"{run.algo}.")]
