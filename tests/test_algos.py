@@ -8,6 +8,7 @@ import hashlib
 import inspect
 import json
 import textwrap
+import typing
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,12 @@ def error_of(tmp_path: Path, text: str) -> str:
 
 CLASSES = {"ppo": "PPO", "sac": "SAC", "td3": "TD3", "a2c": "A2C", "tqc": "TQC", "crossq": "CrossQ", "trpo": "TRPO",
            "recurrent_ppo": "RecurrentPPO"}
+
+
+def test_the_algorithm_list_is_written_once_and_the_table_the_spec_and_its_sections_follow_it():
+    assert sorted(algos.ALGOS) == sorted(algos.ALGO_NAMES)
+    assert typing.get_args(speclib.SweepSpec.model_fields["algo"].annotation) == algos.ALGO_NAMES
+    assert set(algos.ALGO_NAMES) <= set(speclib.SweepSpec.model_fields)
 
 
 @pytest.mark.parametrize("name", algos.ALGO_NAMES)

@@ -28,6 +28,7 @@ from ..sweepdir.models import WandbSpec
 from .algos import (
     ALGO_NAMES,
     INTEGER_KWARGS,
+    AlgoName,
 )
 from .editspec import EditSpec
 from .limits import (
@@ -245,7 +246,7 @@ class SweepSpec(_Strict):
     total_timesteps: WholeInt | None = Field(None, gt=0, le=MAX_TIMESTEPS)
     """Environment steps per run (1e6 is read as 1000000). Required, unless each algorithm of a sweep of several
     gives its own in its section (RL Zoo's n_timesteps)."""
-    algo: Literal["ppo", "sac", "td3", "a2c", "tqc", "crossq", "trpo", "recurrent_ppo"] = "ppo"
+    algo: AlgoName = "ppo"
     """The algorithm every run trains (a grid key too: `grid: {algo: [ppo, sac]}`); tqc, crossq, trpo and
     recurrent_ppo need sb3-contrib (the `contrib` extra)."""
     ppo: dict[str, Any] = {}
