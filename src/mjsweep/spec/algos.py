@@ -202,46 +202,63 @@ def _number(value: Any) -> bool:
 def value_problem(algo: Algo, key: str, value: Any) -> str | None:
     """What is wrong with one hyperparameter value, checked before anything starts; None if nothing.
     Counts are whole numbers already (the spec reads 1e6 as 1000000 before this check)."""
-    number = _number(value)
     if key in algo.scheduled:
-        start = schedule_start(value)
-        if isinstance(value, str):
-            if start is None:
-                return f"{shown(value)} is neither a number nor a schedule such as 'lin_3e-4'"
-            value, number = start, True
-        if not number or not value > 0:
-            return f"must be > 0 or a schedule such as 'lin_{'3e-4' if key == 'learning_rate' else '0.2'}'" \
-                f" (got {shown(value)})"
-    elif key in ("gamma", "tau") and not (number and 0 < value <= 1):
-        return f"must be in (0, 1] (got {shown(value)})"
-    elif key == "gae_lambda" and not (number and 0 <= value <= 1):
-        return f"must be in [0, 1] (got {shown(value)})"
-    elif key in INTEGER_KWARGS and not (value is None and key in algo.nullable):
-        whole = value
-        least = _LEAST.get(key, 2 if key == "batch_size" and algo.name in _BATCHES_OF_TWO else 1)
-        if not isinstance(whole, int) or isinstance(whole, bool) or whole < least:
-            return f"must be an integer >= {least} (got {shown(value)})"
-        if whole > MAX_COUNT:
-            return f"must be at most 2**31 - 1 = {MAX_COUNT:,}: torch and numpy take counts as C integers " \
-                f"(got {shown(value)})"
-    elif key == "train_freq":
+        return _scheduled_problem(key, value)
+    if key in INTEGER_KWARGS:
+        return None if value is None and key in algo.nullable else _count_problem(algo, key, value)
+    if key == "train_freq":
         return _train_freq_problem(value)
-    elif key == "ent_coef" and "target_entropy" in algo.kwargs:  # SAC, TQC, CrossQ
-        if not (number and value > 0) and not (isinstance(value, str) and _AUTO.match(value)):
+    if key == "ent_coef" and "target_entropy" in algo.kwargs:  # SAC, TQC, CrossQ
+        if not (_number(value) and value > 0) and not (isinstance(value, str) and _AUTO.match(value)):
             return f"must be a number > 0, 'auto' or 'auto_<initial value>' (got {shown(value)})"
-    elif key == "target_entropy" and not (number or value == "auto"):
+        return None
+    return _range_problem(algo, key, value)
+
+
+def _scheduled_problem(key: str, value: Any) -> str | None:
+    """A value that may also be one of RL Zoo's linear schedules ('lin_3e-4')."""
+    number = _number(value)
+    if isinstance(value, str):
+        start = schedule_start(value)
+        if start is None:
+            return f"{shown(value)} is neither a number nor a schedule such as 'lin_3e-4'"
+        value, number = start, True
+    if not number or not value > 0:
+        return f"must be > 0 or a schedule such as 'lin_{'3e-4' if key == 'learning_rate' else '0.2'}'" \
+            f" (got {shown(value)})"
+    return None
+
+
+def _count_problem(algo: Algo, key: str, value: Any) -> str | None:
+    least = _LEAST.get(key, 2 if key == "batch_size" and algo.name in _BATCHES_OF_TWO else 1)
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        return f"must be an integer >= {least} (got {shown(value)})"
+    if value > MAX_COUNT:
+        return f"must be at most 2**31 - 1 = {MAX_COUNT:,}: torch and numpy take counts as C integers " \
+            f"(got {shown(value)})"
+    return None
+
+
+def _range_problem(algo: Algo, key: str, value: Any) -> str | None:
+    """A number's range, for the keys that have one."""
+    number = _number(value)
+    if key in ("gamma", "tau") and not (number and 0 < value <= 1):
+        return f"must be in (0, 1] (got {shown(value)})"
+    if key == "gae_lambda" and not (number and 0 <= value <= 1):
+        return f"must be in [0, 1] (got {shown(value)})"
+    if key == "target_entropy" and not (number or value == "auto"):
         return f"must be a number or 'auto' (got {shown(value)})"
-    elif key in ("ent_coef", "vf_coef", "target_policy_noise", "target_noise_clip") and not (number and value >= 0):
+    if key in ("ent_coef", "vf_coef", "target_policy_noise", "target_noise_clip") and not (number and value >= 0):
         return f"must be a number >= 0 (got {shown(value)})"
-    elif key in ("max_grad_norm", "rms_prop_eps", "noise_std", "cg_damping") and not (number and value > 0):
+    if key in ("max_grad_norm", "rms_prop_eps", "noise_std", "cg_damping") and not (number and value > 0):
         return f"must be a number > 0 (got {shown(value)})"
-    elif key == "line_search_shrinking_factor" and not (number and 0 < value < 1):
+    if key == "line_search_shrinking_factor" and not (number and 0 < value < 1):
         return f"must be in (0, 1) (got {shown(value)})"
-    elif key == "target_kl" and algo.name == "trpo" and not (number and value > 0):
+    if key == "target_kl" and algo.name == "trpo" and not (number and value > 0):
         return f"must be a number > 0: TRPO's step size (got {shown(value)})"
-    elif key in ("clip_range_vf", "target_kl") and value is not None and not (number and value > 0):
+    if key in ("clip_range_vf", "target_kl") and value is not None and not (number and value > 0):
         return f"must be a number > 0 or null (got {shown(value)})"
-    elif key == "noise_type" and value not in NOISE_TYPES:
+    if key == "noise_type" and value not in NOISE_TYPES:
         return f"must be one of {', '.join(NOISE_TYPES)} (got {shown(value)})"
     return None
 

@@ -217,40 +217,52 @@ def _check_grid_key(key: str, values: list[Any], algos: list[str], loc: SpecLoca
     if not values:
         raise loc.error(at, "a grid axis needs at least one value")
     if key == "algo":
-        for value in values:
-            if value not in ALGO_NAMES:
-                raise loc.error(at, f"unknown algorithm {shown(value)} (known: {', '.join(ALGO_NAMES)})")
-        if len(set(values)) != len(values):
-            raise loc.error(at, "an algorithm repeats")
-        return
-    if key == "total_timesteps":
+        _check_grid_algos(values, at, loc)
+    elif key == "total_timesteps":
         if not all(isinstance(whole_number(v), int) and not isinstance(v, bool) and 0 < whole_number(v) <= MAX_TIMESTEPS
                    for v in values):
             raise loc.error(at, f"total_timesteps values must be positive integers up to {MAX_TIMESTEPS:.0e}")
-        return
-    if key == "normalize":
-        for value in values:
-            try:
-                NormalizeSpec.model_validate(value) if isinstance(value, dict) else _check_bool(value)
-            except (ValidationError, ValueError) as exc:
-                problem = _first_error(exc)
-                raise loc.error(at, f"each value is true, false or a mapping of VecNormalize arguments: {problem}") \
-                    from None
-        return
+    elif key == "normalize":
+        _check_grid_normalize(values, at, loc)
+    else:
+        _check_grid_kwargs(key, values, algos, at, loc)
+
+
+def _check_grid_algos(values: list[Any], at: tuple[str, ...], loc: SpecLocator) -> None:
+    for value in values:
+        if value not in ALGO_NAMES:
+            raise loc.error(at, f"unknown algorithm {shown(value)} (known: {', '.join(ALGO_NAMES)})")
+    if len(set(values)) != len(values):
+        raise loc.error(at, "an algorithm repeats")
+
+
+def _check_grid_normalize(values: list[Any], at: tuple[str, ...], loc: SpecLocator) -> None:
+    for value in values:
+        try:
+            NormalizeSpec.model_validate(value) if isinstance(value, dict) else _check_bool(value)
+        except (ValidationError, ValueError) as exc:
+            problem = _first_error(exc)
+            raise loc.error(at, f"each value is true, false or a mapping of VecNormalize arguments: {problem}") \
+                from None
+
+
+def _check_grid_kwargs(key: str, values: list[Any], algos: list[str], at: tuple[str, ...], loc: SpecLocator) -> None:
+    """A grid of an algorithm's keyword arguments (<algo>.<kwarg>) or of the env's (env_kwargs.<kwarg>)."""
     prefix = next((p for p in GRID_PREFIXES if key.startswith(p) and len(key) > len(p)), None)
     if prefix is None:
         raise loc.error(at, f"unknown grid key: use ppo.<kwarg> (or {OTHER_PREFIXES}), env_kwargs.<kwarg>, "
                             "algo, normalize or total_timesteps")
-    if prefix != "env_kwargs.":
-        algo = ALGOS[prefix[:-1]]
-        _check_trained(algo, algos, f"a grid of {algo.label} hyperparameters", at, loc)
-        name = key[len(prefix):].split(".")[0]
-        if wrong := key_problem(algo, name):
-            raise loc.error(at, wrong)
-        if name == key[len(prefix):]:
-            for value in values:
-                if wrong := value_problem(algo, name, value):
-                    raise loc.error(at, wrong)
+    if prefix == "env_kwargs.":
+        return
+    algo = ALGOS[prefix[:-1]]
+    _check_trained(algo, algos, f"a grid of {algo.label} hyperparameters", at, loc)
+    name = key[len(prefix):].split(".")[0]
+    if wrong := key_problem(algo, name):
+        raise loc.error(at, wrong)
+    if name == key[len(prefix):]:
+        for value in values:
+            if wrong := value_problem(algo, name, value):
+                raise loc.error(at, wrong)
 
 
 def _check_bool(value: Any) -> None:
