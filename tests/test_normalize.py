@@ -80,7 +80,7 @@ def test_evaluation_sees_observations_normalized_with_the_training_statistics(tm
 def test_statistics_survive_sigint_and_resume(tmp_path, tiny_spec):
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from mjsweep.worker.envs import make_vec_env
+    from mjsweep.worker.train_envs import make_vec_env
 
     tiny_spec.update({"normalize": True, "total_timesteps": 4096, "checkpoint_every": 256,
                       "eval": {"every": 256, "episodes": 1}})

@@ -16,12 +16,12 @@ from helpers.models import REPO, TINY_XML
 from mjsweep.errors import SpecError
 from mjsweep.robots import variants as variantlib
 from mjsweep.search import pareto
+from mjsweep.search.journal import lines, replay
 from mjsweep.search.plots import plot_pareto
-from mjsweep.search.record import lines, replay
-from mjsweep.search.results import best_block, front, ranked, to_dicts, to_markdown
+from mjsweep.search.ranking import best_block, front, ranked, to_dicts, to_markdown
 from mjsweep.search.samplers import make_sampler
 from mjsweep.search.source import SearchSource
-from mjsweep.search.trials import studies
+from mjsweep.search.studies import studies
 from mjsweep.spec import loading
 from mjsweep.spec import sweepspec as speclib
 from mjsweep.spec.searchspace import ObjectiveSpec, SearchSpec

@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 
 from helpers.commands import run_sweep, sweep_exe, write_spec
 from helpers.fake_sweep import PROGRESS_HEADER, every_state, make_run, result, run_spec, write_progress
+from mjsweep.sweepdir.csvfiles import read_progress
 from mjsweep.sweepdir.files import SweepDir
 from mjsweep.sweepdir.lock import lock_holder, sweep_lock
 from mjsweep.sweepdir.models import DisplayState, RunState
-from mjsweep.sweepdir.tables import read_progress
 from mjsweep.ui.cli import app
 from mjsweep.ui.status import load_warnings, read_sweep, totals
 

@@ -9,12 +9,8 @@ from pathlib import Path
 
 import mjsweep
 from mjsweep.results.report import eval_auc
-from mjsweep.search.record import replay
-from mjsweep.sweepdir.files import IN_RUN, RunDir, SweepDir, read_model, read_or_none, write_model
-from mjsweep.sweepdir.files import append_line as append
-from mjsweep.sweepdir.index import ENDED_STATES, IndexEntry
-from mjsweep.sweepdir.models import SCHEMA, CrossResult, DisplayState, RunSpec, RunState, TrialRecord, TrialState
-from mjsweep.sweepdir.tables import (
+from mjsweep.search.journal import replay
+from mjsweep.sweepdir.csvfiles import (
     CrossMatrixRow,
     EvaluationRow,
     ProgressRow,
@@ -25,6 +21,10 @@ from mjsweep.sweepdir.tables import (
     read_monitor_episodes,
     read_progress_points,
 )
+from mjsweep.sweepdir.files import IN_RUN, RunDir, SweepDir, read_model, read_or_none, write_model
+from mjsweep.sweepdir.files import append_line as append
+from mjsweep.sweepdir.index import ENDED_STATES, IndexEntry
+from mjsweep.sweepdir.models import SCHEMA, CrossResult, DisplayState, RunSpec, RunState, TrialRecord, TrialState
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCHEMA2 = FIXTURES / "schema2_sweep"

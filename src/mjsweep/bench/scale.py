@@ -11,9 +11,9 @@ from pathlib import Path
 from ..engine.sweep import prepare
 from ..results.runview import index_entry
 from ..sweepdir import index as runindex
+from ..sweepdir.csvfiles import ProgressRow, csv_text
 from ..sweepdir.files import SweepDir
 from ..sweepdir.models import RunResult, RunState, RunStatus
-from ..sweepdir.tables import ProgressRow, csv_text
 from .batches import bench_spec, children_cpu_s, write_spec
 from .figures import BenchConfig, ScaleFigures
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..launchers.spawn import spawn_worker, worker_env
 from ..sweepdir.files import RunDir, SweepDir, write_text_atomic
-from .plan import Cell, PolicyJob, jobs, matrix, to_csv, trained_runs
+from .pairs import Cell, PolicyJob, jobs, matrix, to_csv, trained_runs
 
 GRACE_S = 5.0
 POLL_S = 0.2

@@ -34,8 +34,8 @@ from ..sweepdir.lock import sweep_lock
 from ..sweepdir.models import DisplayState, PlanRecord, RunSpec, RunState, SweepVariants, VariantRecord, succeeded
 from ..worker.tracking import check_tracking
 from .modelcheck import ModelCheck
-from .recorder import StatusRecorder
 from .scheduler import Event, EventKind, RunSource, Scheduler, SchedulerOptions, SweepOutcome
+from .status_recorder import StatusRecorder
 
 
 class BrokenVariantsError(SpecError):

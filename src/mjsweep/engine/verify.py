@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..launchers.spawn import spawn_worker, worker_command, worker_env
+from ..sweepdir.csvfiles import read_evaluation_cells, read_monitor_cells
 from ..sweepdir.files import RunDir, SweepDir
-from ..sweepdir.tables import read_evaluation_cells, read_monitor_cells
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def first_difference(run: RunDir, again: RunDir) -> str | None:
                     f"{again_row.get('mean_return')})")
     if len(evaluations) != len(reevaluated):
         return f"{len(evaluations)} evaluations vs {len(reevaluated)}"
-    compared = subprocess.run([sys.executable, "-m", "mjsweep.worker.compare", str(run.model_zip),
+    compared = subprocess.run([sys.executable, "-m", "mjsweep.worker.model_diff", str(run.model_zip),
                                str(again.model_zip)], capture_output=True, text=True, env=worker_env(),
                               stdin=subprocess.DEVNULL)
     if compared.returncode:

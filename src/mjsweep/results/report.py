@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ..robots.variants import ModelStats
+from ..sweepdir.csvfiles import REPORT_COLUMNS, ReportRow, csv_text, read_evaluations
 from ..sweepdir.files import SweepDir, read_or_none
 from ..sweepdir.models import DisplayState
-from ..sweepdir.tables import REPORT_COLUMNS, ReportRow, csv_text, read_evaluations
 from . import stats
 from .rows import ResultRow
 

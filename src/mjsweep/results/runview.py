@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import socket
 
+from ..sweepdir.csvfiles import Progress, read_progress
 from ..sweepdir.files import RunDir
 from ..sweepdir.index import IndexEntry
 from ..sweepdir.models import DisplayState, RunResult, RunState, RunStatus
-from ..sweepdir.tables import Progress, read_progress
 from .rows import read_row
 
 

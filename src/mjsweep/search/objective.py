@@ -13,9 +13,9 @@ from pathlib import Path
 from ..results.stats import bootstrap_ci, iqm, mean_over_span
 from ..robots.variants import compile_model, design_metrics
 from ..spec.searchspace import INFO_PREFIX, MODEL_METRICS, info_key
+from ..sweepdir.csvfiles import read_evaluations
 from ..sweepdir.files import RunDir, read_model, read_or_none
 from ..sweepdir.models import RunSpec, succeeded
-from ..sweepdir.tables import read_evaluations
 
 
 def run_value(run_dir: RunDir, metric: str) -> float | None:

@@ -18,12 +18,12 @@ from ..engine.sweep import write_run_dir
 from ..spec.sweepspec import SweepSpec
 from ..sweepdir.files import SweepDir, append_line
 from ..sweepdir.models import RunSpec, RunState, TrialRecord, TrialState
+from . import journal
 from . import prune as prunelib
-from . import record as recordlib
 from .confirm import ConfirmStage
 from .objective import evaluations, run_values, trial_values
 from .samplers import Sampler, make_sampler
-from .trials import Study, TrialBuildError, run_succeeded, trial_runs
+from .studies import Study, TrialBuildError, run_succeeded, trial_runs
 
 PRUNE_CHECK_S = 2.0
 """Seconds between readings of the running trials' evaluations.csv files."""
@@ -55,8 +55,8 @@ class SearchSource:
         """Runs that had succeeded before this invocation."""
         self._to_stop: list[str] = []
         self._last_prune_check = -PRUNE_CHECK_S
-        written = recordlib.lines(sweep_dir.trials_jsonl)
-        history = recordlib.replay(sweep_dir.trials_jsonl)
+        written = journal.lines(sweep_dir.trials_jsonl)
+        history = journal.replay(sweep_dir.trials_jsonl)
         self.samplers: dict[str, Sampler] = {
             s.key: make_sampler(self.search.method, s.dims, self.search.seed, s.index, self.search.objective,
                                 [r for r in written if r.study == s.key]) for s in studies}

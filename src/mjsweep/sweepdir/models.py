@@ -425,7 +425,7 @@ class TrialState(str, Enum):
 
 
 class TrialRecord(FileModel):
-    """A line of trials.jsonl: a trial's whole state after a change (search/record.py appends and replays).
+    """A line of trials.jsonl: a trial's whole state after a change (search/journal.py appends and replays).
     Lines written before the sweep folder shared one schema scheme carry their own counter, 1: the same keys."""
 
     study: str

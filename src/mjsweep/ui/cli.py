@@ -20,7 +20,7 @@ import typer
 from typer.core import TyperGroup
 
 from ..errors import InputError, os_words
-from . import tables
+from . import console_tables as tables
 
 if TYPE_CHECKING:
     from ..sweepdir.models import RunSpec
@@ -235,7 +235,7 @@ def _run_search(plan, dry_run: bool, backend: str, workers: int | None, out, *, 
     """`sweep run` on a spec with a search section (docs/search.md); exits when done."""
     from ..engine.sweep import execute
     from ..search import execute as searchlib
-    from . import trials as show
+    from . import search_console as show
 
     searchlib.check_method(plan)
     if dry_run:
@@ -389,7 +389,7 @@ def _each(*handlers):
 def _render_pictures(plan, folder: Path) -> None:
     """Pictures of every variant, or exit 2 with one line saying why not (nothing has started yet)."""
     from ..media.gl import RenderFailed, RenderUnavailable
-    from ..media.variants import render_variant_pictures
+    from ..media.variant_pictures import render_variant_pictures
 
     try:
         drawn = render_variant_pictures(plan, folder)
@@ -485,7 +485,7 @@ def report(
     trials = _search_trials(folder)
     pareto = _pareto_figure(folder, *trials) if trials is not None else None
     if trials is not None:
-        from ..search.results import to_markdown as trials_markdown
+        from ..search.ranking import to_markdown as trials_markdown
 
         trial_rows, search = trials
         md_text += "\n" + trials_markdown(trial_rows, search, pareto.name if pareto else None)
@@ -518,7 +518,7 @@ def report(
 
             print(f"adaptive seeds, as decided: {explain(rounds[-1])}")
         if trials is not None:
-            from .trials import trials_table
+            from .search_console import trials_table
 
             trials_table(tables.make_console(), trial_rows, search, pareto)
         if confirmed:
@@ -544,7 +544,7 @@ def report(
             import json
 
             from ..search.confirm import to_dicts as confirmed_dicts
-            from ..search.results import to_dicts
+            from ..search.ranking import to_dicts
 
             extra = {"trials": to_dicts(trials[0]), **({"confirmed": confirmed_dicts(confirmed)} if confirmed else {})}
             text = json.dumps({**json.loads(text), **extra}, indent=2) + "\n"
@@ -553,7 +553,7 @@ def report(
 
 def _search_trials(folder):
     """A search's trials ranked by its objectives, and its search section; None for a grid sweep."""
-    from ..search import results as searchresults
+    from ..search import ranking as searchresults
 
     search = searchresults.searched(folder)
     return (searchresults.ranked(folder, search), search) if search is not None else None
@@ -718,7 +718,7 @@ def plot(
     if output.suffix.lower() != ".png":
         raise InputError(f"-o {output}: the output must be a .png file")
     written = plot_sweep(sweep_dir, rows, output)
-    from ..search import results as searchresults
+    from ..search import ranking as searchresults
 
     folder = SweepDir(sweep_dir)
     if (search := searchresults.searched(folder)) is not None:

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 from ..results.report import failed_runs
 from ..sweepdir.index import ENDED_STATES
 from ..sweepdir.models import DisplayState
-from .tables import fixed
+from .console_tables import fixed
 
 if TYPE_CHECKING:
     from ..results.report import GroupRow
     from ..results.rows import ResultRow
-    from ..search.results import TrialRow
+    from ..search.ranking import TrialRow
     from ..spec.searchspace import SearchSpec
     from ..sweepdir.files import SweepDir
     from .decision_figures import Decisions
@@ -149,7 +149,7 @@ def _seed_rounds(folder: SweepDir) -> list[str]:
 def _pareto_front(rows: list[TrialRow], search: SearchSpec, figure: Path | None) -> list[str]:
     """The figure, then each front point's trial, objective values and parameters as spec keys to paste;
     nothing for one objective or before a trial is complete."""
-    from ..search.results import best_block, front, objective_cells, objectives_text
+    from ..search.ranking import best_block, front, objective_cells, objectives_text
 
     points = front(rows) if search.multi else []
     if not points:

@@ -14,8 +14,8 @@ from ..errors import InputError
 from ..results import stats
 from ..results.report import aggregate
 from ..results.rows import ResultRow
+from ..sweepdir.csvfiles import read_evaluations, read_monitor_episodes, read_progress_points
 from ..sweepdir.files import RunDir, SweepDir
-from ..sweepdir.tables import read_evaluations, read_monitor_episodes, read_progress_points
 
 CURVE_POINTS = 100  # seeds' curves are interpolated onto this many common timesteps
 MONITOR_WINDOW = 10  # episodes in the rolling mean when a curve comes from monitor.csv

@@ -15,8 +15,8 @@ from rich.text import Text
 
 from ..results.runview import RunView
 from ..sweepdir.models import DisplayState
+from .console_tables import PLAIN_ROWS, PlainLines, fixed, plain_table
 from .status import STATE_ORDER, Contention, SweepView, totals
-from .tables import PLAIN_ROWS, PlainLines, fixed, plain_table
 
 RUN_COLUMNS = ("run", "state", "timesteps", "fps", "ETA", "return", "eval", "attempts")
 MAX_LISTED = 20  # ended runs listed by name in the compact table; the rest are counted

@@ -22,9 +22,9 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 
+from ..sweepdir.csvfiles import read_evaluations
 from ..sweepdir.files import RunDir, read_model, read_or_none, write_model
 from ..sweepdir.models import BestRecord, CheckpointRecord, Timing
-from ..sweepdir.tables import read_evaluations
 from . import exact as exact_state
 
 

@@ -15,8 +15,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 
 from ..plan.runs import RunSpec
 from ..robots.envs import make_env
+from ..sweepdir.csvfiles import EvaluationRow, csv_header, csv_line, read_evaluations
 from ..sweepdir.models import CheckpointRecord
-from ..sweepdir.tables import EvaluationRow, csv_header, csv_line, read_evaluations
 from .checkpoints import Checkpointer
 from .normalization import frozen_normalization
 

@@ -22,8 +22,8 @@ from stable_baselines3.common.vec_env import VecEnv
 from ..sweepdir.files import RunDir, read_or_none, write_model
 from ..sweepdir.models import CheckpointRecord, ResumeRecord, RunSpec
 from .checkpoints import Checkpointer, truncate_logs
-from .envs import monitored_env, normalized_env
 from .model import build_model
+from .train_envs import monitored_env, normalized_env
 
 DAMAGED = (ValueError, AssertionError, EOFError, KeyError, RuntimeError, OSError, pickle.UnpicklingError,
            zipfile.BadZipFile)

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from ..results.stats import bootstrap_ci
+from ..sweepdir.csvfiles import CrossMatrixRow, csv_text
 from ..sweepdir.files import RunDir, SweepDir, read_model, read_or_none
 from ..sweepdir.models import CrossResult, RunSpec, succeeded
-from ..sweepdir.tables import CrossMatrixRow, csv_text
 
 
 @dataclass(frozen=True)

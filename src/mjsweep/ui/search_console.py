@@ -9,11 +9,11 @@ from rich.table import Table
 
 from ..naming import format_value
 from ..search.execute import Preview
-from ..search.results import TrialRow, best_block, front, front_title, objective_cells, objectives_text, space_lines
+from ..search.ranking import TrialRow, best_block, front, front_title, objective_cells, objectives_text, space_lines
 from ..spec.searchspace import SearchSpec
 from ..spec.sweepspec import SweepSpec
 from ..sweepdir.models import TrialState
-from .tables import fixed
+from .console_tables import fixed
 
 
 def _params(params: dict) -> str:

@@ -17,9 +17,9 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor, VecNormalize
 
+from ..sweepdir.csvfiles import ProgressRow, csv_header, csv_line
 from ..sweepdir.files import RunDir
 from ..sweepdir.models import CheckpointRecord, Timing
-from ..sweepdir.tables import ProgressRow, csv_header, csv_line
 from .checkpoints import Checkpointer, checkpoint_due, file_size, replay_buffer
 from .evaluation import PeriodicEvaluator
 from .exact import ExactState

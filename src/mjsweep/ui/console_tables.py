@@ -13,7 +13,7 @@ from rich.table import Table
 from ..spec.algos import label_of
 
 if TYPE_CHECKING:
-    from ..crosseval.plan import Cell
+    from ..crosseval.pairs import Cell
     from ..engine.diskspace import Room
     from ..engine.scheduler import SweepOutcome
     from ..engine.sweep import SweepPlan
