@@ -27,7 +27,7 @@ from mjsweep.plan import runs as plan
 from mjsweep.robots.envs import make_env
 from mjsweep.robots.variants import Variant
 from mjsweep.spec import loading
-from mjsweep.sweepdir.csvfiles import PROGRESS_COLUMNS
+from mjsweep.sweepdir.csvfiles import ProgressRow
 from mjsweep.sweepdir.files import RunDir
 from mjsweep.sweepdir.models import Timing
 from mjsweep.worker import checkpoints, iterations
@@ -230,7 +230,7 @@ def test_a_run_that_starts_over_drops_the_rows_of_the_attempt_it_repeats(tmp_pat
                                           lambda: None, row_steps=10)
     tiny_sac().learn(20, callback=recorder)
     lines = run.progress_csv.read_text().splitlines()
-    assert lines[0] == ",".join(PROGRESS_COLUMNS)
+    assert lines[0] == ",".join(ProgressRow.columns())
     assert [line.split(",")[:2] for line in lines[1:]] == [["1", "10"], ["2", "20"]]
 
 

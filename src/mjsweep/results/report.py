@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..robots.variants import ModelStats
-from ..sweepdir.csvfiles import REPORT_COLUMNS, ReportRow, csv_text, read_evaluations
+from ..sweepdir.csvfiles import ReportRow, csv_text, read_evaluations
 from ..sweepdir.files import SweepDir, read_or_none
 from ..sweepdir.models import DisplayState
 from . import stats
@@ -166,7 +166,7 @@ def failed_runs(rows: list[ResultRow]) -> list[tuple[str, str]]:
 def to_markdown(groups: list[GroupRow], title: str, warnings: list[str],
                 failed: list[tuple[str, str]] | None = None) -> str:
     lines = [f"# {title}", "", "Final evaluation return over seeds, best first (95% CI: percentile bootstrap).",
-             "", "| " + " | ".join(REPORT_COLUMNS) + " |", "|" + "---|" * len(REPORT_COLUMNS)]
+             "", "| " + " | ".join(ReportRow.columns()) + " |", "|" + "---|" * len(ReportRow.columns())]
     lines += ["| " + " | ".join(c.replace("|", "\\|") or "-" for c in cells) + " |" for cells in
               (row.cells() for row in report_rows(groups))]
     if failed:

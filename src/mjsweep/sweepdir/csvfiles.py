@@ -1,4 +1,6 @@
-"""The run folder's CSV files: the columns of each, and one tolerant reader per file that every reader uses.
+"""The sweep folder's CSV files: a row type per file the package writes (progress, evaluations, report, cross
+matrix), the one writer they all go through, and one tolerant reader per file that every reader uses (monitor.csv
+too, which SB3's Monitor writes in its own format: a '#{json}' line, then return, length and time per episode).
 
 The one rule for a bad row: it is skipped. A row cut short by a kill, a value that is not a number or a row
 of another width reads as no row, never as an error and never as the end of the file; a missing or
@@ -148,14 +150,6 @@ class CrossMatrixRow(CsvRow):
     def cells(self) -> list[str]:
         return [_short(v) if isinstance(v, float) else _cell(v) for v in astuple(self)]
 
-
-PROGRESS_COLUMNS = ProgressRow.columns()
-EVALUATION_COLUMNS = EvaluationRow.columns()
-MONITOR_COLUMNS = ("r", "l", "t")
-"""monitor.csv, in SB3's Monitor format (SB3 writes it): a '#{json}' line, then return, length and time per
-episode."""
-REPORT_COLUMNS = ReportRow.columns()
-CROSS_MATRIX_COLUMNS = CrossMatrixRow.columns()
 
 EARLY_ROWS = 3
 """Progress rows that define a run's early fps."""
