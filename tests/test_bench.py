@@ -20,7 +20,7 @@ from mjsweep.bench.contender import MISSING, command, gnu_parallel, parallel_bat
 from mjsweep.bench.figures import LaunchFigures
 from mjsweep.bench.launch import measure_launch
 from mjsweep.bench.table import COLUMNS, render
-from mjsweep.launchers.spawn import THREAD_VARS
+from mjsweep.childproc import THREAD_VARS
 
 STEPS, N_STEPS = 256, 128
 

@@ -7,8 +7,13 @@ import csv
 import json
 import os
 import signal
+import subprocess
+import sys
+import textwrap
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, status_of, wait_for, write_spec
@@ -179,3 +184,42 @@ def test_sweep_verify_says_a_finished_run_reproduces_exactly_or_where_it_differs
     assert verified.returncode == 1, verified.stdout + verified.stderr
     assert f"{run_dir.name}: differs: first at episode 2 (return {float(r) + 1:.6f} vs {r}" in verified.stdout
     assert "0 of 1 runs reproduced exactly" in verified.stdout
+
+
+RETRAINING_STANDIN = """
+import os, pathlib, signal, sys, time
+def stop(*_):
+    pathlib.Path("interrupted").write_text("1")
+    sys.exit(130)
+signal.signal(signal.SIGINT, stop)
+pathlib.Path("pid.tmp").write_text(str(os.getpid()))
+os.replace("pid.tmp", "pid")
+time.sleep(600)
+"""
+
+
+def test_a_ctrl_c_during_sweep_verify_interrupts_the_retraining(tmp_path):
+    """The retraining leads a session of its own, so the terminal's Ctrl-C reaches only `sweep verify`: it must
+    pass the stop on rather than leave the retraining to the kernel's kill once it exits."""
+    run = tmp_path / "sweep" / "r0"
+    run.mkdir(parents=True)
+    (run / "spec.json").write_text("{}")
+    code = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from mjsweep.engine import verify
+        from mjsweep.sweepdir.files import RunDir
+        verify.worker_command = lambda path: [sys.executable, "-c", {RETRAINING_STANDIN!r}]
+        verify.verify([RunDir(Path({str(run)!r}))], Path({str(tmp_path / "scratch")!r}), print)
+    """)
+    launcher = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    pid_file = tmp_path / "scratch" / "r0" / "pid"
+    while not pid_file.is_file():
+        assert launcher.poll() is None, launcher.communicate()
+        time.sleep(0.02)
+    retraining = psutil.Process(int(pid_file.read_text()))
+    launcher.send_signal(signal.SIGINT)
+    _, err = launcher.communicate()
+    assert b"KeyboardInterrupt" in err
+    assert (tmp_path / "scratch" / "r0" / "interrupted").is_file(), "the retraining was asked to stop"
+    assert not retraining.is_running() or retraining.status() == psutil.STATUS_ZOMBIE

@@ -162,6 +162,20 @@ def test_report_gives_what_checkpoints_cost(tmp_path):
     assert rows["b"]["mean_checkpoint_mb"] == ""
 
 
+def test_report_sums_what_each_group_cost(tmp_path):
+    make_run(tmp_path, run_spec("a", 0), RunState.SUCCEEDED, result(1.0, timesteps=300, cpu_s=1.25))
+    make_run(tmp_path, run_spec("a", 1), RunState.SUCCEEDED, result(2.0, timesteps=500, cpu_s=2.5))
+    make_run(tmp_path, run_spec("b", 0), RunState.SUCCEEDED, OLD_RESULT)  # written before cpu_s
+    groups = {g.variant: g for g in aggregate(collect(tmp_path))}
+    assert (groups["a"].cpu_s, groups["a"].env_steps) == (3.75, 800)
+    assert (groups["b"].cpu_s, groups["b"].env_steps) == (None, OLD_RESULT["timesteps"])
+    out = CliRunner().invoke(app, ["report", str(tmp_path), "-f", "json"]).stdout
+    by_variant = {g["variant"]: g for g in json.loads(out)["groups"]}
+    assert (by_variant["a"]["cpu_s"], by_variant["a"]["env_steps"]) == (3.75, 800)
+    rows = {row["variant"]: row for row in csv.DictReader((tmp_path / "report.csv").open())}
+    assert (rows["a"]["cpu_s"], rows["a"]["env_steps"], rows["b"]["cpu_s"]) == ("3.75", "800", "")
+
+
 def test_report_warns_about_contention(tmp_path):
     make_run(tmp_path, run_spec("a", 0), RunState.SUCCEEDED, result(1.0, torch_threads=8))
     make_run(tmp_path, run_spec("a", 1), RunState.SUCCEEDED, result(1.0))
@@ -198,7 +212,7 @@ def test_rank_by_best_evaluation_and_the_area_under_the_evaluation_curve(tmp_pat
     assert by_best[0].mean_best_return == 20.5 and by_best[0].mean_eval_auc == pytest.approx(12.25)
     assert by_best[1].mean_eval_auc is None
     assert to_csv(by_best).splitlines()[0].endswith(",mean_best_return,mean_eval_auc,mean_checkpoint_s,"
-                                                     "mean_checkpoint_mb")
+                                                     "mean_checkpoint_mb,cpu_s,env_steps")
 
 
 def html_state(text: str) -> str:

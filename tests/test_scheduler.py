@@ -380,3 +380,14 @@ def test_a_run_killed_for_its_memory_alone_or_over_its_own_limit_is_not_retried(
     assert status.failure is FailureClass.OUT_OF_MEMORY
     assert status.cause.endswith("it ran alone; it would fit with more memory for the sweep" if shared
                                  else "2 runs were running at once; it would fit with a larger slurm.mem")
+
+
+def test_what_a_run_was_for_decides_whether_exit_0_succeeded(tmp_path):
+    """A launcher's runs that are not trainings (cross-evaluation) say themselves what a finished run leaves."""
+    clock = FakeClock()
+    launcher = FakeLauncher(clock, {"r0": Script([(1.0, 0)]), "r1": Script([(1.0, 0)])})
+    sched = Scheduler(launcher, SweepDir(tmp_path), SchedulerOptions(max_workers=2, memory_guard=False, poll_s=0.5),
+                      clock=clock, sleep=clock.sleep, completed=lambda run_dir: run_dir.run_id == "r0")
+    outcome = sched.run([numbered_run(0), numbered_run(1)])
+    assert outcome.succeeded == ["r0"] and outcome.failed == ["r1"]
+    assert SweepDir(tmp_path).run("r1").read_status().failure is FailureClass.ERROR

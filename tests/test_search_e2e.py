@@ -225,6 +225,34 @@ def test_a_multi_objective_robot_search_reports_its_pareto_front_and_resumes(tmp
     assert replay(sweep_dir / "trials.jsonl") == records
 
 
+def test_a_search_of_return_against_cpu_seconds_reports_both_on_its_pareto_front(tmp_path):
+    objectives = [{"metric": "eval_iqm", "direction": "maximize"},
+                  {"metric": "cpu_seconds", "direction": "minimize"}]
+    spec = search_spec(tmp_path, trials=3, objective=objectives)
+    proc = run_sweep("run", str(spec), "--workers", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep_dir = tmp_path / "runs" / "tiny"
+    records = replay(sweep_dir / "trials.jsonl")
+    assert [r.state for r in records] == [TrialState.COMPLETE] * 3
+    for rec in records:
+        results = [json.loads((sweep_dir / run_id / "result.json").read_text()) for run_id in rec.runs]
+        assert all(r["cpu_s"] > 0 for r in results)  # the worker's own CPU time, measured
+        assert rec.values[1] == pytest.approx(sum(r["cpu_s"] for r in results))  # a trial's cost: its seeds'
+
+    report = run_sweep("report", str(sweep_dir), "-f", "json")
+    assert report.returncode == 0, report.stderr
+    markdown = (sweep_dir / "report.md").read_text()
+    assert "objectives eval_iqm (maximize), cpu_seconds (minimize)" in markdown
+    assert "| eval_iqm | cpu_seconds |" in markdown and "## Pareto front" in markdown
+    on_front = [r for r in records if r.number in {t["number"] for t in json.loads(report.stdout)["trials"]
+                                                   if t.get("pareto_rank") == 0}]
+    cheapest = min(records, key=lambda r: (r.values[1], -r.values[0]))  # of the cheapest, the best learner
+    assert cheapest in on_front  # is on the front whatever it learned
+    for trial in json.loads(report.stdout)["trials"]:  # every trial's cost, an objective or not
+        rec = next(r for r in records if r.number == trial["number"])
+        assert trial["cpu_seconds"] == pytest.approx(rec.values[1]) and trial["env_steps"] == 2 * 512
+
+
 @pytest.mark.slow
 @needs_browser
 def test_report_html_shows_a_multi_objective_searchs_pareto_front_in_chromium(tmp_path):

@@ -15,10 +15,10 @@ from typing import Any
 import yaml
 from rich.console import Console
 
+from ..childproc import THREAD_VARS
 from ..engine.scheduler import SchedulerOptions, SweepOutcome
 from ..engine.sweep import SweepPlan, execute, planned_runs, prepare
 from ..launchers.local import LocalLauncher
-from ..launchers.spawn import THREAD_VARS
 from ..sweepdir.files import RunDir, read_or_none
 from ..sweepdir.models import RunResult
 from ..ui import live

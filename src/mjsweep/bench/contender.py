@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from statistics import mean
 
-from ..launchers.spawn import THREAD_VARS
+from ..childproc import THREAD_VARS
 from .figures import Batch, BenchConfig
 from .naive import NaiveJob, NaiveResult
 

@@ -1,25 +1,16 @@
-"""Running the evaluation processes, at most `workers` at once, and writing the matrix."""
+"""`sweep evaluate --cross`: the pairs still to evaluate run (evaljobs.py: through engine/scheduler, at most
+`workers` at once), then the matrix written: matrix.csv and its heatmap."""
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..launchers.spawn import spawn_worker, worker_env
-from ..sweepdir.files import RunDir, SweepDir, write_text_atomic
-from .pairs import Cell, PolicyJob, jobs, matrix, to_csv, trained_runs
-
-GRACE_S = 5.0
-POLL_S = 0.2
+from ..sweepdir.files import SweepDir, write_text_atomic
+from .evaljobs import run_jobs
+from .pairs import Cell, jobs, matrix, to_csv, trained_runs
 
 
 class NothingToEvaluate(InputError):
@@ -46,78 +37,13 @@ def evaluate_cross(sweep: SweepDir, episodes: int, workers: int, deterministic: 
     todo = jobs(sweep, trained, every, episodes)
     say(f"cross: {len(trained)} policies x {len({r.variant for r in every})} variants, "
         f"{sum(len(j.targets) for j in todo)} pairs to evaluate, {workers} at once")
-    failed = _run_all(todo, episodes, deterministic, workers, say) if todo else []
+    failed = run_jobs(todo, episodes, deterministic, workers, say) if todo else []
     cells = matrix(sweep, trained)
     sweep.cross.mkdir(parents=True, exist_ok=True)
     csv, heatmap = sweep.cross_matrix_csv, sweep.cross_matrix_png
     write_text_atomic(csv, to_csv(cells))
     return CrossOutcome(cells, csv, heatmap if _heatmap(cells, sweep.path.name, heatmap) else None, len(todo),
                         failed)
-
-
-def _job_file(job: PolicyJob, folder: Path, episodes: int, deterministic: bool) -> Path:
-    run_dir = RunDir(Path(job.run_dir))
-    stats = run_dir.vecnormalize
-    data = {"model": str(run_dir.model_zip), "vecnormalize": str(stats) if stats.is_file() else None,
-            "algo": job.run.algo, "seed": job.run.seed, "episodes": episodes, "deterministic": deterministic,
-            "targets": [{**asdict(t), "result": str(t.result)} for t in job.targets]}
-    path = folder / f"{job.run.run_id}.json"
-    path.write_text(json.dumps(data), encoding="utf-8")
-    return path
-
-
-def _run_all(todo: list[PolicyJob], episodes: int, deterministic: bool, workers: int,
-             say: Callable[[str], None]) -> list[str]:
-    """Each job in its own one-thread process group that dies with this process; Ctrl-C stops them all."""
-    failed: list[str] = []
-    running: dict[str, tuple[subprocess.Popen, Path]] = {}
-    pending = list(todo)
-    with tempfile.TemporaryDirectory(prefix="mjsweep-cross-") as tmp:
-        try:
-            while pending or running:
-                while pending and len(running) < workers:
-                    job = pending.pop(0)
-                    log = Path(tmp) / f"{job.run.run_id}.log"
-                    running[job.run.run_id] = (_start(_job_file(job, Path(tmp), episodes, deterministic), log), log)
-                for run_id, (proc, log) in list(running.items()):
-                    if proc.poll() is None:
-                        continue
-                    del running[run_id]
-                    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
-                    for line in lines:
-                        if line.startswith("cross: "):
-                            say(line)
-                    if proc.returncode != 0:
-                        failed.append(f"{run_id}: {lines[-1] if lines else f'exit {proc.returncode}'}")
-                time.sleep(POLL_S)
-        finally:
-            _stop(proc for proc, _ in running.values())
-    return failed
-
-
-def _start(job_file: Path, log: Path) -> subprocess.Popen:
-    return spawn_worker([sys.executable, "-m", "mjsweep.crosseval.worker", str(job_file)], job_file.parent, log,
-                        worker_env())
-
-
-def _stop(procs) -> None:
-    """SIGINT to each process group, a grace period, then SIGKILL to what is left."""
-    procs = [p for p in procs if p.poll() is None]
-    for proc in procs:
-        _signal_group(proc, signal.SIGINT)
-    deadline = time.monotonic() + GRACE_S
-    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    for proc in procs:
-        _signal_group(proc, signal.SIGKILL)
-        proc.wait()
-
-
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _heatmap(cells: list[Cell], title: str, output: Path) -> bool:

@@ -18,14 +18,13 @@ STOPPED_WAIT_S, and a second Ctrl-C ends it at once. No build outlives the launc
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable
 from typing import Protocol
 
-from ..launchers.spawn import _unblocked_dying_with, worker_env
+from ..childproc import Child
 from .scheduler import Event, EventKind
 
 NICENESS = 19
@@ -60,9 +59,7 @@ class ChildBuild:
     def __init__(self, command: list[str]):
         self._stderr = tempfile.TemporaryFile()
         try:
-            self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=self._stderr, env=worker_env(), start_new_session=True,
-                                         close_fds=True, preexec_fn=_unblocked_dying_with(os.getpid(), NICENESS))
+            self.proc = Child.start(command, stderr=self._stderr, niceness=NICENESS)
         except BaseException:
             self._stderr.close()
             raise
@@ -88,10 +85,7 @@ class ChildBuild:
 
     def end(self) -> None:
         if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)  # its group: the session it leads
-            except ProcessLookupError:
-                pass
+            self.proc.kill()  # its group: the session it leads
             self.proc.wait()
         self._stderr.close()
 

@@ -3,9 +3,9 @@
 The spec (spec/sweepspec.py, spec/algos.py) judges the values it understands (learning rates, gammas,
 rollout sizes). What it cannot judge, only the algorithm's constructor can: the layers in policy_kwargs,
 gSDE, another policy class. For a sweep that sets any of those, the model is built once per distinct set
-of hyperparameters on the probe env (the first variant), in a child process with one-thread pools, so the
-launcher never imports torch and the child works while the variants' envs are probed. A sweep that sets
-only checked keys pays nothing.
+of hyperparameters on the probe env (the first variant), in a child process with one-thread pools that dies
+with the launcher (childproc.py), so the launcher never imports torch and the child works while the
+variants' envs are probed. A sweep that sets only checked keys pays nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..launchers.spawn import worker_env
+from ..childproc import Child
 from ..spec.algos import ALGOS
 from ..sweepdir.models import RunSpec
 
@@ -57,7 +57,7 @@ class ModelCheck:
 
     def __init__(self, runs: list[RunSpec], probe_xml: Path):
         self.runs = distinct_sets(runs)
-        self._child: subprocess.Popen | None = None
+        self._child: Child | None = None
         if not self.runs:
             return
         # The child builds on the CPU with no logging: neither changes what the constructor accepts.
@@ -67,15 +67,14 @@ class ModelCheck:
         with tempfile.TemporaryFile("w+") as request:
             json.dump(probes, request)
             request.seek(0)
-            self._child = subprocess.Popen([sys.executable, "-m", "mjsweep.engine.modelcheck"], stdin=request,
-                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=worker_env(),
-                                           text=True)
+            self._child = Child.start([sys.executable, "-m", "mjsweep.engine.modelcheck"], stdin=request,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def problems(self) -> list[tuple[RunSpec, str]]:
         """(a run with that set of hyperparameters, what SB3 said) for each set SB3 refuses."""
         if self._child is None:
             return []
-        out, err = self._child.communicate()
+        out, err = self._child.proc.communicate()
         if self._child.returncode != 0:
             tail = err.strip().splitlines()[-1:] or [f"exit code {self._child.returncode}"]
             return [(self.runs[0], f"the hyperparameter check could not run: {tail[0]}")]

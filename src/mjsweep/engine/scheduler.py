@@ -21,7 +21,7 @@ import psutil
 from ..errors import LaunchError, said
 from ..launchers.base import Launcher, RunExit, RunHandle
 from ..launchers.oomkill import cgroup_available_mb, memory_cgroup
-from ..sweepdir.files import SweepDir, now_iso
+from ..sweepdir.files import RunDir, SweepDir, now_iso
 from ..sweepdir.models import FailureClass, RunSpec, RunState, RunStatus
 from .causes import cause_of
 from .failures import classify, oom_advice, should_retry
@@ -112,8 +112,12 @@ class Scheduler:
     def __init__(self, launcher: Launcher, sweep_dir: SweepDir, options: SchedulerOptions, *,
                  on_event: Callable[[Event], None] = lambda e: None, on_poll: Callable[[], None] = lambda: None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                 available_mb: Callable[[], float] | None = None):
+                 available_mb: Callable[[], float] | None = None,
+                 completed: Callable[[RunDir], bool] = RunDir.has_complete_result):
+        """completed: whether a run that exited 0 left what it was run for (a training: its result.json;
+        cross-evaluation: every pair's result, crosseval/evaljobs.py)."""
         self.launcher, self.sweep_dir, self.options = launcher, sweep_dir, options
+        self.completed = completed
         self.on_event, self.on_poll, self.clock, self.sleep = on_event, on_poll, clock, sleep
         """on_poll: called once per polling round, on this thread, for work that must go on while runs run
         and must be quick (the live report's tick: livereport.py)."""
@@ -282,7 +286,7 @@ class Scheduler:
         run_dir = self.sweep_dir.run(active.run.run_id)
         stopped = (bool(self._stop_requests) and active.interrupted_at is not None) or active.pruned_at is not None
         failure = classify(end, stopped=stopped, timed_out=active.timed_out_at is not None,
-                           succeeded=run_dir.has_complete_result())
+                           succeeded=self.completed(run_dir))
         peak_rss, peak_uss = active.handle.peak_rss_mb(), active.handle.peak_uss_mb()
         self._measured.add(active.run.algo, peak_uss, peak_rss)
         code = end.returncode

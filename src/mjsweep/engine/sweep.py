@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import signal
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from pathlib import Path
 import psutil
 import yaml
 
+from ..childproc import signal_group
 from ..errors import InputError, SpecError, SweepDirError, shown
 from ..launchers.base import Launcher
 from ..plan import runs as planlib
@@ -33,6 +35,7 @@ from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_or_none, w
 from ..sweepdir.lock import sweep_lock
 from ..sweepdir.models import DisplayState, PlanRecord, RunSpec, RunState, SweepVariants, VariantRecord, succeeded
 from ..worker.tracking import check_tracking
+from . import warmstart
 from .modelcheck import ModelCheck
 from .scheduler import Event, EventKind, RunSource, Scheduler, SchedulerOptions, SweepOutcome
 from .status_recorder import StatusRecorder
@@ -81,7 +84,8 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
         raise InputError(f"--runs-dir {str(runs_dir)!r}: a path holds no NUL byte")
     root = runs_dir.resolve() if runs_dir else spec.runs_dir
     sweep_dir = SweepDir(root / spec.name)
-    runs = _point_at_variant_xml(planlib.expand(spec, variants), variants, sweep_dir)
+    warm = warmstart.resolve(spec)
+    runs = _point_at_variant_xml(planlib.expand(spec, variants, warm), variants, sweep_dir)
     _check_folders(spec, sweep_dir, runs, f"--runs-dir {runs_dir}" if runs_dir else None)
     # Generated XMLs live in a temp folder while they are checked; the runs get theirs when written.
     with tempfile.TemporaryDirectory(prefix="mjsweep-check-") as tmp:
@@ -99,6 +103,8 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
     if refused:
         run, problem = refused[0]
         raise _refused_hyperparameters(spec, run, problem, len(refused))
+    if warm is not None:
+        warmstart.check_runs(spec, warm, runs, {c.variant.name: c.probe for c in checks})
     return plan
 
 
@@ -400,6 +406,6 @@ def kill_orphan(run_dir: RunDir) -> None:
         proc = psutil.Process(status.pid)
         # An exec'd worker names its run dir on its command line; a forked one runs in it.
         if str(run_dir.path) in " ".join(proc.cmdline()) or proc.cwd() == str(run_dir.path):
-            os.killpg(status.pid, 9)
-    except (psutil.Error, ProcessLookupError, PermissionError):
+            signal_group(status.pid, signal.SIGKILL)
+    except psutil.Error:
         pass

@@ -15,10 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..childproc import child_env
 from ..errors import InputError
-from ..launchers.spawn import spawn_worker, worker_command, worker_env
+from ..launchers.spawn import spawn_worker, worker_command
 from ..sweepdir.csvfiles import read_evaluation_cells, read_monitor_cells
 from ..sweepdir.files import RunDir, SweepDir
+
+STOP_GRACE_S = 10.0
+"""From a Ctrl-C to the kill of a retraining: as long as `sweep run` gives its runs by default."""
 
 
 @dataclass(frozen=True)
@@ -55,8 +59,11 @@ def verify(runs: list[RunDir], scratch: Path, say: Callable[[str], None]) -> lis
         again.path.mkdir(parents=True)
         shutil.copyfile(run.spec_json, again.spec_json)
         say(f"{run.path.name}: training again in {again.path}")
-        worker = spawn_worker(worker_command(again.path), again.path, again.log, worker_env())
-        code = worker.wait()
+        worker = spawn_worker(worker_command(again.path), again.path, again.log, child_env())
+        try:
+            code = worker.wait()
+        finally:  # a Ctrl-C: the retraining saves its checkpoint and ends, or is killed after the grace period
+            worker.stop(STOP_GRACE_S)
         difference = f"the retraining exited with code {code} (see {again.log})" if code else first_difference(
             run, again)
         verdicts.append(Verdict(run.path.name, difference))
@@ -80,7 +87,7 @@ def first_difference(run: RunDir, again: RunDir) -> str | None:
     if len(evaluations) != len(reevaluated):
         return f"{len(evaluations)} evaluations vs {len(reevaluated)}"
     compared = subprocess.run([sys.executable, "-m", "mjsweep.worker.model_diff", str(run.model_zip),
-                               str(again.model_zip)], capture_output=True, text=True, env=worker_env(),
+                               str(again.model_zip)], capture_output=True, text=True, env=child_env(),
                               stdin=subprocess.DEVNULL)
     if compared.returncode:
         return f"the final models could not be compared: {(compared.stderr.strip().splitlines() or [''])[-1]}"

@@ -3,7 +3,6 @@ by a fresh exec, or forked from a template process that has done the worker's im
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import sys
@@ -12,12 +11,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from ..childproc import child_env, signal_group
 from ..sweepdir.files import RunDir
 from ..sweepdir.models import RunSpec
 from .base import Launcher, RunExit
 from .gpus import GpuSlots
 from .oomkill import OomWatch
-from .spawn import spawn_worker, worker_command, worker_env
+from .spawn import spawn_worker, worker_command
 from .template_client import TemplateError, TemplateProcess
 from .treememory import TreeMemory, uss_readable
 
@@ -25,7 +25,7 @@ STARTS = ("exec", "template")
 
 
 class WorkerProcess(Protocol):
-    """What LocalHandle uses of a worker: a subprocess.Popen, or a child of the template process."""
+    """What LocalHandle uses of a worker: a childproc.Child, or a child of the template process."""
 
     pid: int
 
@@ -75,10 +75,7 @@ class LocalHandle:
         return self.memory.peak_uss_mb()
 
     def _signal_group(self, sig: int) -> None:
-        try:
-            os.killpg(self.pid, sig)  # the worker leads its own group (start_new_session)
-        except (ProcessLookupError, PermissionError):
-            pass
+        signal_group(self.pid, sig)  # the worker leads its own group, exec'd (childproc) or forked (template)
 
 
 class LocalLauncher(Launcher):
@@ -115,7 +112,7 @@ class LocalLauncher(Launcher):
         return run.device == "cpu" or self.gpu_slots.free()
 
     def start(self, run: RunSpec, run_dir: RunDir) -> LocalHandle:
-        env = worker_env()
+        env = child_env()
         env.update(self.extra_env)
         gpu = self.gpu_slots.take() if run.device != "cpu" else None
         env["CUDA_VISIBLE_DEVICES"] = gpu or ""

@@ -2,17 +2,15 @@
 (and GPU share) are free, holding them until the run ends.
 
 The actor recreates the run dir in a temp folder of its node (the node need not see the launcher's
-filesystem), starts the worker as the local launcher does (spawn.py: thread caps, own process group,
-killed by the kernel if the actor dies), and hands back what the worker wrote, a little at a time.
+filesystem), starts the worker as the local launcher does (spawn.py, childproc.py: thread caps, own process
+group, killed by the kernel if the actor dies), and hands back what the worker wrote, a little at a time.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import socket
-import subprocess
 import tempfile
 import time
 from dataclasses import replace
@@ -20,10 +18,11 @@ from pathlib import Path
 
 import ray
 
+from ..childproc import Child, child_env
 from ..sweepdir.files import IN_RUN, RunDir
 from .filesync import ChangeTracker, ModelFiles, Shipment, local_run_dir
 from .oomkill import OomWatch
-from .spawn import spawn_worker, worker_command, worker_env
+from .spawn import spawn_worker, worker_command
 
 SYNC_WAIT_S = 1.0
 """How long sync() waits for the worker to end before answering: it paces the launcher's polling."""
@@ -47,12 +46,12 @@ class RunAttempt:
         self.tracker = ChangeTracker(self.run_path, LAUNCHER_OWNED)
         self.tracker.mark_sent()
         self.cuda = cuda
-        self.proc: subprocess.Popen | None = None
+        self.proc: Child | None = None
         self.oom: OomWatch | None = None
 
     def start(self) -> str:
         """Start the worker; return this node's label."""
-        env = worker_env()
+        env = child_env()
         env["MJSWEEP_NODE"] = ray.get_runtime_context().get_node_id()
         if not self.cuda:
             env["CUDA_VISIBLE_DEVICES"] = ""  # for cuda runs Ray has set it to this actor's GPU
@@ -85,9 +84,5 @@ class RunAttempt:
         self._signal(signal.SIGKILL)
 
     def _signal(self, sig: int) -> None:
-        if self.proc is None:
-            return  # start() failed: nothing to signal
-        try:
-            os.killpg(self.proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        if self.proc is not None:  # None: start() failed, nothing to signal
+            self.proc.signal(sig)

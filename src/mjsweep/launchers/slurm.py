@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from ..childproc import THREAD_VARS
 from ..errors import LauncherConfigError, LaunchError
 from ..spec.sweepspec import SlurmSpec
 from ..sweepdir.files import IN_RUN, RunDir, SweepDir, read_or_none, write_text_atomic
 from ..sweepdir.models import RunSpec
 from .base import Launcher, OomFacts, RunExit
-from .spawn import THREAD_VARS
 
 QUEUE_REFRESH_S = 2.0
 """squeue is asked at most this often, once for all tasks, however many runs poll."""

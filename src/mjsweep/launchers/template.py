@@ -11,7 +11,6 @@ launcher (PDEATHSIG, and at the end of the socket's stream) and its children die
 
 from __future__ import annotations
 
-import ctypes
 import os
 import select
 import signal
@@ -19,6 +18,7 @@ import socket
 import sys
 import traceback
 
+from ..childproc import dying_with
 from .template_child import become_worker, run_command
 from .template_wire import Reader, send
 
@@ -35,15 +35,12 @@ run imports nothing of torch, SB3, gymnasium, MuJoCo, numpy or mjsweep beyond th
 
 def main(argv: list[str]) -> int:
     fd, launcher_pid = int(argv[0]), int(argv[1])
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    if os.getppid() != launcher_pid:
-        return 1
+    dying_with(launcher_pid)()
     sock = socket.socket(fileno=fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the launcher stops runs; a stray Ctrl-C must not stop this
     preload()
     send(sock, {"ready": True, "threads": thread_count()})
-    serve(sock, prctl)
+    serve(sock)
     return 0
 
 
@@ -72,7 +69,7 @@ def thread_count() -> int:
         return next(int(line.split()[1]) for line in fh if line.startswith("Threads:"))
 
 
-def serve(sock: socket.socket, prctl) -> None:
+def serve(sock: socket.socket) -> None:
     """Fork a child per request and report every child's end, until the launcher's end of the socket closes."""
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -85,18 +82,18 @@ def serve(sock: socket.socket, prctl) -> None:
             os.read(wake_r, 4096)
         if sock.fileno() in readable:
             for request in reader.read():
-                send(sock, fork_child(request, prctl, sock, [wake_r, wake_w]))
+                send(sock, fork_child(request, sock, [wake_r, wake_w]))
         report_ended(sock)
 
 
-def fork_child(request: dict, prctl, sock: socket.socket, inherited: list[int]) -> dict:
+def fork_child(request: dict, sock: socket.socket, inherited: list[int]) -> dict:
     """Fork the child of one request; {"pid"} once it leads its own process group, or {"error"}."""
     try:
         log_fd = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as exc:
         return {"error": f"cannot open {request['log']}: {exc}"}
     ready_r, ready_w = os.pipe()
-    template_pid = os.getpid()
+    die_with_template = dying_with(os.getpid())
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -108,7 +105,7 @@ def fork_child(request: dict, prctl, sock: socket.socket, inherited: list[int]) 
             sock.close()  # through its object, which would otherwise close the fd number again when collected
             for fd in (*inherited, ready_r):
                 os.close(fd)
-            become_worker(log_fd, request["cwd"], request["env"], template_pid, prctl, ready_w)
+            become_worker(log_fd, request["cwd"], request["env"], die_with_template, ready_w)
             code = run_command(request["argv"])
         except BaseException:  # noqa: BLE001 - a set-up that failed: its traceback goes to the run's log
             traceback.print_exc()

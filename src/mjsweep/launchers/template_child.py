@@ -1,4 +1,4 @@
-"""What a child forked by the template process does: become what `spawn_worker` would have started (its
+"""What a child forked by the template process does: become what `childproc.Child.start` would have started (its
 own session and process group, killed with its parent, its output in the run's log, default signal
 handling, the run's environment and folder), then run the same command line inside this interpreter."""
 
@@ -15,15 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def become_worker(log_fd: int, cwd: str, env: dict[str, str], template_pid: int,
-                  prctl: Callable[..., int], ready_fd: int) -> None:
-    """The set-up a fresh exec gets from Popen(start_new_session=True, preexec_fn=...). Closes ready_fd
-    once the child leads its own process group, so that the template answers with a pid that can
-    already be signalled as a group."""
+def become_worker(log_fd: int, cwd: str, env: dict[str, str], die_with_template: Callable[[], None],
+                  ready_fd: int) -> None:
+    """The set-up a fresh exec gets from childproc.Child.start. Closes ready_fd once the child leads its own
+    process group, so that the template answers with a pid that can already be signalled as a group.
+    die_with_template: childproc.dying_with(the template's pid), which itself dies with the launcher."""
     os.setsid()
-    prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: the template, which itself dies with the launcher
-    if os.getppid() != template_pid:  # the template died before prctl took effect
-        os._exit(1)
+    die_with_template()
     os.close(ready_fd)
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)

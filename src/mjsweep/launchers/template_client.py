@@ -15,8 +15,8 @@ from pathlib import Path
 
 import psutil
 
+from ..childproc import Child, child_env
 from ..errors import LaunchError
-from .spawn import _unblocked_dying_with, worker_env
 from .template_wire import Reader, send
 
 READY_WAIT_S = 300.0
@@ -37,11 +37,9 @@ class TemplateProcess:
         ours, theirs = socket.socketpair()
         with theirs:
             try:
-                self.proc = subprocess.Popen(
+                self.proc = Child.start(
                     [sys.executable, "-m", "mjsweep.launchers.template", str(theirs.fileno()), str(os.getpid())],
-                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._errors, env=env,
-                    start_new_session=True, pass_fds=(theirs.fileno(),),
-                    preexec_fn=_unblocked_dying_with(os.getpid()))
+                    env=env, stderr=self._errors, pass_fds=(theirs.fileno(),))
             except OSError as exc:
                 ours.close()
                 self._errors.close()
@@ -57,7 +55,7 @@ class TemplateProcess:
     @classmethod
     def for_workers(cls, extra_env: dict[str, str] | None = None) -> TemplateProcess:
         """A template with a worker's environment (thread caps), extra_env, and no GPU: GPU runs are exec'd."""
-        env = worker_env()
+        env = child_env()
         env.update(extra_env or {})
         env["CUDA_VISIBLE_DEVICES"] = ""
         return cls(env)

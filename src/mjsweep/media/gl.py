@@ -9,7 +9,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 
-from ..launchers.spawn import worker_env
+from ..childproc import child_env
 
 GL_UNAVAILABLE = 3
 """The render process's exit code when its GL backend cannot start."""
@@ -32,7 +32,7 @@ def run_render_process(module: str, args: Sequence[str]) -> str:
     chosen = os.environ.get("MUJOCO_GL")
     reasons = []
     for backend in (chosen,) if chosen else BACKENDS:
-        env = worker_env({**os.environ, "MUJOCO_GL": backend})
+        env = child_env({**os.environ, "MUJOCO_GL": backend})
         env.pop("PYOPENGL_PLATFORM", None)  # mujoco sets the one that matches MUJOCO_GL
         proc = subprocess.run([sys.executable, "-m", module, *args], env=env, stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, text=True)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..naming import format_value, sanitize
 from ..spec.algos import ALGO_NAMES, ALGOS, OFF_POLICY_CHECKPOINT_EVERY, OFF_POLICY_CHECKPOINT_EVERY_S
 from ..spec.sweepspec import SweepSpec, normalize_kwargs
-from ..sweepdir.models import RunSpec
+from ..sweepdir.models import RunSpec, WarmSource
 
 if TYPE_CHECKING:  # variants imports MuJoCo's edit machinery, which `sweep status` never needs
     from ..robots.variants import Variant
@@ -24,8 +24,9 @@ if TYPE_CHECKING:  # variants imports MuJoCo's edit machinery, which `sweep stat
 MAX_ID_LENGTH = 180  # well under the 255-byte file name limit, with room for temp-file suffixes
 
 
-def expand(spec: SweepSpec, variants: list[Variant]) -> list[RunSpec]:
-    """Every run of the sweep, in a stable order: variant, then grid point, then seed."""
+def expand(spec: SweepSpec, variants: list[Variant], warm: WarmSource | None = None) -> list[RunSpec]:
+    """Every run of the sweep, in a stable order: variant, then grid point, then seed; each started from
+    `warm` when given (engine/warmstart.py found it)."""
     axes = list(spec.grid.items())
     points = [dict(zip([k for k, _ in axes], combo, strict=True)) for combo in itertools.product(*[v for _, v in axes])]
     short = _short_names(list(spec.grid))
@@ -34,13 +35,14 @@ def expand(spec: SweepSpec, variants: list[Variant]) -> list[RunSpec]:
     for variant in variants:
         for point in points:
             for seed in spec.seed_list:
-                runs.append(_make_run(spec, variant, point, seed, short))
+                runs.append(_make_run(spec, variant, point, seed, short, warm))
     return runs
 
 
-def make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: int) -> RunSpec:
+def make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: int,
+             warm: WarmSource | None = None) -> RunSpec:
     """One run of `variant` with the values of `point` (grid keys) set; a search's trials are made so."""
-    return _make_run(spec, variant, point, seed, _short_names(list(point)))
+    return _make_run(spec, variant, point, seed, _short_names(list(point)), warm)
 
 
 def _collapse(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -61,7 +63,7 @@ def _collapse(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: int,
-              short: dict[str, str]) -> RunSpec:
+              short: dict[str, str], warm: WarmSource | None = None) -> RunSpec:
     algo = point.get("algo", spec.algo)
     hyperparams = copy.deepcopy(spec.hyperparameters(algo))
     env_kwargs = {**copy.deepcopy(spec.env_kwargs), **copy.deepcopy(variant.env_kwargs)}
@@ -93,6 +95,8 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
     normalized = normalize_kwargs(normalize, hyperparams.get("gamma", 0.99))
     if normalized is not None:
         content["normalize"] = normalized
+    if warm is not None:  # a warm run is never the cold run of the same settings, nor one of another source
+        content["warm_start"] = warm.identity()
     digest = hashlib.sha256(json.dumps(content, sort_keys=True, default=repr).encode()).hexdigest()
     readable = "_".join([variant.name, *(f"{short[k]}={format_value(v)}" for k, v in point.items()), f"s{seed}"])
     readable = sanitize(readable)[: MAX_ID_LENGTH - 9]
@@ -105,7 +109,7 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         eval_episodes=spec.eval.episodes, eval_deterministic=spec.eval.deterministic, eval_every=spec.eval.every,
         eval_info=spec.search.info_keys() if spec.search else [],
         content_hash=digest, cpus=cpus_per_run(spec, algo), device=spec.device, tensorboard=spec.tensorboard,
-        normalize=normalized, wandb=spec.tracking.wandb,
+        normalize=normalized, wandb=spec.tracking.wandb, warm_start=warm,
     )
 
 

@@ -48,6 +48,10 @@ class GroupRow:
     """Mean seconds each run's last checkpoint took to write (model, statistics, replay buffer)."""
     mean_checkpoint_mb: float | None = None
     """Mean size of each run's last checkpoint on disk, MiB: what a SAC or TD3 replay buffer costs."""
+    cpu_s: float | None = None
+    """CPU seconds the group's succeeded runs spent, summed (None if one ran before result.json had cpu_s)."""
+    env_steps: int | None = None
+    """Env steps the group's succeeded runs trained, summed."""
 
 
 RANKINGS = ("final", "best")
@@ -100,6 +104,8 @@ def _group_row(name: str, members: list[ResultRow], model: ModelStats | None,
     auc = [(aucs or {})[m.run_id] for m in members if m.run_id in (aucs or {})]
     checkpoint_s = [r.checkpoint_save_s for r in ok if r.checkpoint_save_s is not None]
     checkpoint_mb = [r.checkpoint_bytes / 2**20 for r in ok if r.checkpoint_bytes is not None]
+    cpu_s = [r.cpu_s for r in ok]
+    steps = [r.timesteps for r in ok]
     summary = stats.summarize(returns) if returns else None
     iqm_ci = stats.iqm_interval(returns) if returns else None
     return GroupRow(
@@ -114,7 +120,13 @@ def _group_row(name: str, members: list[ResultRow], model: ModelStats | None,
         mean_eval_auc=statistics.fmean(auc) if auc else None,
         mean_checkpoint_s=statistics.fmean(checkpoint_s) if checkpoint_s else None,
         mean_checkpoint_mb=statistics.fmean(checkpoint_mb) if checkpoint_mb else None,
+        cpu_s=_total(cpu_s), env_steps=_total(steps),
     )
+
+
+def _total(values: list[Any]) -> Any:
+    """The sum of every succeeded run's figure; None with no run, or with one that lacks it."""
+    return sum(values) if values and None not in values else None
 
 
 def model_stats(sweep_dir: SweepDir, rows: list[ResultRow]) -> dict[str, ModelStats | None]:
@@ -150,7 +162,7 @@ def report_rows(groups: list[GroupRow]) -> list[ReportRow]:
             g.ci_low, g.ci_high, g.iqm_ci_low, g.iqm_ci_high, g.mean_fps, g.mean_eval_s,
             m.total_mass if m else None, m.bodies if m else None, m.joints if m else None,
             m.actuators if m else None, g.mean_best_return, g.mean_eval_auc, g.mean_checkpoint_s,
-            g.mean_checkpoint_mb))
+            g.mean_checkpoint_mb, g.cpu_s, g.env_steps or None))
     return out
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine import warmstart
 from ..engine.scheduler import Event, EventKind
 from ..engine.sweep import write_run_dir
 from ..results import stats
@@ -68,6 +69,8 @@ class ConfirmStage:
         self.spec, self.search, self.confirm = spec, spec.search, spec.search.confirm
         self.studies = {s.key: s for s in studies}
         self.sweep_dir, self.on_event, self.run_xml = sweep_dir, on_event, run_xml
+        self.warm = warmstart.resolve(spec)
+        """warm_start: {from: ...}: the trials' source, which their confirmations start from too."""
         self.items: dict[tuple[str, int], _Confirmation] = {}
         self.by_run: dict[str, _Confirmation] = {}
         self.started: set[str] = set()
@@ -139,8 +142,9 @@ class ConfirmStage:
     def _build(self, study: Study, record: ConfirmRecord) -> _Confirmation | None:
         params = {key: record.params[key] for key in study.dims if key in record.params}
         try:
+            warm = dict.fromkeys(record.seeds, self.warm) if self.warm is not None else None
             variant, runs = trial_runs(self.spec, study, record.number, params, self.run_xml, seeds=record.seeds,
-                                       prefix=PREFIX)
+                                       prefix=PREFIX, warm=warm)
         except TrialBuildError as exc:  # the robot built for the search; the spec changed since
             failed = record.model_copy(update={"state": TrialState.FAILED, "note": str(exc)})
             append_line(self.sweep_dir.confirm_jsonl, failed)
@@ -155,7 +159,7 @@ class ConfirmStage:
         metric = [self.search.metric]
         seeds = [v for run_id, state in item.ended.items() if state is RunState.SUCCEEDED
                  and (v := run_values(self.sweep_dir.run(run_id), metric)) is not None]
-        values = trial_values(seeds)
+        values = trial_values(seeds, metric)
         state = TrialState.COMPLETE if values is not None else TrialState.FAILED
         item.record = item.record.model_copy(update={
             "state": state, "value": values[0] if values else None, "seeds_ok": len(seeds),

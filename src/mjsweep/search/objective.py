@@ -2,31 +2,35 @@
 
 The rule for failed seeds: a trial ends when every seed has ended; each objective's value is the IQM over the
 seeds that succeeded with a value for every objective, if at least one did; with none it fails. `seeds_ok`
-records how many counted. The robot's metrics (mass, actuators, total_gear) are the same for every seed.
+records how many counted. The robot's metrics (mass, actuators, total_gear) are the same for every seed. The
+cost metrics (cpu_seconds, cpu_hours, env_steps) are summed over those seeds instead: what the trial cost.
 """
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from pathlib import Path
 
 from ..results.stats import bootstrap_ci, iqm, mean_over_span
 from ..robots.variants import compile_model, design_metrics
-from ..spec.searchspace import INFO_PREFIX, MODEL_METRICS, info_key
+from ..spec.searchspace import COST_METRICS, INFO_PREFIX, MODEL_METRICS, info_key
 from ..sweepdir.csvfiles import read_evaluations
 from ..sweepdir.files import RunDir, read_model, read_or_none
-from ..sweepdir.models import RunSpec, succeeded
+from ..sweepdir.models import RunResult, RunSpec, succeeded
 
 
 def run_value(run_dir: RunDir, metric: str) -> float | None:
     """One seed's value: its final evaluation (eval_iqm), its best periodic evaluation (best_iqm), the mean
-    evaluation over training (auc_iqm), an info key's mean over its final evaluation (info:<key>) or its
-    robot's metric; None unless the run succeeded."""
+    evaluation over training (auc_iqm), an info key's mean over its final evaluation (info:<key>), its cost
+    (cost_value) or its robot's metric; None unless the run succeeded."""
     status, result = read_or_none(run_dir.read_status), read_or_none(run_dir.read_result)
     if not succeeded(status, result) or result is None:
         return None
     if metric in MODEL_METRICS:
         return _robot_metric(run_dir, metric)
+    if metric in COST_METRICS:
+        return cost_value(result, metric)
     if metric.startswith(INFO_PREFIX):
         return (result.eval_info or {}).get(info_key(metric))
     if metric == "best_iqm":
@@ -43,9 +47,22 @@ def run_values(run_dir: RunDir, metrics: list[str]) -> list[float] | None:
     return [v for v in values if v is not None] if None not in values else None
 
 
-def trial_values(seeds: list[list[float]]) -> list[float] | None:
-    """Each objective's IQM over the seeds (each a list of every objective's value); None without a seed."""
-    return [iqm(list(column)) for column in zip(*seeds, strict=True)] if seeds else None
+def cost_value(result: RunResult, metric: str) -> float | None:
+    """A run's cost: its CPU seconds or hours (None in a result.json from before cpu_s), or its env steps."""
+    if metric == "env_steps":
+        return float(result.timesteps) if result.timesteps is not None else None
+    if result.cpu_s is None:
+        return None
+    return result.cpu_s / 3600 if metric == "cpu_hours" else result.cpu_s
+
+
+def trial_values(seeds: list[list[float]], metrics: list[str]) -> list[float] | None:
+    """Each objective's value over the seeds (each a list of every metric's value): a cost metric's sum, any
+    other's IQM; None without a seed."""
+    if not seeds:
+        return None
+    return [math.fsum(column) if metric in COST_METRICS else iqm(list(column))
+            for metric, column in zip(metrics, zip(*seeds, strict=True), strict=True)]
 
 
 def _robot_metric(run_dir: RunDir, metric: str) -> float | None:

@@ -3,6 +3,7 @@ the run files, and the best trial's parameters as a block to paste into a spec."
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -16,6 +17,7 @@ from ..sweepdir.models import TrialRecord, TrialState
 from . import pareto as paretolib
 from .journal import replay
 from .objective import confidence, run_value
+from .studies import run_succeeded
 
 STATE_RANK = {TrialState.COMPLETE: 0, TrialState.PRUNED: 1, TrialState.RUNNING: 2, TrialState.FAILED: 3}
 
@@ -30,6 +32,10 @@ class TrialRow:
     """The first objective's 95% bootstrap interval over seeds."""
     pareto_rank: int | None = None
     """A complete trial's front within its study, 0 for the Pareto front (multi-objective searches)."""
+    cpu_s: float | None = None
+    """What the trial cost: its succeeded seeds' CPU seconds and env steps, summed (None for CPU seconds when
+    a seed's result.json predates them)."""
+    env_steps: float | None = None
 
     @property
     def value(self) -> float | None:
@@ -61,13 +67,20 @@ def ranked(sweep_dir: SweepDir, search: SearchSpec) -> list[TrialRow]:
     rows = []
     for rec in replay(sweep_dir.trials_jsonl):
         values = [v for run_id in rec.runs if (v := run_value(sweep_dir.run(run_id), search.metric)) is not None]
-        rows.append(TrialRow(rec, len(values), len(rec.runs), confidence(values)))
+        rows.append(TrialRow(rec, len(values), len(rec.runs), confidence(values),
+                             cpu_s=_cost(sweep_dir, rec, "cpu_seconds"), env_steps=_cost(sweep_dir, rec, "env_steps")))
     if search.multi:
         rows = _with_fronts(rows, [o.maximize for o in search.objective])
     sign = -1.0 if search.maximize else 1.0
     return sorted(rows, key=lambda r: (STATE_RANK[r.record.state], r.pareto_rank or 0,
                                        sign * r.value if r.value is not None else 0.0, r.record.study,
                                        r.record.number))
+
+
+def _cost(sweep_dir: SweepDir, rec: TrialRecord, metric: str) -> float | None:
+    """The trial's succeeded seeds' cost, summed; None without one, or with one that lacks it."""
+    costs = [run_value(sweep_dir.run(run_id), metric) for run_id in rec.runs if run_succeeded(sweep_dir, run_id)]
+    return sum(c for c in costs if c is not None) if costs and None not in costs else None
 
 
 def _with_fronts(rows: list[TrialRow], maximize: list[bool]) -> list[TrialRow]:
@@ -157,6 +170,7 @@ def to_markdown(rows: list[TrialRow], search: SearchSpec, figure: str | None = N
         cells = [str(rank), rec.study, str(rec.number), rec.state.value, *middle, f"{row.seeds_done}/{row.seeds}",
                  params]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += start_lines(rows, search)
     if search.multi:
         points = front(rows)
         if points:
@@ -175,9 +189,29 @@ def to_markdown(rows: list[TrialRow], search: SearchSpec, figure: str | None = N
     return "\n".join(lines) + "\n"
 
 
+def start_lines(rows: list[TrialRow], search: SearchSpec) -> list[str]:
+    """warm_start: nearest: the complete warm and cold trials side by side (count, mean of each objective);
+    nothing for a search that did not warm start."""
+    starts = [s for s in ("warm", "cold") if any(r.record.start == s for r in rows)]
+    if not starts:
+        return []
+    metrics = [o.metric for o in search.objective]
+    lines = ["", "## Warm against cold starts", "",
+             "Complete trials that started from the nearest finished design (warm) or from scratch (cold).", "",
+             "| start | trials | " + " | ".join(f"mean {m}" for m in metrics) + " |", "|---" * (2 + len(metrics)) + "|"]
+    for start in starts:
+        done = [r.record.objectives for r in rows if r.record.start == start
+                and r.record.state is TrialState.COMPLETE and r.record.objectives]
+        means = [f"{statistics.fmean(column):.4g}" for column in zip(*done, strict=True)] if done else \
+            ["-"] * len(metrics)
+        lines.append(f"| {start} | {len(done)} | " + " | ".join(means) + " |")
+    return lines
+
+
 def to_dicts(rows: list[TrialRow]) -> list[dict[str, Any]]:
     """The ranked trials for `sweep report --format json`."""
     return [{**row.record.model_dump(mode="json", by_alias=True), "rank": rank, "seeds_done": row.seeds_done,
              "ci_low": row.ci[0] if row.ci else None, "ci_high": row.ci[1] if row.ci else None,
+             "cpu_seconds": row.cpu_s, "env_steps": row.env_steps,
              **({"pareto_rank": row.pareto_rank} if row.pareto_rank is not None else {})}
             for rank, row in enumerate(rows, 1)]

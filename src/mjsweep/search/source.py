@@ -13,17 +13,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engine import warmstart
 from ..engine.scheduler import Event, EventKind
 from ..engine.sweep import write_run_dir
 from ..spec.sweepspec import SweepSpec
 from ..sweepdir.files import SweepDir, append_line
-from ..sweepdir.models import RunSpec, RunState, TrialRecord, TrialState
+from ..sweepdir.models import RunSpec, RunState, TrialRecord, TrialState, WarmSource
 from . import journal
+from . import nearest as nearestlib
 from . import prune as prunelib
 from .confirm import ConfirmStage
 from .objective import evaluations, run_values, trial_values
 from .samplers import Sampler, make_sampler
-from .studies import Study, TrialBuildError, run_succeeded, trial_runs
+from .studies import Study, TrialBuildError, run_succeeded, trial_runs, trial_variant
 
 PRUNE_CHECK_S = 2.0
 """Seconds between readings of the running trials' evaluations.csv files."""
@@ -57,6 +59,10 @@ class SearchSource:
         self._last_prune_check = -PRUNE_CHECK_S
         written = journal.lines(sweep_dir.trials_jsonl)
         history = journal.replay(sweep_dir.trials_jsonl)
+        self._history = {rec.key: rec for rec in history}
+        """Every trial on record when this source was built: a resumed warm trial's source among them."""
+        self._fixed = warmstart.resolve(spec)
+        """warm_start: {from: ...}: the run every trial's runs start from (None: cold, or nearest)."""
         self.samplers: dict[str, Sampler] = {
             s.key: make_sampler(self.search.method, s.dims, self.search.seed, s.index, self.search.objective,
                                 [r for r in written if r.study == s.key]) for s in studies}
@@ -147,7 +153,10 @@ class SearchSource:
         self.asked[study.key] = number + 1
         params = self.samplers[study.key].propose(number)
         try:
-            variant, runs = trial_runs(self.spec, study, number, params, self._variant_xml)
+            variant = trial_variant(self.spec, study, params)
+            start, warm_from, warm = self._warm_start(study, number, params, variant)
+            variant, runs = trial_runs(self.spec, study, number, params, self._variant_xml, variant=variant,
+                                       warm=warm)
         except TrialBuildError as exc:
             rec = TrialRecord(study=study.key, number=number, params=params, runs=[], state=TrialState.FAILED,
                               note=str(exc))
@@ -157,7 +166,7 @@ class SearchSource:
             self.on_event(Event(EventKind.TRIAL, None, f"trial {number} of {study.key} failed: {exc}"))
             return None
         rec = TrialRecord(study=study.key, number=number, params=params, runs=[r.run_id for r in runs],
-                          state=TrialState.RUNNING)
+                          state=TrialState.RUNNING, start=start, warm_from=warm_from)
         append_line(self.sweep_dir.trials_jsonl, rec)  # on record before any of its runs starts
         trial = _Trial(rec, study, {r.run_id: r for r in runs}, variant.xml_text, queue=[r.run_id for r in runs])
         self._register(trial)
@@ -166,8 +175,11 @@ class SearchSource:
     def _resume(self, study: Study, rec: TrialRecord) -> None:
         """A trial on record as running: its succeeded runs count, the others run again (from checkpoints)."""
         params = {key: rec.params[key] for key in study.dims if key in rec.params}  # in the space's order
+        source = self._history.get((study.key, rec.warm_from)) if rec.warm_from is not None else None
+        warm = nearestlib.sources(self.sweep_dir, source, self.search.seeds_per_trial) if source else \
+            self._fixed_sources()
         try:
-            variant, runs = trial_runs(self.spec, study, rec.number, params, self._variant_xml)
+            variant, runs = trial_runs(self.spec, study, rec.number, params, self._variant_xml, warm=warm)
         except TrialBuildError as exc:
             trial = _Trial(rec, study, {}, None)
             self.trials[rec.key] = trial
@@ -186,6 +198,37 @@ class SearchSource:
                 trial.queue.append(run.run_id)
         if len(trial.ended) == len(trial.runs):
             self._tell(trial)
+
+    def _warm_start(self, study: Study, number: int, params: dict[str, Any], variant: Any
+                    ) -> tuple[str | None, int | None, dict[int, WarmSource] | None]:
+        """warm_start: nearest: whether the trial starts "warm" or "cold", the trial it starts from, and each
+        seed's source run; (None, None, None) in other searches."""
+        warm = self.spec.warm_start
+        if warm is None:
+            return None, None, None
+        if not warm.nearest:
+            fixed = self._fixed_sources()
+            assert fixed is not None, "engine.warmstart.resolve() found the source before launch"
+            _, runs = trial_runs(self.spec, study, number, params, self._variant_xml, variant=variant)
+            if (problem := nearestlib.misfit(self.spec, variant, runs[0], fixed[0])) is not None:
+                raise TrialBuildError(f"warm_start: the source run {fixed[0].run_id} does not fit: {problem}")
+            return None, None, fixed
+        if nearestlib.starts_cold(number, warm.cold_share):
+            return "cold", None, None
+        source = nearestlib.nearest(params, [t.record for t in self.trials.values() if t.study is study],
+                                    study.dims)
+        found = nearestlib.sources(self.sweep_dir, source, self.search.seeds_per_trial) if source else None
+        if source is None or found is None:
+            return "cold", None, None  # nothing finished yet to start from
+        _, cold = trial_runs(self.spec, study, number, params, self._variant_xml, variant=variant)
+        if nearestlib.misfit(self.spec, variant, cold[0], found[0]) is not None:
+            return "cold", None, None  # another network, or an edit changed the spaces
+        return "warm", source.number, found
+
+    def _fixed_sources(self) -> dict[int, WarmSource] | None:
+        """The fixed source for every seed of a trial; None without one."""
+        fixed = self._fixed
+        return dict.fromkeys(range(self.search.seeds_per_trial), fixed) if fixed is not None else None
 
     def summary(self) -> str:
         counts = {s: sum(t.record.state is s for t in self.trials.values()) for s in TrialState}
@@ -213,7 +256,7 @@ class SearchSource:
         metrics = [o.metric for o in self.search.objective]
         succeeded_ = [run_id for run_id, state in trial.ended.items() if state is RunState.SUCCEEDED]
         seeds = [v for run_id in succeeded_ if (v := run_values(self.sweep_dir.run(run_id), metrics)) is not None]
-        values = trial_values(seeds)
+        values = trial_values(seeds, metrics)
         if values is None:
             note = f"no seed has a value of {', '.join(metrics)}" if succeeded_ else "no seed succeeded"
             self._finish(trial, TrialState.FAILED, None, 0, note)

@@ -21,7 +21,7 @@ from ..robots.envs import EnvBuildError, probe_env
 from ..spec.searchspace import Dimension
 from ..spec.sweepspec import SweepSpec
 from ..sweepdir.files import SweepDir, read_or_none
-from ..sweepdir.models import RunSpec, succeeded
+from ..sweepdir.models import RunSpec, WarmSource, succeeded
 
 EDIT_PREFIX = "edits."
 
@@ -85,17 +85,19 @@ def _point_of(variant_name: str, family: str, labels: dict[str, list[Any]]) -> d
 
 
 def trial_runs(spec: SweepSpec, study: Study, number: int, params: dict[str, Any],
-               run_xml: Any, seeds: list[int] | None = None, prefix: str = "t") -> tuple[variantlib.Variant,
-                                                                                        list[RunSpec]]:
+               run_xml: Any, seeds: list[int] | None = None, prefix: str = "t",
+               variant: variantlib.Variant | None = None,
+               warm: dict[int, WarmSource] | None = None) -> tuple[variantlib.Variant, list[RunSpec]]:
     """The variant and the runs (one per seed: the search's seeds, or `seeds`) of trial `number` with `params`,
-    their ids led by `prefix` and the number. `run_xml(run_id)` is where a run of a generated variant reads its
-    XML. Raises TrialBuildError when its robot does not build."""
+    their ids led by `prefix` and the number; each seed started from `warm`'s source for it when given.
+    `run_xml(run_id)` is where a run of a generated variant reads its XML. `variant`: the trial's, built
+    already (trial_variant). Raises TrialBuildError when its robot does not build."""
     assert spec.search is not None
-    variant = _trial_variant(spec, study, params)
+    variant = variant or trial_variant(spec, study, params)
     point = {**study.grid, **{k: v for k, v in params.items() if not k.startswith(EDIT_PREFIX)}}
     runs = []
     for seed in seeds if seeds is not None else range(spec.search.seeds_per_trial):
-        run = make_run(spec, variant, point, seed)
+        run = make_run(spec, variant, point, seed, (warm or {}).get(seed))
         run = run.model_copy(update={"run_id": f"{prefix}{number:03d}_{run.run_id}"})
         if variant.xml_text is not None:
             run = run.model_copy(update={"xml": str(run_xml(run.run_id))})
@@ -109,7 +111,9 @@ def run_succeeded(sweep_dir: SweepDir, run_id: str) -> bool:
     return succeeded(read_or_none(run_dir.read_status), read_or_none(run_dir.read_result))
 
 
-def _trial_variant(spec: SweepSpec, study: Study, params: dict[str, Any]) -> variantlib.Variant:
+def trial_variant(spec: SweepSpec, study: Study, params: dict[str, Any]) -> variantlib.Variant:
+    """The trial's robot: the study's variant, or one generated with the searched edit values, compiled and
+    probed."""
     if study.spec_index is None:
         return study.variant
     written = spec.variants[study.spec_index]
@@ -137,3 +141,4 @@ def _check(spec: SweepSpec, variant: variantlib.Variant, params: dict[str, Any])
             probe_env(spec.env, local.xml, env_kwargs, spec.max_episode_steps, warn_only=frozenset(spec.warn_only))
         except (ValueError, EnvBuildError) as exc:
             raise TrialBuildError(f"variant {variant.name!r}: {exc}") from None
+

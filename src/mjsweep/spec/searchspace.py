@@ -18,6 +18,9 @@ EVAL_METRICS = ("best_iqm", "auc_iqm")
 """Those read from periodic evaluations (eval.every)."""
 MODEL_METRICS = ("mass", "actuators", "total_gear")
 """The trial's robot: total mass (kg), actuator count, sum of |gear[0]| over actuators."""
+COST_METRICS = ("cpu_seconds", "cpu_hours", "env_steps")
+"""What a trial cost: its runs' CPU seconds (result.json's cpu_s), the same in hours, their env steps; summed
+over the trial's seeds, not averaged (usually minimized, against a return)."""
 INFO_PREFIX = "info:"
 """info:<key>: the env's info[key] at the end of each final-evaluation episode, averaged over episodes."""
 MULTI_OBJECTIVE_METHODS = ("random", "sobol", "tpe", "nsga2")
@@ -93,17 +96,19 @@ class ObjectiveSpec(_Strict):
     """eval_iqm: each seed's final evaluation; best_iqm: its best periodic evaluation; auc_iqm: the area
     under its periodic evaluations per timestep; info:<key>: the env's info[key] at the end of each final
     evaluation episode, averaged over them. Each time the IQM over the trial's seeds. mass, actuators,
-    total_gear: the trial's robot."""
+    total_gear: the trial's robot. cpu_seconds, cpu_hours, env_steps: what the trial cost, summed over its
+    seeds."""
     direction: Literal["maximize", "minimize"] = "maximize"
 
     @field_validator("metric")
     @classmethod
     def _known(cls, metric: str) -> str:
-        if metric in RUN_METRICS + MODEL_METRICS:
+        if metric in RUN_METRICS + MODEL_METRICS + COST_METRICS:
             return metric
         if metric.startswith(INFO_PREFIX) and info_key(metric).isidentifier():
             return metric
-        raise ValueError(f"unknown metric {metric!r}: use {', '.join(RUN_METRICS + MODEL_METRICS)} or "
+        known = ", ".join(RUN_METRICS + MODEL_METRICS + COST_METRICS)
+        raise ValueError(f"unknown metric {metric!r}: use {known} or "
                          f"{INFO_PREFIX}<key of the env's info>")
 
     @property

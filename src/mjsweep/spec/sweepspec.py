@@ -42,6 +42,7 @@ from .limits import (
 from .literals import zoo_expression, zoo_text
 from .locator import SpecLocator
 from .searchspace import SearchSpec
+from .warmstartspec import WarmStartSpec
 from .zoo import ZOO_TOP_KEYS
 
 MENAGERIE_PREFIX = "menagerie:"
@@ -307,6 +308,8 @@ class SweepSpec(_Strict):
     """Degenerate-env checks of the pre-launch probe that only warn instead of refusing the sweep."""
     search: SearchSpec | None = None
     """A search beyond the grid (docs/search.md): trials sampled from a space, each trained with several seeds."""
+    warm_start: WarmStartSpec | None = None
+    """Start every run from a finished run's policy and normalization (docs/training.md, "Warm starts")."""
     max_runs: int = Field(DEFAULT_MAX_RUNS, ge=1)
     """The most runs the spec may plan (variants x grid points x seeds, or trials x seeds): a larger plan is
     refused before anything is expanded, naming its count. `sweep run --max-runs` overrides it. Not part of the

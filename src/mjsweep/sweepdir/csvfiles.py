@@ -130,6 +130,8 @@ class ReportRow(CsvRow):
     mean_eval_auc: float | None
     mean_checkpoint_s: float | None
     mean_checkpoint_mb: float | None
+    cpu_s: float | None
+    env_steps: int | None
 
     def cells(self) -> list[str]:
         return [_short(v) if isinstance(v, float) else _cell(v) for v in astuple(self)]

@@ -72,6 +72,10 @@ class RunResult(FileModel):
     """Seconds of the final evaluation."""
     periodic_eval_s: float | None = None
     """Seconds of the periodic evaluations (eval.every), over all attempts; counted in neither fps nor eval_s."""
+    cpu_s: float | None = None
+    """CPU seconds (user + system) the worker's processes spent, children included, summed over attempts
+    (each attempt's until its last checkpoint, the last one's whole): the run's cost (the search metrics
+    cpu_seconds and cpu_hours). None in files written before the key."""
     evaluations: int | None = None
     """Rows of evaluations.csv (periodic evaluations); None without eval.every."""
     best_eval_mean_return: float | None = None
@@ -107,6 +111,8 @@ class RunResult(FileModel):
     torch_interop_threads: int | None = None
     started_by: str | None = None
     """How the worker's process began: "exec" (a fresh interpreter) or "template" (forked, imports done)."""
+    warm_start: WarmSource | None = None
+    """The finished run this one started from (spec.json's); None: from scratch."""
     xml_sha256: str | None = None
     peak_rss_mb: float | None = None
     host: str | None = None
@@ -143,6 +149,9 @@ class Timing(BaseModel):
     """Writing checkpoints; absent from checkpoint.json files of earlier versions."""
     eval_s: float = 0.0
     """Periodic evaluations (eval.every)."""
+    cpu_s: float = 0.0
+    """CPU seconds (user + system) of the worker's process and its children; absent from checkpoint.json
+    files of earlier versions."""
 
     @property
     def training_s(self) -> float:
@@ -336,6 +345,30 @@ class WandbSpec(BaseModel):
     """Tags added to every run, beside its variant and seed."""
 
 
+class WarmSource(BaseModel):
+    """The finished run a warm run starts from (spec.json and result.json's warm_start): its policy and
+    normalization statistics (and its replay buffer where asked) are loaded before the first step."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    run_dir: str
+    """The source's folder, absolute."""
+    run_id: str
+    """Part of the warm run's id: warm runs of different sources, or a warm and a cold run, never pool."""
+    timesteps: int | None = None
+    """The env steps the source trained."""
+    eval_mean_return: float | None = None
+    """The source's final evaluation."""
+    replay_buffer: bool = False
+    """Its last checkpoint's replay buffer is loaded too (off-policy algorithms)."""
+    nearest: bool = False
+    """Picked by a design search as the finished design nearest in the searched edits."""
+
+    def identity(self) -> dict[str, Any]:
+        """What of the source decides what the warm run computes (its folder may move)."""
+        return {"run_id": self.run_id, "replay_buffer": self.replay_buffer}
+
+
 class RunSpec(FileModel):
     """spec.json: everything the worker needs for one run (plan.runs.expand makes it). Files written before
     it carried a `schema` key are version 1."""
@@ -387,6 +420,8 @@ class RunSpec(FileModel):
     when set (a run without it keeps the id it had before the key existed)."""
     wandb: WandbSpec | None = None
     """Log to Weights & Biases (worker/tracking.py); out of content_hash as tensorboard is."""
+    warm_start: WarmSource | None = None
+    """The finished run this one starts from; None: from scratch. Its identity is in content_hash."""
 
     @property
     def group(self) -> str:
@@ -398,7 +433,9 @@ class RunSpec(FileModel):
         return {"env": self.env, "xml_sha256": self.xml_sha256, "env_kwargs": self.env_kwargs,
                 "max_episode_steps": self.max_episode_steps, "policy": self.policy, "algo": self.algo,
                 "hyperparams": self.hyperparams, "total_timesteps": self.total_timesteps, "n_envs": self.n_envs,
-                "vec_env": self.vec_env, "device": self.device, "normalize": self.normalize}
+                "vec_env": self.vec_env, "device": self.device, "normalize": self.normalize,
+                # only when set: cold runs keep the experiment they had before warm starts existed
+                **({"warm_start": self.warm_start.identity()} if self.warm_start else {})}
 
     @property
     def experiment(self) -> str:
@@ -444,6 +481,11 @@ class TrialRecord(FileModel):
     single objective and in lines written before multi-objective searches."""
     seeds_ok: int = 0
     note: str = ""
+    start: Literal["warm", "cold"] | None = None
+    """With warm_start: nearest, whether the trial's runs started from a finished trial (warm_from) or from
+    scratch (the cold share, or no finished trial to start from); None in other searches."""
+    warm_from: int | None = None
+    """The number of the trial of the same study whose runs a warm trial's runs started from."""
 
     @property
     def key(self) -> tuple[str, int]:

@@ -250,7 +250,7 @@ class IterationRecorder(PhaseTimer):
         elapsed = time.monotonic() - self._t0 if self._t0 else 0.0
         return Timing(wall_s=self.base.wall_s + elapsed, rollout_s=self.base.rollout_s + self.rollout_s,
                       train_s=self.base.train_s + self.train_s, save_s=self.base.save_s + self.save_s,
-                      eval_s=self.base.eval_s + self.eval_s)
+                      eval_s=self.base.eval_s + self.eval_s, cpu_s=self.base.cpu_s + process_cpu_s())
 
     def save_interrupted(self) -> None:
         """Checkpoint on a stop request, rewound to the start of the unfinished iteration.
@@ -383,3 +383,11 @@ def process_age_s() -> float:
     with open("/proc/self/stat", encoding="ascii") as fh:
         start_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])  # field 22: starttime since boot
     return time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_s() -> float:
+    """CPU seconds (user + system) of this process since it began, and of the children it has waited for
+    (subprocess envs). A worker forked from the template starts its count at the fork: the imports it
+    inherited are the template's."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system

@@ -17,9 +17,10 @@ from __future__ import annotations
 import os
 import sys
 
+from ..childproc import cap_threads
+
 # Before numpy or torch are imported: their OpenMP/BLAS pools read these once, at import.
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
-    os.environ[_var] = "1"
+cap_threads(os.environ)
 
 import platform  # noqa: E402
 import resource  # noqa: E402
@@ -115,6 +116,8 @@ def _train(run_path: Path) -> int:
         recorder = IterationRecorder(checkpointer, resume, stop_if_requested, evaluator,
                                      on_row=tracker.log_progress if tracker else None,
                                      row_steps=ALGOS[spec.algo].row_steps, exact=begun.exact)
+        if evaluator and spec.warm_start is not None and resume is None:
+            evaluator.evaluate(model, 0.0)  # where the warm run starts: its source's final evaluation
         try:
             model.learn(total_timesteps=spec.total_timesteps - model.num_timesteps,
                         reset_num_timesteps=resume is None, callback=recorder)
@@ -161,6 +164,7 @@ def _train(run_path: Path) -> int:
         replay_buffer_resumed=resumed_buffer,
         eval_s=round(eval_s, 3),
         periodic_eval_s=round(timing.eval_s, 3) if evaluator else None,
+        cpu_s=round(timing.cpu_s, 3),
         evaluations=evaluator.rows if evaluator else None,
         best_eval_mean_return=evaluator.best[0] if evaluator and evaluator.best else None,
         best_eval_timesteps=evaluator.best[1] if evaluator and evaluator.best else None,
@@ -178,6 +182,7 @@ def _train(run_path: Path) -> int:
         torch_interop_threads=torch.get_num_interop_threads(),
         started_by=os.environ.get("MJSWEEP_START", "exec"),  # the local launcher says; others exec
         xml_sha256=spec.xml_sha256,
+        warm_start=spec.warm_start,
         peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         host=platform.node(),
         node=os.environ.get("MJSWEEP_NODE") or platform.node(),  # the cluster node (Ray id, SLURM name)

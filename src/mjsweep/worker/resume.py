@@ -24,6 +24,7 @@ from ..sweepdir.models import CheckpointRecord, ResumeRecord, RunSpec
 from .checkpoints import Checkpointer, truncate_logs
 from .model import build_model
 from .train_envs import monitored_env, normalized_env
+from .warm import load_source
 
 DAMAGED = (ValueError, AssertionError, EOFError, KeyError, RuntimeError, OSError, pickle.UnpicklingError,
            zipfile.BadZipFile)
@@ -45,7 +46,8 @@ class Start:
 
 
 def start(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, stop_if_requested: Callable[[], None]) -> Start:
-    """The env and the model to train, from the newest usable checkpoint or from 0."""
+    """The env and the model to train, from the newest usable checkpoint, or from 0 (a warm run: from its
+    source's policy and statistics, never from the source again once it has a checkpoint of its own)."""
     because: list[str] = []
     saved = read_or_none(run.read_checkpoint, because)
     for checkpoint in reversed(saved.kept()) if saved else []:
@@ -70,7 +72,10 @@ def start(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, stop_if_reques
     checkpointer.best.clear()  # an earlier attempt's, which ended before its first usable checkpoint
     stop_if_requested()
     venv = normalized_env(spec, run, monitored_env(spec, run, None), None)
-    return Start(venv, build_model(spec, venv, checkpointer, None), None)
+    model = build_model(spec, venv, checkpointer, None)
+    if spec.warm_start is not None:
+        load_source(model, spec.warm_start, spec.device)
+    return Start(venv, model, None)
 
 
 def _load(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, checkpoint: CheckpointRecord) -> Start | str:
