@@ -152,6 +152,30 @@ def test_adaptive_seeds_add_their_rounds_on_the_cluster(cluster, tmp_path):
     assert len(results) == 6 and all(r["node"] in node_ids for r in results)
 
 
+@pytest.mark.slow
+def test_a_pbt_population_trains_on_the_cluster_from_copied_checkpoints(cluster, tmp_path):
+    """Each segment's folder, with the checkpoint the launcher copied into it, travels to a node and resumes
+    there; the launcher ranks the results the nodes sent back. 2 members x 2 generations."""
+    spec = one_variant_spec(tmp_path, "ray-pbt", total=1024)
+    data = yaml.safe_load(spec.read_text())
+    del data["seeds"]
+    data["pbt"] = {"population": 2, "interval": 512, "seed": 0,
+                   "space": {"ppo.learning_rate": {"log_uniform": [1.0e-4, 1.0e-3]}}}
+    spec = write_spec(tmp_path, data)
+    done = run_sweep("run", str(spec), "--backend", "ray", "--address", cluster.address, timeout=WAIT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    sweep_dir = tmp_path / "runs" / "ray-pbt"
+    lines = [json.loads(line) for line in (sweep_dir / "pbt.jsonl").read_text().splitlines()]
+    assert [(line["generation"], line["member"]) for line in lines] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    copy = next(line for line in lines if line["copied_from"] is not None)
+    assert copy["parent"] == lines[copy["copied_from"]]["run"]
+    node_ids = {n.node_id for n in cluster.list_all_nodes()}
+    for line in lines[2:]:
+        assert read_json(sweep_dir / line["run"] / "result.json")["node"] in node_ids
+        assert "resuming" in (sweep_dir / line["run"] / "log.txt").read_text()
+        assert read_json(sweep_dir / line["run"] / "result.json")["resumed_from"] == 512
+
+
 def wait_until_both_train(sweep_dir: Path) -> tuple[list[str], list[Path]]:
     """Both runs training on their nodes: their ids and the nodes' copies of their run dirs."""
     wait_for(lambda: len(run_dirs(sweep_dir)) == 2 and all(

@@ -39,7 +39,7 @@ class PlanSummary:
     sweep_dir: Path
     variants: list[str]
     runs: int
-    """Runs the spec plans (a search's: none until it runs)."""
+    """Runs the spec plans (a search's or a population's: none until it runs)."""
     to_run: int
     """Of those, the runs a `run` would start or resume now; the others have succeeded (a search's: none)."""
     warnings: list[str]
@@ -55,7 +55,7 @@ def validate(spec: SpecSource, runs_dir: str | Path | None = None) -> PlanSummar
     from ..plan.planned import Action
 
     plan = _prepare(spec, runs_dir)
-    searched = plan.spec.search is not None  # a search makes its runs as it goes
+    searched = plan.spec.search is not None or plan.spec.pbt is not None  # these make their runs as they go
     to_run = 0 if searched else sum(1 for p in decide(plan) if p.action is not Action.SKIP)
     return PlanSummary(plan.spec.name, plan.sweep_dir.path, [c.variant.name for c in plan.checks],
                        0 if searched else len(plan.runs), to_run, [str(w) for w in plan.spec.warnings])
@@ -121,6 +121,10 @@ def _opener(plan: SweepPlan, order: Any, workers: int | None) -> Any:
 
         searchlib.check_method(plan)
         return searchlib.search_runs(plan)
+    if plan.spec.pbt is not None:
+        from ..search.pbt import pbt_runs
+
+        return pbt_runs(plan)
     _check_disk(plan, decide(plan), workers or _cores())
     if plan.spec.adaptive_seeds is not None:
         from ..engine.adaptive import adaptive_runs

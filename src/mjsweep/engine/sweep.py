@@ -363,10 +363,10 @@ def _write_sweep_files(plan: SweepPlan, runs: list[RunSpec]) -> None:
     are never touched again)."""
     write_text_atomic(plan.sweep_dir.sweep_yaml, yaml.safe_dump(plan.spec.resolved(), sort_keys=False))
     write_model(plan.sweep_dir.variants_json, variants_record(plan))
-    if plan.spec.search is None:
+    if plan.spec.search is None and plan.spec.pbt is None:
         write_model(plan.sweep_dir.plan_json, PlanRecord(experiments={r.group: r.experiment for r in plan.runs},
                                                          runs=[r.run_id for r in plan.runs]))
-    else:  # a search's groups are its trials, made as it runs: no plan to hold its runs to
+    else:  # a search's groups are its trials, PBT's segments its generations, made as it runs: no plan
         plan.sweep_dir.plan_json.unlink(missing_ok=True)
     generated = {c.variant.name: c.variant.xml_text for c in plan.checks if c.variant.xml_text is not None}
     for run in runs:

@@ -27,6 +27,7 @@ from .limits import (
     MAX_TIMESTEPS,
 )
 from .locator import SpecLocator, format_key
+from .pbtspec import check as check_pbt
 from .searchspace import EVAL_METRICS, MULTI_OBJECTIVE_METHODS, Dimension, SearchSpec
 from .sweepspec import (
     GRID_PREFIXES,
@@ -60,6 +61,9 @@ def check_semantics(spec: SweepSpec, loc: SpecLocator) -> None:
             _check_rollout(spec, ALGOS[name], loc)
     if spec.search is not None:
         _check_search(spec, spec.search, loc)
+    if spec.pbt is not None:
+        check_pbt(spec.pbt, spec.algos, spec.hyperparameters(spec.algos[0]), spec.total_timesteps_of(spec.algos[0]),
+                  spec.n_envs_of(spec.algos[0]), spec.grid, loc.error)
 
 
 def _check_search(spec: SweepSpec, search: SearchSpec, loc: SpecLocator) -> None:

@@ -96,6 +96,11 @@ def parse(data: dict[str, Any], locator: SpecLocator, max_runs: int | None = Non
         raise locator.error(("total_timesteps",), "required key is missing")
     if spec.search is not None and "seeds" in data:
         raise locator.error(("seeds",), "a search trains search.seeds_per_trial seeds per trial: drop 'seeds'")
+    if spec.pbt is not None and ("seeds" in data or spec.search is not None):
+        raise locator.error(("seeds" if "seeds" in data else "search",), "pbt trains pbt.population members "
+                            "(seeds 0, 1, ...) and searches nothing else: drop it")
+    if spec.pbt is not None and spec.warm_start is not None:
+        raise locator.error(("warm_start",), "a pbt population starts its members cold: drop warm_start")
     spec._zoo_entries = zoo_entries
     spec._max_runs = max_runs
     spec.check_run_count()

@@ -41,6 +41,7 @@ from .limits import (
 )
 from .literals import zoo_expression, zoo_text
 from .locator import SpecLocator
+from .pbtspec import PbtSpec
 from .searchspace import SearchSpec
 from .warmstartspec import WarmStartSpec
 from .zoo import ZOO_TOP_KEYS
@@ -310,6 +311,8 @@ class SweepSpec(_Strict):
     """A search beyond the grid (docs/search.md): trials sampled from a space, each trained with several seeds."""
     warm_start: WarmStartSpec | None = None
     """Start every run from a finished run's policy and normalization (docs/training.md, "Warm starts")."""
+    pbt: PbtSpec | None = None
+    """Population-based training (docs/search.md, spec/pbtspec.py): a population per variant and grid point."""
     max_runs: int = Field(DEFAULT_MAX_RUNS, ge=1)
     """The most runs the spec may plan (variants x grid points x seeds, or trials x seeds): a larger plan is
     refused before anything is expanded, naming its count. `sweep run --max-runs` overrides it. Not part of the

@@ -286,6 +286,8 @@ class SweepDir:
     trials_jsonl = property(lambda self: self.path / "trials.jsonl")
     confirm_jsonl = property(lambda self: self.path / "confirm.jsonl")
     seeds_jsonl = property(lambda self: self.path / "seeds.jsonl")
+    pbt_jsonl = property(lambda self: self.path / "pbt.jsonl")
+    pbt_best_yaml = property(lambda self: self.path / "pbt_best.yaml")
     variants_json = property(lambda self: self.path / "variants.json")
     plan_json = property(lambda self: self.path / "plan.json")
     report_csv = property(lambda self: self.path / "report.csv")

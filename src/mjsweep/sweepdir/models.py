@@ -400,6 +400,9 @@ class RunSpec(FileModel):
     checkpoints_kept: int = 2
     """Checkpoints kept, the newest and the ones a resume falls back to when it is damaged; not in
     content_hash either. spec.json files written before the key resume as they did, with 2 from then on."""
+    checkpoint_at_end: bool = False
+    """Also checkpoint where training ends: a PBT segment, which the member's next segment (or a copy's) resumes
+    from. Not in content_hash: when a run saves does not change what it computes."""
     eval_episodes: int
     eval_deterministic: bool
     eval_every: int | None = None

@@ -149,6 +149,11 @@ def run(
     policy = plan.spec.adaptive_seeds
     if dry_run:
         tables.variant_table(out, plan)  # what deep validation found, model by model
+        if plan.spec.pbt is not None:
+            from ..search.pbt import dry_run_line
+
+            out.print(dry_run_line(plan))
+            return
         if policy is not None:
             _adaptive_dry_run(out, plan, policy, start, workers, backend)
             return
@@ -159,9 +164,14 @@ def run(
         if backend == "slurm":
             tables.sbatch_preview(out, plan, planned, workers)
         return
-    if policy is not None and backend == "slurm":
-        raise InputError("adaptive seeds add runs as results come in: use --backend local or ray, not slurm")
+    if (policy is not None or plan.spec.pbt is not None) and backend == "slurm":
+        what = "pbt starts each generation" if plan.spec.pbt else "adaptive seeds add runs"
+        raise InputError(f"{what} as results come in: use --backend local or ray, not slurm")
     opener = planned_runs(plan, start)
+    if plan.spec.pbt is not None:
+        from ..search.pbt import pbt_runs
+
+        opener = pbt_runs(plan)
     if policy is not None:
         from ..engine.adaptive import adaptive_runs
 
@@ -504,6 +514,11 @@ def report(
         from ..results.seeding import to_markdown as seeds_markdown
 
         md_text += "\n" + seeds_markdown(rounds)
+    from ..search.pbtreport import report as pbt_report
+
+    pbt_text = pbt_report(folder)  # a PBT sweep's lineage, best schedule and replay spec; "" for any other
+    if pbt_text:
+        md_text += "\n" + pbt_text
     write_text_atomic(folder.report_csv, csv_text)
     write_text_atomic(folder.report_md, md_text)
     if fmt == "table":
@@ -526,6 +541,8 @@ def report(
 
             for line in summary_lines(confirmed):
                 print(f"confirmed on fresh seeds: {line}")
+        if pbt_text:
+            print(pbt_text)
     elif fmt == "html":
         from .html_report import build, sweep_state
 

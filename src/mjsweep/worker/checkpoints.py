@@ -140,8 +140,10 @@ def kept_bests(checkpoint: CheckpointRecord | None) -> set[int | None]:
 
 class Checkpointer:
     def __init__(self, run: RunDir, every: int, every_s: float | None = None, normalized: bool = False,
-                 off_policy: bool = False, kept: int = 2):
+                 off_policy: bool = False, kept: int = 2, at_end: bool = False):
         self.run, self.every, self.every_s = run, every, every_s
+        self.at_end = at_end
+        """Also checkpoint where training ends (a PBT segment: the next one resumes from it)."""
         self.kept = kept
         """Checkpoints kept (the spec's checkpoints_kept): a resume falls back to an older one."""
         self.normalized = normalized

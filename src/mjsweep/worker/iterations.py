@@ -189,9 +189,9 @@ class IterationRecorder(PhaseTimer):
         # policy: no evaluation, best model or checkpoint of a broken one; the last checkpoint stays the last
         # good. A policy broken in between acts with NaN, which the env's check stops at the next step.
         evaluate = bool(self.evaluator and self.evaluator.due(self._iter_start[0], self.model.num_timesteps))
-        save = checkpoint_due(self.model.num_timesteps - self.last_checkpoint_at,
-                              time.monotonic() - self.last_checkpoint_time, self.checkpointer.every,
-                              self.checkpointer.every_s)
+        save = (last and self.checkpointer.at_end) or checkpoint_due(
+            self.model.num_timesteps - self.last_checkpoint_at, time.monotonic() - self.last_checkpoint_time,
+            self.checkpointer.every, self.checkpointer.every_s)
         if update_s > 0:
             self._updated_at = self.model.num_timesteps
             if evaluate or save or last or self._check.due(rollout_s + update_s):

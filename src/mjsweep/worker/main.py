@@ -102,7 +102,7 @@ def _train(run_path: Path) -> int:
     off_policy = ALGOS[spec.algo].off_policy
     checkpointer = Checkpointer(run, spec.checkpoint_every, spec.checkpoint_every_s,
                                 normalized=spec.normalize is not None, off_policy=off_policy,
-                                kept=spec.checkpoints_kept)
+                                kept=spec.checkpoints_kept, at_end=spec.checkpoint_at_end)
     begun = start(spec, run, checkpointer, stop_if_requested)
     venv, model, resume = begun.venv, begun.model, begun.resume
     try:

@@ -22,6 +22,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from ..sweepdir.files import RunDir, read_or_none, write_model
 from ..sweepdir.models import CheckpointRecord, ResumeRecord, RunSpec
 from .checkpoints import Checkpointer, truncate_logs
+from .live_hyperparams import set_live
 from .model import build_model
 from .train_envs import monitored_env, normalized_env
 from .warm import load_source
@@ -85,6 +86,7 @@ def _load(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, checkpoint: Ch
     try:
         venv = normalized_env(spec, run, monitored, checkpoint)
         model = build_model(spec, venv, checkpointer, checkpoint, exact=exact is not None)
+        set_live(model, spec)  # the spec's values, not the checkpoint's: a PBT member's may have changed
     except DAMAGED as exc:
         monitored.close()
         return f"loading it raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
