@@ -245,9 +245,9 @@ def test_the_hooks_left_untimed_are_sb3s_own_in_the_recorder_too():
 
 @pytest.mark.parametrize(("value", "expected"), [("none", "()"), ("ppo, sac", "('ppo', 'sac')")])
 def test_overhead_names_the_algorithms(value, expected):
-    from mjsweep.ui.cli import _overhead_algos
+    from mjsweep.ui.bench_view import overhead_algos
 
-    assert str(_overhead_algos(value)) == expected
+    assert str(overhead_algos(value)) == expected
 
 
 def test_an_unknown_overhead_algorithm_is_one_line_and_exit_2(tmp_path: Path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sys
 
 import psutil
 
@@ -175,6 +176,86 @@ def test_close_ends_a_build_in_flight():
     assert builds.killed == [1.0] and builds.running == 0
 
 
+class FakeWaitingBuilds(FakeBuilds):
+    """Final builds started ahead: each waits (imports done) until told to go, then takes `duration`."""
+
+    def __init__(self, clock: FakeClock, duration: float = 5.0, dies: bool = False):
+        super().__init__(clock, duration)
+        self.told: list[float] = []
+        self.dies = dies
+
+    def __call__(self) -> FakeWaitingBuild:  # type: ignore[override]
+        self.started.append(self.clock())
+        self.running += 1
+        return FakeWaitingBuild(self)
+
+
+class FakeWaitingBuild(FakeBuild):
+    def __init__(self, builds: FakeWaitingBuilds):
+        super().__init__(builds)
+        self.ends_at = float("inf")  # waits until told
+
+    def go(self) -> bool:
+        builds = self.builds
+        assert isinstance(builds, FakeWaitingBuilds)
+        if builds.dies:
+            return False
+        builds.told.append(builds.clock())
+        self.ends_at = builds.clock() + builds.duration
+        return True
+
+
+def live_with_final(duration: float = 5.0, final_duration: float = 0.5, dies: bool = False):
+    clock = FakeClock()
+    builds, finals = FakeBuilds(clock, duration), FakeWaitingBuilds(clock, final_duration, dies)
+    report = LiveReport(["build"], 60.0, warn=lambda m: None, clock=clock, start=builds, start_final=finals)
+    return report, clock, builds, finals
+
+
+def test_the_final_build_starts_ahead_once_a_run_ended_and_waits_to_be_told():
+    report, clock, builds, finals = live_with_final(duration=5.0, final_duration=0.5)
+    ticks_until(report, clock, 10.0)
+    assert finals.started == []  # nothing ended yet: no final build may be needed
+    report.event(ENDED)
+    ticks_until(report, clock, 30.0)
+    assert builds.started == [10.0] and builds.finished == [15.0] and finals.started == [10.0]
+    assert finals.told == [] and finals.running == 1  # it waits, however long the sweep goes on
+    report.event(ENDED)
+    report.finish(stopped=False)
+    assert finals.told == [30.0] and finals.finished == [30.5] and builds.started == [10.0]  # no cold build
+    assert builds.running == finals.running == 0
+
+
+def test_a_final_build_that_cannot_be_told_is_replaced_by_a_cold_one():
+    report, clock, builds, finals = live_with_final(dies=True)
+    report.event(ENDED)
+    ticks_until(report, clock, 20.0)
+    report.finish(stopped=False)
+    assert finals.started == [0.0] and finals.killed == [20.0] and builds.started == [0.0, 20.0]
+    assert builds.running == finals.running == 0
+
+
+def test_close_ends_the_final_build_waiting():
+    report, clock, builds, finals = live_with_final()
+    report.event(ENDED)
+    ticks_until(report, clock, 20.0)
+    report.close()
+    assert finals.killed == [20.0] and finals.running == 0 and finals.told == []
+
+
+def test_a_real_waiting_final_build_builds_only_when_told_and_none_outlives_close(tmp_path):
+    marker = tmp_path / "built"
+    code = f"import sys, pathlib; line = sys.stdin.readline(); pathlib.Path({str(marker)!r}).write_text(line)"
+    told = livereport.ChildBuild([sys.executable, "-c", code], waiting=True)
+    assert told.poll() is None and not marker.exists()
+    assert told.go() and told.wait(60) == 0 and marker.read_text() == "go\n"
+    told.end()
+    left = livereport.ChildBuild([sys.executable, "-c", code.replace("built", "left")], waiting=True)
+    pid = left.pid
+    left.end()  # the launcher leaves without a final build
+    assert not psutil.pid_exists(pid) and not marker.with_name("left").exists()  # killed and reaped, unbuilt
+
+
 def test_the_scheduler_ticks_the_live_report_while_runs_run(tmp_path):
     clock = FakeClock()
     runs = [numbered_run(i) for i in range(6)]
@@ -226,6 +307,8 @@ def test_a_real_sweep_rewrites_report_html_mid_sweep_and_at_its_end(tmp_path, ti
             assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
 
             assert launcher.wait(timeout=600) == 0, launcher_output(spec)
+            # The final build, started ahead, built and ended with the launcher: none is left behind.
+            assert report_builds(page.parent, "mjsweep.ui.report_child") == []
             driver.refresh()  # as a user who kept it open reloads it
             state, rows = page_state(driver)
             assert re.fullmatch(r"sweep ended: all 4 runs succeeded; report written [\d-]+ [\d:]+", state), state
@@ -241,12 +324,13 @@ def test_a_real_sweep_rewrites_report_html_mid_sweep_and_at_its_end(tmp_path, ti
     assert "Traceback" not in out and "warning: sweep: report.html" not in out
 
 
-def report_builds(sweep_dir) -> list[psutil.Process]:
-    """Every process building this sweep's report, wherever it is in the process tree."""
+def report_builds(sweep_dir, module: str = "mjsweep.ui.cli") -> list[psutil.Process]:
+    """Every process building this sweep's report, wherever it is in the process tree (module
+    mjsweep.ui.report_child: the final build started ahead)."""
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = proc.info["cmdline"] or []
-        if "mjsweep.ui.cli" in cmdline and "report" in cmdline and str(sweep_dir) in cmdline:
+        if module in cmdline and "report" in cmdline and str(sweep_dir) in cmdline:
             found.append(proc)
     return found
 
@@ -266,7 +350,7 @@ def test_ctrl_c_leaves_no_report_build_running(tmp_path, tiny_spec):
             launcher.kill()
             launcher.wait()
     assert not in_flight.is_running()  # ended and reaped by the launcher: not even a zombie
-    assert report_builds(sweep_dir) == []
+    assert report_builds(sweep_dir) == [] and report_builds(sweep_dir, "mjsweep.ui.report_child") == []
     out = launcher_output(spec)
     state = html_state((sweep_dir / "report.html").read_text())
     assert state.startswith("sweep ended: ") or "final build was cut short" in out, (state, out)

@@ -112,36 +112,14 @@ def _cores() -> int:
 
 
 def _opener(plan: SweepPlan, order: Any, workers: int | None) -> Any:
-    """What execute runs: a search's trials, adaptive seeds' rounds, or the grid's runs; refused (InputError)
-    when the disk cannot hold a grid's runs."""
-    from ..engine.sweep import decide, planned_runs
+    """What execute runs (planning.open_runs); refused (InputError) when the disk cannot hold a grid's runs."""
+    from ..engine.sweep import decide
+    from ..plan.disk import Verdict, human_bytes
+    from .planning import check_disk, open_runs, to_run
 
-    if plan.spec.search is not None:
-        from ..search import execute as searchlib
-
-        searchlib.check_method(plan)
-        return searchlib.search_runs(plan)
-    if plan.spec.pbt is not None:
-        from ..search.pbt import pbt_runs
-
-        return pbt_runs(plan)
-    _check_disk(plan, decide(plan), workers or _cores())
-    if plan.spec.adaptive_seeds is not None:
-        from ..engine.adaptive import adaptive_runs
-
-        return adaptive_runs(plan, plan.spec.adaptive_seeds)
-    return planned_runs(plan, order)
-
-
-def _check_disk(plan: SweepPlan, planned: list[Any], at_once: int) -> None:
-    """`sweep run`'s refusal of a sweep whose runs would fill the disk where it writes (plan/disk.py)."""
-    from ..engine.diskspace import room
-    from ..plan.disk import Verdict, estimate, human_bytes, judge
-    from ..plan.planned import Action
-
-    runs = [p.run for p in planned if p.action is not Action.SKIP]
-    needed = estimate(runs, {c.variant.name: c.probe for c in plan.checks}, plan.spec.checkpoints_kept, at_once)
-    free = room(plan.sweep_dir.path)
-    if judge(needed.bytes, free.free) is Verdict.SHORT:
-        raise InputError(f"{plan.sweep_dir.path}: needs about {human_bytes(needed.bytes)} at peak, "
-                         f"{human_bytes(free.free)} free on {free.device}")
+    if plan.spec.search is None and plan.spec.pbt is None:  # these make their runs as they go
+        check = check_disk(plan, to_run(decide(plan)), workers or _cores())
+        if check.verdict is Verdict.SHORT:
+            raise InputError(f"{plan.sweep_dir.path}: needs about {human_bytes(check.needed.bytes)} at peak, "
+                             f"{human_bytes(check.free.free)} free on {check.free.device}")
+    return open_runs(plan, order)

@@ -13,6 +13,12 @@ time, and never sooner than `every_s` after the last build ended, so that a buil
 interval (a sweep of thousands of runs) still leaves the machine alone in between. At the end one more
 build, which finds the sweep's lock free and says that the sweep ended; after a Ctrl-C it gets
 STOPPED_WAIT_S, and a second Ctrl-C ends it at once. No build outlives the launcher.
+
+The final build is the one the sweep waits for, and half of a build is the interpreter's start and its
+imports (matplotlib above all). So, with `start_final`, that build is started early, once the first run
+ended, and waits, imports done, until `finish` tells it to go: the sweep then waits only for the reading
+and the drawing. It is not niced: once the runs ended nothing of the sweep's is left to yield to, and its
+imports, once per sweep, take a second of CPU beside the runs (BENCHMARKS.md, "The final report.html").
 """
 
 from __future__ import annotations
@@ -53,13 +59,22 @@ class Build(Protocol):
         """Kill it if it still runs, reap it, release what it holds."""
 
 
-class ChildBuild:
-    """`command` in a child process: nice 19, single-threaded pools, its own session, dying with us."""
+class WaitingBuild(Build, Protocol):
+    """A build started ahead of time that waits for `go` before it reads the sweep."""
 
-    def __init__(self, command: list[str]):
+    def go(self) -> bool:
+        """Tell it to build now; False if it can no longer be told (it ended)."""
+
+
+class ChildBuild:
+    """`command` in a child process: nice 19, single-threaded pools, its own session, dying with us. waiting:
+    the command waits for a line on its stdin (`go`) before it builds."""
+
+    def __init__(self, command: list[str], waiting: bool = False, niceness: int = NICENESS):
         self._stderr = tempfile.TemporaryFile()
         try:
-            self.proc = Child.start(command, stderr=self._stderr, niceness=NICENESS)
+            self.proc = Child.start(command, stdin=subprocess.PIPE if waiting else subprocess.DEVNULL,
+                                    stderr=self._stderr, niceness=niceness)
         except BaseException:
             self._stderr.close()
             raise
@@ -70,6 +85,17 @@ class ChildBuild:
 
     def poll(self) -> int | None:
         return self.proc.poll()
+
+    def go(self) -> bool:
+        stdin = self.proc.proc.stdin
+        if stdin is None:
+            return False
+        try:
+            stdin.write(b"go\n")
+            stdin.close()
+        except OSError:  # it ended (a broken pipe): the caller starts a build of its own
+            return False
+        return True
 
     def wait(self, timeout: float) -> int | None:
         try:
@@ -87,6 +113,12 @@ class ChildBuild:
         if self.proc.poll() is None:
             self.proc.kill()  # its group: the session it leads
             self.proc.wait()
+        stdin = self.proc.proc.stdin
+        if stdin is not None and not stdin.closed:
+            try:
+                stdin.close()
+            except OSError:
+                pass
         self._stderr.close()
 
 
@@ -94,12 +126,17 @@ class LiveReport:
     """When to rebuild report.html while the scheduler runs; `event` and `tick` come from its thread."""
 
     def __init__(self, command: list[str], every_s: float | None, *, warn: Callable[[str], None], by_hand: str = "",
-                 clock: Callable[[], float] = time.monotonic, start: Callable[[list[str]], Build] = ChildBuild):
+                 clock: Callable[[], float] = time.monotonic, start: Callable[[list[str]], Build] = ChildBuild,
+                 start_final: Callable[[], WaitingBuild] | None = None):
         """every_s None: off, nothing is ever built (`sweep run --report-every off`). by_hand: the command a user
-        types to build the report, for the warning when the final build is cut short."""
+        types to build the report, for the warning when the final build is cut short. start_final: starts the
+        final build ahead of time (it waits for `go`); None: the final build starts at the end."""
         if every_s is not None and every_s <= 0:
             raise ValueError(f"every_s {every_s}: a positive interval, or None for off")
         self.command, self.every_s, self.warn, self.clock, self.start = command, every_s, warn, clock, start
+        self.start_final = start_final
+        self._final: WaitingBuild | None = None
+        """The final build, started ahead and waiting for `go`."""
         self.by_hand = by_hand or " ".join(command)
         self.builds = 0
         """Builds started, the final one included."""
@@ -119,6 +156,8 @@ class LiveReport:
             if code is None:
                 return
             self._ended(code)
+        if self._changed and self._final is None and self.start_final is not None:
+            self._prepare_final()  # a final build will be needed: its imports may start now
         if self._changed and self.every_s is not None and self.clock() - self._last_end >= self.every_s:
             self._start()
 
@@ -130,8 +169,9 @@ class LiveReport:
             self._build.end()
             self._build = None
         if not (self._changed or self.builds):
+            self._end_final()
             return  # nothing ended and no live report was written: nothing to say
-        build = self._start()
+        build = self._go_final() or self._start()
         if build is None:
             return
         try:
@@ -146,10 +186,36 @@ class LiveReport:
         self._ended(code)
 
     def close(self) -> None:
-        """End a build still in flight (the launcher is leaving)."""
+        """End a build still in flight and the final one waiting (the launcher is leaving)."""
         if self._build is not None:
             self._build.end()
             self._build = None
+        self._end_final()
+
+    def _prepare_final(self) -> None:
+        assert self.start_final is not None
+        try:
+            self._final = self.start_final()
+        except OSError:  # cannot fork now: the final build starts at the end instead
+            self.start_final = None
+
+    def _go_final(self) -> Build | None:
+        """The final build started ahead, told to go; None when there is none or it can no longer build."""
+        final, self._final = self._final, None
+        if final is None:
+            return None
+        if final.poll() is not None or not final.go():
+            final.end()
+            return None
+        self._changed = False
+        self.builds += 1
+        self._build = final
+        return final
+
+    def _end_final(self) -> None:
+        if self._final is not None:
+            self._final.end()
+            self._final = None
 
     def _start(self) -> Build | None:
         self._changed = False

@@ -191,14 +191,15 @@ def to_markdown(groups: list[GroupRow], title: str, warnings: list[str],
 def to_json(groups: list[GroupRow], warnings: list[str], problems: list[str],
             comparisons: list[dict[str, Any]] | None = None, matrix: dict[str, Any] | None = None,
             performance_profile: dict[str, Any] | None = None, seed_rounds: list[dict[str, Any]] | None = None,
-            failed: list[tuple[str, str]] | None = None) -> str:
-    """The report as JSON; what `--compare` adds (comparisons, the matrix, the profiles) and adaptive seeds'
-    decisions only when given."""
+            failed: list[tuple[str, str]] | None = None, search: dict[str, Any] | None = None) -> str:
+    """The report as JSON; what `--compare` adds (comparisons, the matrix, the profiles), adaptive seeds'
+    decisions and a search's keys (its trials, their confirmations) only when given."""
     data: dict[str, Any] = {"groups": [asdict(g) for g in groups], "warnings": warnings, "problems": problems,
                             "failed_runs": [{"run_id": run_id, "cause": cause} for run_id, cause in failed or []]}
     extra = {"comparisons": comparisons, "matrix": matrix, "performance_profile": performance_profile,
              "seed_rounds": seed_rounds}
     data.update({key: value for key, value in extra.items() if value is not None})
+    data.update(search or {})
     return json.dumps(data, indent=2) + "\n"
 
 

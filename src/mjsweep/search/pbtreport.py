@@ -135,7 +135,7 @@ def plot_curves(sweep_dir: SweepDir, found: dict[str, list[SegmentRecord]]) -> P
         ax.set_xlabel("timesteps")
         ax.set_ylabel("episode return (mean)")
         ax.legend(fontsize="small")
-    path = sweep_dir.path / "pbt_curves.png"
+    path = sweep_dir.pbt_curves_png
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

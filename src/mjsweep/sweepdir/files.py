@@ -302,6 +302,7 @@ class SweepDir:
     cross = property(lambda self: self.path / "cross")
     cross_matrix_csv = property(lambda self: self.path / "cross" / "matrix.csv")
     cross_matrix_png = property(lambda self: self.path / "cross" / "matrix.png")
+    pbt_curves_png = property(lambda self: self.path / "pbt_curves.png")
     slurm = property(lambda self: self.path / "slurm")
     """Each SLURM array's script and run list, and SLURM's own output per task."""
 

@@ -20,12 +20,12 @@ from ..sweepdir.models import DisplayState
 from .console_tables import fixed
 
 if TYPE_CHECKING:
+    from ..api.report_object import Figures
     from ..results.report import GroupRow
     from ..results.rows import ResultRow
     from ..search.ranking import TrialRow
     from ..spec.searchspace import SearchSpec
     from ..sweepdir.files import SweepDir
-    from .decision_figures import Decisions
     from .status import SweepView
 
 STYLE = """
@@ -50,7 +50,7 @@ PARETO_CAPTION = "Pareto front: the complete trials in objective space, trial nu
 
 
 def build(folder: SweepDir, groups: list[GroupRow], rows: list[ResultRow], warnings: list[str],
-          decisions: Decisions | None = None, state: SweepState | None = None,
+          decisions: Figures | None = None, state: SweepState | None = None,
           trials: tuple[list[TrialRow], SearchSpec] | None = None, pareto: Path | None = None) -> str:
     """The whole report as one HTML document; with `decisions`, which group beats which, every pair; `state`
     says under the title whether the sweep still runs; `trials` (a search's, ranked) with `pareto` (the
@@ -184,7 +184,7 @@ def _figures(folder: SweepDir, rows: list[ResultRow]) -> list[str]:
         return [_image_figure(path.read_bytes(), caption) for path, caption in zip(written, captions, strict=False)]
 
 
-def _decisions(folder: SweepDir, decisions: Decisions) -> list[str]:
+def _decisions(folder: SweepDir, decisions: Figures) -> list[str]:
     """The figures `sweep report` drew into the sweep folder, then the verdict of every pair."""
     from ..results.compare import method
     from .decision_figures import MATRIX_CAPTION, PROFILE_CAPTION

@@ -1,0 +1,124 @@
+"""What `sweep run` decides before anything starts, as data the command line prints: what the runs to start
+will cost (a dry run's pricing, from this folder's measured speeds or
+`sweep bench`'s), the disk they need at their peak against the free space, and which runs a grid, adaptive
+seeds, a population or a search hands the scheduler."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import InputError
+from ..plan.planned import Action, PlannedRun
+
+if TYPE_CHECKING:
+    from ..engine.diskspace import Room
+    from ..engine.sweep import RunsOpener, SweepPlan
+    from ..plan.cost import BenchSpeed, Cost
+    from ..plan.disk import DiskEstimate, Verdict
+    from ..plan.order import Order
+    from ..sweepdir.models import RunSpec
+
+
+def to_run(planned: Sequence[PlannedRun]) -> list[RunSpec]:
+    """The runs a sweep would start or resume (the others have succeeded)."""
+    return [p.run for p in planned if p.action is not Action.SKIP]
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """A dry run's cost: `cost` of the runs to start, `at_max` of the most runs they may come to (adaptive
+    seeds), where that wall time holds (None: unknown without --workers on a cluster)."""
+
+    cost: Cost
+    at_max: Cost | None
+    where: str | None
+
+
+def price(plan: SweepPlan, runs: Sequence[RunSpec], slots: int | None, backend: str, bench: BenchSpeed | None, *,
+          measured: Sequence[RunSpec] = (), done_steps: dict[str, int] | None = None,
+          at_max: Sequence[RunSpec] | None = None) -> Pricing:
+    """The env steps and expected wall time of `runs` (in start order) on `slots` at once (None: a cluster
+    that sizes itself), from the speeds the `measured` runs of this sweep folder that succeeded had, else from
+    `bench`, what `sweep bench` kept for this machine."""
+    from ..plan.cost import Measurements, estimate
+    from ..plan.speeds import earlier_runs
+
+    measurements = Measurements(earlier_runs(plan.sweep_dir, measured), bench)
+    where = None if slots is None else "on this machine" if backend == "local" else \
+        f"on the {backend} cluster at the speeds measured here"
+    top = estimate(at_max, slots or 1, measurements, done_steps) if at_max is not None else None
+    return Pricing(estimate(runs, slots or 1, measurements, done_steps), top, where)
+
+
+def price_planned(plan: SweepPlan, planned: list[PlannedRun], slots: int | None, backend: str,
+                  bench: BenchSpeed | None, at_max: list[PlannedRun] | None = None) -> tuple[Pricing, int]:
+    """A grid's dry run: the cost of the runs to start or resume, priced by those that succeeded, and how many
+    are skipped. at_max: adaptive seeds' every possible run, `planned` being the seeds granted so far."""
+    done = [p.run for p in planned if p.action is Action.SKIP]
+    trained = resumed_steps(plan, at_max or planned)
+    top = to_run(at_max) if at_max is not None else None
+    return price(plan, to_run(planned), slots, backend, bench, measured=done, done_steps=trained, at_max=top), len(done)
+
+
+def resumed_steps(plan: SweepPlan, planned: list[PlannedRun]) -> dict[str, int]:
+    """Run id -> the env steps the checkpoint of each run to resume already holds."""
+    from ..sweepdir.files import read_or_none
+
+    trained: dict[str, int] = {}
+    for p in planned:
+        if p.action is not Action.RESUME:
+            continue
+        checkpoint = read_or_none(plan.sweep_dir.run(p.run.run_id).read_checkpoint)
+        if checkpoint is not None:
+            trained[p.run.run_id] = checkpoint.timesteps
+    return trained
+
+
+@dataclass(frozen=True)
+class DiskCheck:
+    """The peak disk use of the runs (plan/disk.py) against the free space where the sweep writes."""
+
+    needed: DiskEstimate
+    free: Room
+    verdict: Verdict
+
+
+def check_disk(plan: SweepPlan, runs: Sequence[RunSpec], slots: int | None) -> DiskCheck:
+    """slots: runs at once; None: all of them (a cluster that sizes itself)."""
+    from ..engine.diskspace import room
+    from ..plan.disk import estimate, judge
+
+    needed = estimate(runs, {c.variant.name: c.probe for c in plan.checks}, plan.spec.checkpoints_kept,
+                      slots or len(runs))
+    free = room(plan.sweep_dir.path)
+    return DiskCheck(needed, free, judge(needed.bytes, free.free))
+
+
+def open_runs(plan: SweepPlan, order: Order, backend: str = "local") -> RunsOpener:
+    """What execute runs: a search's trials, a population's generations (pbt), adaptive seeds' rounds, or the
+    grid's runs in `order`. InputError for those but the grid on SLURM (their runs come as results do) or a
+    search method not installed."""
+    from ..engine.sweep import planned_runs
+
+    if plan.spec.search is not None:
+        from ..search import execute as searchlib
+
+        searchlib.check_method(plan)
+        if backend == "slurm":
+            raise InputError("a search makes its runs as slots free up: use --backend local or ray, not slurm")
+        return searchlib.search_runs(plan)
+    if plan.spec.pbt is not None:
+        if backend == "slurm":
+            raise InputError("pbt starts each generation as results come in: use --backend local or ray, not slurm")
+        from ..search.pbt import pbt_runs
+
+        return pbt_runs(plan)
+    if plan.spec.adaptive_seeds is not None:
+        if backend == "slurm":
+            raise InputError("adaptive seeds add runs as results come in: use --backend local or ray, not slurm")
+        from ..engine.adaptive import adaptive_runs
+
+        return adaptive_runs(plan, plan.spec.adaptive_seeds)
+    return planned_runs(plan, order)

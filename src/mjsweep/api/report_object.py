@@ -1,0 +1,181 @@
+"""`sweep report` as one object: a sweep folder read once (groups, comparisons, adaptive seeds' rounds, a
+search's trials and confirmations, the warnings) and rendered from it as report.csv, report.md and JSON.
+The command line prints its table and writes report.html from the same object.
+
+The decision figures are drawn by whoever builds the report (`figures`: the ui's matplotlib code), before
+report.md is rendered, so that report.md never names a figure that is not there."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import InputError
+from ..results import report as reportlib
+from ..results import sweepreport
+from ..sweepdir.files import SweepDir, write_text_atomic
+
+if TYPE_CHECKING:
+    from ..results.compare import Comparison, Matrix, Profiles, SequentialVerdict
+    from ..search.confirm import StudyConfirmation
+    from ..search.ranking import TrialRow
+    from ..spec.searchspace import SearchSpec
+
+
+class Figures(Protocol):
+    """The decision figures as drawn (ui/decision_figures.Decisions): the numbers and their Markdown."""
+
+    @property
+    def matrix(self) -> Matrix: ...
+
+    @property
+    def profiles(self) -> Profiles: ...
+
+    @property
+    def why_no_figures(self) -> str | None: ...
+
+    @property
+    def drawn(self) -> bool: ...
+
+    def seeds_sentence(self) -> str: ...
+
+    def markdown(self, folder: SweepDir) -> str: ...
+
+
+DrawFigures = Callable[[SweepDir, dict[str, list[float]], str, "dict[frozenset[str], SequentialVerdict] | None"],
+                       Figures]
+
+
+@dataclass(frozen=True)
+class Report:
+    read: sweepreport.SweepReport
+    warnings: list[str]
+    """The folder's warnings as `sweep status` says them, and the line on runs of earlier specs left out."""
+    failed: list[tuple[str, str]]
+    comparisons: list[Comparison] | None
+    """With --compare: every pair, or the two named."""
+    figures: Figures | None
+    trials: tuple[list[TrialRow], SearchSpec] | None
+    """A search's trials, ranked, and its search section; None for a grid."""
+    pareto: Path | None
+    """A multi-objective search's front, drawn to report_pareto.png."""
+    confirmed: list[StudyConfirmation] | None
+    pbt: str = ""
+    """A PBT sweep's lineage, best schedule and replay spec (Markdown); "" for any other sweep."""
+
+    @property
+    def folder(self) -> SweepDir:
+        return self.read.folder
+
+    @property
+    def title(self) -> str:
+        return f"sweep {self.folder.path.name}"
+
+    def csv(self) -> str:
+        return reportlib.to_csv(self.read.groups)
+
+    def markdown(self) -> str:
+        parts = [reportlib.to_markdown(self.read.groups, self.title, self.warnings, self.failed)]
+        if self.trials is not None:
+            from ..search.ranking import to_markdown as trials_markdown
+
+            parts.append(trials_markdown(*self.trials, self.pareto.name if self.pareto else None))
+        if self.confirmed and self.trials is not None:
+            from ..search.confirm import to_markdown as confirmed_markdown
+
+            parts.append(confirmed_markdown(self.confirmed, self.trials[1].metric))
+        if self.comparisons:
+            from ..results.compare import to_markdown as comparisons_markdown
+
+            parts.append(comparisons_markdown(self.comparisons))
+        if self.figures is not None:
+            parts.append(self.figures.markdown(self.folder))
+        if self.read.rounds:
+            from ..results.seeding import to_markdown as seeds_markdown
+
+            parts.append(seeds_markdown(self.read.rounds))
+        if self.pbt:
+            parts.append(self.pbt)
+        return "\n".join(parts)
+
+    def json(self) -> str:
+        problems = [p for r in self.read.rows for p in r.problems]
+        figures = self.figures
+        return reportlib.to_json(
+            self.read.groups, self.warnings, problems,
+            [c.to_json() for c in self.comparisons] if self.comparisons is not None else None,
+            figures.matrix.to_json() if figures is not None else None,
+            figures.profiles.to_json() if figures is not None else None,
+            [r.to_file() for r in self.read.rounds] if self.read.rounds else None, self.failed, self._search_json())
+
+    def write_files(self) -> None:
+        """report.csv and report.md in the sweep folder."""
+        write_text_atomic(self.folder.report_csv, self.csv())
+        write_text_atomic(self.folder.report_md, self.markdown())
+
+    def _search_json(self) -> dict[str, Any] | None:
+        if self.trials is None:
+            return None
+        from ..search.confirm import to_dicts as confirmed_dicts
+        from ..search.ranking import to_dicts
+
+        return {"trials": to_dicts(self.trials[0]),
+                **({"confirmed": confirmed_dicts(self.confirmed)} if self.confirmed else {})}
+
+
+def writable_sweep(folder: SweepDir, what: str) -> None:
+    """InputError unless `folder` is a sweep folder a launcher made: a command that writes into it leaves any
+    other folder as it found it."""
+    if not folder.is_sweep():
+        raise InputError(f"{folder.path}: not a sweep folder (no sweep.yaml, no index.jsonl, no run folder whose "
+                         f"spec.json names it); {what} only into a sweep folder")
+
+
+def build(folder: SweepDir, *, status_warnings: list[str], all_specs: bool = False, rank: str = "final",
+          compare: bool = False, names: list[str] | None = None, figures: DrawFigures | None = None) -> Report:
+    """The report of `folder`, read once. compare: every pair (or the two `names`) compared; figures: draws the
+    decision figures (None: not drawn). InputError for a folder with no runs or one that is not a sweep's (it
+    writes report.csv and report.md), a bad rank or names."""
+    read = sweepreport.read(folder, all_specs, rank)
+    writable_sweep(folder, "sweep report writes report.csv and report.md")
+    if names and not compare:
+        raise InputError(f"sweep report: {' '.join(names)}: group names go with --compare")
+    comparisons = read.compare(names) if compare else None
+    drawn = figures(folder, read.returns, f"sweep {folder.path.name}", read.sequential) if figures else None
+    trials = _search_trials(folder)
+    from ..search.pbtreport import report as pbt_report
+
+    return Report(read, status_warnings + ([read.left_out] if read.left_out else []), reportlib.failed_runs(read.rows),
+                  comparisons, drawn, trials, _pareto_figure(folder, *trials) if trials is not None else None,
+                  _confirmations(folder, trials), pbt_report(folder))
+
+
+def _search_trials(folder: SweepDir) -> tuple[list[TrialRow], SearchSpec] | None:
+    from ..search import ranking as searchresults
+
+    search = searchresults.searched(folder)
+    return (searchresults.ranked(folder, search), search) if search is not None else None
+
+
+def _confirmations(folder: SweepDir, trials: tuple[list[TrialRow], SearchSpec] | None
+                   ) -> list[StudyConfirmation] | None:
+    """A search's trials confirmed on fresh seeds (search.confirm), tuned against confirmed; None without."""
+    if trials is None or trials[1].confirm is None:
+        return None
+    from ..search import confirm
+
+    rows, search = trials
+    return confirm.read(folder, search.metric, search.maximize, [r.record for r in rows]) or None
+
+
+def _pareto_figure(folder: SweepDir, rows: list[TrialRow], search: SearchSpec) -> Path | None:
+    """A multi-objective search's Pareto front drawn to report_pareto.png; None for one objective or before a
+    trial is complete (a figure left from an earlier report goes, as it no longer holds)."""
+    if not search.multi:
+        return None
+    from ..search.plots import plot_pareto
+
+    folder.report_pareto_png.unlink(missing_ok=True)
+    return folder.report_pareto_png if plot_pareto(rows, search, folder.report_pareto_png) else None

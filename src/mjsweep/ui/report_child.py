@@ -1,0 +1,30 @@
+"""`sweep run`'s final report.html build, started before the sweep ends (engine/livereport.py):
+`python -m mjsweep.ui.report_child report SWEEP_DIR --format html` imports what that command needs
+(matplotlib and the figures, the report, the app) while runs still train, then waits for one line on stdin.
+`go` builds the report as `sweep report SWEEP_DIR --format html` does; anything else (the pipe closed: the
+launcher left without a final build) ends it having built nothing."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    # What the figures import, loaded now, off the sweep's path.
+    import matplotlib.figure
+    import matplotlib.pyplot
+
+    from ..api import report_object  # noqa: F401
+    from . import cli, decision_figures, html_report, plot, report_view, status  # noqa: F401
+
+    if sys.stdin.readline().strip() != "go":
+        return
+    sys.argv = ["sweep", *sys.argv[1:]]
+    cli.main()
+
+
+if __name__ == "__main__":
+    main()

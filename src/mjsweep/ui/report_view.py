@@ -1,0 +1,62 @@
+"""How `sweep report` shows a report (api/report.Report): the table on a terminal, report.html, or the text of
+a format on stdout."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from . import console_tables as tables
+
+if TYPE_CHECKING:
+    from ..api.report_object import Report
+    from .status import SweepView
+
+
+def show(report: Report, fmt: str, view: SweepView) -> None:
+    """`--format FMT`: table, html (written to SWEEP_DIR/report.html, its path printed), csv, md or json."""
+    if fmt == "table":
+        _table(report)
+    elif fmt == "html":
+        _html(report, view)
+    else:
+        sys.stdout.write({"csv": report.csv, "md": report.markdown, "json": report.json}[fmt]())
+
+
+def _table(report: Report) -> None:
+    read = report.read
+    tables.report_table(tables.make_console(), read.groups, read.rows, report.warnings, report.failed)
+    for comparison in report.comparisons or []:
+        print(comparison.verdict())
+    figures = report.figures
+    if figures is not None:
+        folder = report.folder
+        print(f"figures: {folder.report_matrix_png}, {folder.report_profile_png}" if figures.drawn
+              else f"no figures: {figures.why_no_figures}")
+    if read.rounds:
+        from ..results.seeding import explain
+
+        print(f"adaptive seeds, as decided: {explain(read.rounds[-1])}")
+    if report.trials is not None:
+        from .search_console import trials_table
+
+        trials_table(tables.make_console(), *report.trials, report.pareto)
+    if report.confirmed:
+        from ..search.confirm import summary_lines
+
+        for line in summary_lines(report.confirmed):
+            print(f"confirmed on fresh seeds: {line}")
+    if report.pbt:
+        print(report.pbt)
+
+
+def _html(report: Report, view: SweepView) -> None:
+    from ..sweepdir.files import write_text_atomic
+    from .html_report import build, sweep_state
+
+    read = report.read
+    # While a launcher runs the sweep, the page says so (under its title: how far it got).
+    write_text_atomic(report.folder.report_html, build(report.folder, read.groups, read.rows, report.warnings,
+                                                       report.figures, sweep_state(view), report.trials,
+                                                       report.pareto))
+    print(report.folder.report_html)
