@@ -26,13 +26,13 @@ from mjsweep.engine.sweep import prepare
 from mjsweep.plan import runs as plan
 from mjsweep.robots.envs import make_env
 from mjsweep.robots.variants import Variant
-from mjsweep.spec import sweepspec as speclib
+from mjsweep.spec import loading
+from mjsweep.sweepdir.csvfiles import ProgressRow
 from mjsweep.sweepdir.files import RunDir
 from mjsweep.sweepdir.models import Timing
-from mjsweep.sweepdir.tables import PROGRESS_COLUMNS
-from mjsweep.worker import checkpoints, recording
+from mjsweep.worker import checkpoints, iterations
+from mjsweep.worker.loaded_policy import load_policy
 from mjsweep.worker.model import LinearSchedule, action_noise, sb3_kwargs
-from mjsweep.worker.policy import load_policy
 
 ENV = "HalfCheetah-v5"
 
@@ -70,7 +70,7 @@ def test_sb3_arguments_from_rl_zoo_spellings(tmp_path):
           noise_std: 0.2
           policy_kwargs: {{activation_fn: nn.ReLU, net_arch: [8]}}
         """))
-    [run] = plan.expand(speclib.load(path), [Variant(name="a", xml=TINY_XML, sha256="0" * 64)])
+    [run] = plan.expand(loading.load(path), [Variant(name="a", xml=TINY_XML, sha256="0" * 64)])
     venv = tiny_env()
     try:
         kwargs = sb3_kwargs(run, venv)
@@ -111,8 +111,8 @@ class StepCost(BaseCallback):
 
 def test_off_policy_rows_split_rollout_and_update_time(tmp_path, monkeypatch):
     clock = FakeTime()
-    monkeypatch.setattr(recording, "time", clock)
-    monkeypatch.setattr(recording, "process_age_s", lambda: 0.0)
+    monkeypatch.setattr(iterations, "time", clock)
+    monkeypatch.setattr(iterations, "process_age_s", lambda: 0.0)
     model = tiny_sac(learning_starts=10, train_freq=2, gradient_steps=1)
     update = model.train
 
@@ -122,7 +122,7 @@ def test_off_policy_rows_split_rollout_and_update_time(tmp_path, monkeypatch):
 
     model.train = costly_update
     run = run_dir(tmp_path)
-    recorder = recording.IterationRecorder(checkpoints.Checkpointer(run, every=10**9, off_policy=True), None,
+    recorder = iterations.IterationRecorder(checkpoints.Checkpointer(run, every=10**9, off_policy=True), None,
                                           lambda: None, row_steps=10)
     model.learn(40, callback=CallbackList([recorder, StepCost(clock)]))
     rows = [line.split(",") for line in run.progress_csv.read_text().splitlines()[1:]]
@@ -146,7 +146,7 @@ def test_a_stop_rewinds_the_replay_buffer_with_the_timesteps(tmp_path):
         if steps == 10:  # the third iteration (steps 9-12) has stored step 9 when step 10 is stopped
             raise KeyboardInterrupt
 
-    recorder = recording.IterationRecorder(checkpoints.Checkpointer(run, every=10**9, off_policy=True), None,
+    recorder = iterations.IterationRecorder(checkpoints.Checkpointer(run, every=10**9, off_policy=True), None,
                                           stop_at_step_10, row_steps=1)
     with pytest.raises(KeyboardInterrupt):
         model.learn(100, callback=recorder)
@@ -214,7 +214,7 @@ def test_an_off_policy_checkpoint_without_its_buffer_is_not_resumable(tmp_path):
 def test_warm_up_rows_of_an_off_policy_run_have_no_update_time(tmp_path):
     model = tiny_sac(learning_starts=30, train_freq=1)
     run = run_dir(tmp_path)
-    recorder = recording.IterationRecorder(checkpoints.Checkpointer(run, every=10**9, off_policy=True), None,
+    recorder = iterations.IterationRecorder(checkpoints.Checkpointer(run, every=10**9, off_policy=True), None,
                                           lambda: None, row_steps=10)
     model.learn(60, callback=recorder)
     rows = [line.split(",") for line in run.progress_csv.read_text().splitlines()[1:]]
@@ -226,11 +226,11 @@ def test_warm_up_rows_of_an_off_policy_run_have_no_update_time(tmp_path):
 def test_a_run_that_starts_over_drops_the_rows_of_the_attempt_it_repeats(tmp_path):
     run = run_dir(tmp_path)
     run.progress_csv.write_text("iteration,timesteps\n1,10\n2,20\n3,30\n")  # an attempt with no usable checkpoint
-    recorder = recording.IterationRecorder(checkpoints.Checkpointer(run, every=10**9, off_policy=True), None,
+    recorder = iterations.IterationRecorder(checkpoints.Checkpointer(run, every=10**9, off_policy=True), None,
                                           lambda: None, row_steps=10)
     tiny_sac().learn(20, callback=recorder)
     lines = run.progress_csv.read_text().splitlines()
-    assert lines[0] == ",".join(PROGRESS_COLUMNS)
+    assert lines[0] == ",".join(ProgressRow.columns())
     assert [line.split(",")[:2] for line in lines[1:]] == [["1", "10"], ["2", "20"]]
 
 

@@ -8,17 +8,18 @@ import hashlib
 import inspect
 import json
 import textwrap
+import typing
 from pathlib import Path
 
 import pytest
 
 from helpers.commands import run_sweep
 from helpers.models import TINY_XML
+from mjsweep.errors import SpecError
 from mjsweep.plan import runs as plan
 from mjsweep.robots.variants import Variant
-from mjsweep.spec import algos
+from mjsweep.spec import algos, loading
 from mjsweep.spec import sweepspec as speclib
-from mjsweep.spec.sweepspec import SpecError
 
 HEAD = f"""\
 name: demo
@@ -35,7 +36,7 @@ VARIANT = Variant(name="a", xml=Path("a.xml"), sha256="0" * 64)
 def load(tmp_path: Path, text: str) -> speclib.SweepSpec:
     path = tmp_path / "spec.yaml"
     path.write_text(HEAD + textwrap.dedent(text))
-    return speclib.load(path)
+    return loading.load(path)
 
 
 def error_of(tmp_path: Path, text: str) -> str:
@@ -48,6 +49,12 @@ def error_of(tmp_path: Path, text: str) -> str:
 
 CLASSES = {"ppo": "PPO", "sac": "SAC", "td3": "TD3", "a2c": "A2C", "tqc": "TQC", "crossq": "CrossQ", "trpo": "TRPO",
            "recurrent_ppo": "RecurrentPPO"}
+
+
+def test_the_algorithm_list_is_written_once_and_the_table_the_spec_and_its_sections_follow_it():
+    assert sorted(algos.ALGOS) == sorted(algos.ALGO_NAMES)
+    assert typing.get_args(speclib.SweepSpec.model_fields["algo"].annotation) == algos.ALGO_NAMES
+    assert set(algos.ALGO_NAMES) <= set(speclib.SweepSpec.model_fields)
 
 
 @pytest.mark.parametrize("name", algos.ALGO_NAMES)
@@ -231,7 +238,7 @@ def test_spec_json_written_before_algo_reads_as_ppo(tmp_path):
 
 def test_the_example_config_compares_ppo_and_sac_on_the_ant_variants():
     config = Path(__file__).resolve().parents[1] / "configs" / "ant_algos.yaml"
-    spec = speclib.load(config)
+    spec = loading.load(config)
     runs = plan.expand(spec, [Variant(name=v.name, xml=v.xml, sha256="0" * 64) for v in spec.variants])
     assert spec.algos == ["ppo", "sac"] and len(runs) == 3 * 2 * 3
     assert {(r.algo, r.checkpoint_every) for r in runs} == {("ppo", 50_000), ("sac", 100_000)}
@@ -240,7 +247,7 @@ def test_the_example_config_compares_ppo_and_sac_on_the_ant_variants():
 def test_the_contrib_config_trains_tqc_and_recurrent_ppo_on_ant_and_validates(tmp_path):
     pytest.importorskip("sb3_contrib")
     config = Path(__file__).resolve().parents[1] / "configs" / "ant_contrib.yaml"
-    spec = speclib.load(config)
+    spec = loading.load(config)
     runs = plan.expand(spec, [Variant(name=v.name, xml=v.xml, sha256="0" * 64) for v in spec.variants])
     assert spec.env == "Ant-v5" and spec.algos == ["tqc", "recurrent_ppo"]
     assert {(r.algo, r.policy, r.checkpoint_every) for r in runs} == {

@@ -236,7 +236,7 @@ def test_the_hooks_left_untimed_are_sb3s_own_in_the_recorder_too():
     from stable_baselines3.common.callbacks import BaseCallback
 
     from mjsweep.bench.overhead import HookTimer
-    from mjsweep.worker.recording import IterationRecorder
+    from mjsweep.worker.iterations import IterationRecorder
 
     untimed = [name for name in ("update_locals", "update_child_locals") if name not in HookTimer.HOOKS]
     assert untimed == ["update_locals", "update_child_locals"]

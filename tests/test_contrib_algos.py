@@ -74,7 +74,7 @@ def episode_returns(spec: dict, policy, seed: int, episodes: int, carry_state: b
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from mjsweep.robots.envs import make_env
-    from mjsweep.worker.policy import Actor
+    from mjsweep.worker.loaded_policy import Actor
 
     env = DummyVecEnv([lambda: make_env(spec["env"], Path(spec["xml"]), spec["env_kwargs"],
                                         spec["max_episode_steps"])])
@@ -97,7 +97,7 @@ def episode_returns(spec: dict, policy, seed: int, episodes: int, carry_state: b
 
 @pytest.mark.slow
 def test_recurrent_ppo_carries_its_lstm_state_through_evaluation_and_cross_evaluation(contrib_sweep):
-    from mjsweep.worker.policy import load_policy
+    from mjsweep.worker.loaded_policy import load_policy
 
     done = run_sweep("evaluate", str(contrib_sweep), "--cross", "--episodes", "2")
     assert done.returncode == 0, done.stdout + done.stderr

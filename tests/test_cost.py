@@ -17,7 +17,7 @@ from mjsweep.plan.speeds import earlier_runs
 from mjsweep.sweepdir.files import SweepDir
 from mjsweep.sweepdir.files import append_line as append
 from mjsweep.sweepdir.models import RunState, RunStatus, TrialRecord, TrialState
-from mjsweep.ui.tables import cost_lines
+from mjsweep.ui.console_tables import cost_lines
 
 
 def measured(fps: float, overhead_s: float = 0.0, variant: str = "v", at_once: int | None = None) -> Measurements:

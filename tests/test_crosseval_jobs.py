@@ -15,7 +15,7 @@ import psutil
 
 from helpers.fake_sweep import run_spec
 from mjsweep.crosseval.evaljobs import JOB_JSON, run_jobs
-from mjsweep.crosseval.plan import PolicyJob, Target
+from mjsweep.crosseval.pairs import PolicyJob, Target
 
 STANDIN = Path(__file__).parent / "helpers" / "cross_standin.py"
 

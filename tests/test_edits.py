@@ -13,10 +13,11 @@ import pytest
 from helpers.commands import run_sweep
 from helpers.models import XML_DIR
 from mjsweep.engine.sweep import prepare
+from mjsweep.errors import SpecError
 from mjsweep.robots.edits import EditError, generate, grid_points, point_suffix
-from mjsweep.spec import sweepspec as speclib
+from mjsweep.spec import loading
 from mjsweep.spec.editspec import EditSpec
-from mjsweep.spec.sweepspec import SpecError
+from mjsweep.spec.locator import SpecLocator
 
 WALKER = XML_DIR / "planar_walker.xml"
 QUAD = XML_DIR / "quadruped.xml"
@@ -204,7 +205,7 @@ def test_resolved_spec_with_edits_loads_again(tmp_path):
     path = tmp_path / "spec.yaml"
     path.write_text(GRID_SPEC)
     dumped = prepare(path, check_envs=False).spec.model_dump(mode="json")
-    again = speclib.parse(dumped, speclib.SpecLocator(path, None))
+    again = loading.parse(dumped, SpecLocator(path, None))
     assert again.variants[0].edits[1].op == "gear"
 
 

@@ -46,7 +46,7 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 def test_every_import_runs_down_the_layers():
     known = module_names()
     graph = {name: imported_modules(name, path, known) for name, path in known.items()}
-    assert "mjsweep.sweepdir.files" in graph["mjsweep.engine.recorder"], "the import graph is read"
+    assert "mjsweep.sweepdir.files" in graph["mjsweep.engine.status_recorder"], "the import graph is read"
     assert upward_imports(graph) == []
 
 

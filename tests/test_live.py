@@ -285,22 +285,23 @@ def test_thousands_of_runs_print_one_plain_line_each():
     from types import SimpleNamespace
 
     from mjsweep.results.runview import RunView
-    from mjsweep.ui import tables
+    from mjsweep.ui import console_tables
 
     runs = [RunView(run_id=f"v_s{i}", variant="v", grid={}, seed=i, state="succeeded",
                     attempts=1, timesteps=1000, total_timesteps=1000,
-                    fps=700.0, final_return=float(i)) for i in range(tables.PLAIN_ROWS + 1)]
+                    fps=700.0, final_return=float(i)) for i in range(console_tables.PLAIN_ROWS + 1)]
     out = Console(file=io.StringIO(), width=200)
     out.print(runs_table.sweep_renderable(runs, [], compact=False))
     lines = out.file.getvalue().splitlines()
-    table = tables.plain_table(runs_table.RUN_COLUMNS, [runs_table.run_cells(r, None) for r in runs]).splitlines()
+    cells = [runs_table.run_cells(r, None) for r in runs]
+    table = console_tables.plain_table(runs_table.RUN_COLUMNS, cells).splitlines()
     assert lines[1:] == table and len(table) == len(runs) + 1
     assert lines[-1].split() == ["v_s500", "succeeded", "1.0k/1.0k", "700", "-", "-", "500.00", "1"]
 
     plan = SimpleNamespace(spec=SimpleNamespace(name="big"), sweep_dir=SimpleNamespace(path=Path("/runs/big")))
-    specs = [run_spec("v", i) for i in range(tables.PLAIN_ROWS + 1)]
+    specs = [run_spec("v", i) for i in range(console_tables.PLAIN_ROWS + 1)]
     out = Console(file=io.StringIO(), width=200)
-    tables.plan_table(out, plan, planned(specs))
+    console_tables.plan_table(out, plan, planned(specs))
     lines = out.file.getvalue().splitlines()
     assert lines[0] == f"sweep big: {len(specs)} runs -> /runs/big"
     assert lines[1].split() == ["run", "id", "variant", "grid", "seed", "action"]

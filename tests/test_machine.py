@@ -16,8 +16,8 @@ from mjsweep.engine.machine import (
     competition,
     cpu_reading,
 )
-from mjsweep.engine.sweep import sweep_lock
 from mjsweep.sweepdir.files import SweepDir
+from mjsweep.sweepdir.lock import sweep_lock
 from mjsweep.sweepdir.models import RunState
 from mjsweep.ui import live
 from mjsweep.ui.status import load_warnings, read_sweep

@@ -7,7 +7,7 @@ import pytest
 from helpers.commands import run_sweep, write_spec
 from mjsweep.engine.modelcheck import ModelCheck, distinct_sets, needs_build
 from mjsweep.engine.sweep import prepare
-from mjsweep.spec.sweepspec import SpecError
+from mjsweep.errors import SpecError
 
 
 def test_layers_sb3_refuses_are_a_spec_error_at_the_ppo_block(tmp_path, tiny_spec):

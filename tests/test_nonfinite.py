@@ -18,9 +18,9 @@ from helpers.commands import run_dirs, run_sweep, write_spec
 from helpers.models import REPO, TINY_XML
 from mjsweep.robots.envs import make_env
 from mjsweep.sweepdir.files import RunDir
-from mjsweep.worker.envs import NamedNonFiniteCheck
+from mjsweep.worker.iterations import non_finite_parameter, trained_parameters
 from mjsweep.worker.nonfinite import NonFiniteError, env_value_message, first_non_finite, parameter_message
-from mjsweep.worker.recording import non_finite_parameter, trained_parameters
+from mjsweep.worker.train_envs import NamedNonFiniteCheck
 
 ENV = "helpers.nonfinite_env:NonFiniteCheetah"
 

@@ -47,7 +47,7 @@ def test_normalize_per_variant_and_as_a_grid_key(tmp_path, tiny_spec):
 
 
 def test_bad_normalize_values_name_their_key(tmp_path, tiny_spec):
-    from mjsweep.spec.sweepspec import SpecError
+    from mjsweep.errors import SpecError
 
     for change, expected in [({"normalize": {"clip_obs": -1}}, "normalize.clip_obs: Input should be greater than 0"),
                              ({"normalize": {"norm_obz": True}}, "normalize.norm_obz: unknown key .allowed: norm_obs"),
@@ -80,7 +80,7 @@ def test_evaluation_sees_observations_normalized_with_the_training_statistics(tm
 def test_statistics_survive_sigint_and_resume(tmp_path, tiny_spec):
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from mjsweep.worker.envs import make_vec_env
+    from mjsweep.worker.train_envs import make_vec_env
 
     tiny_spec.update({"normalize": True, "total_timesteps": 4096, "checkpoint_every": 256,
                       "eval": {"every": 256, "episodes": 1}})

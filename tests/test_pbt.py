@@ -16,8 +16,8 @@ from helpers.commands import launcher_output, run_sweep, start_sweep, wait_for, 
 from helpers.models import REPO
 from mjsweep.errors import SpecError
 from mjsweep.search import pbtpolicy, pbtreport
+from mjsweep.spec.loading import load
 from mjsweep.spec.pbtspec import PbtSpec
-from mjsweep.spec.sweepspec import load
 from mjsweep.sweepdir.files import SweepDir, append_line, write_model
 from mjsweep.sweepdir.lineage import SegmentRecord
 from mjsweep.sweepdir.models import RunResult

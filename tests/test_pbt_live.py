@@ -20,8 +20,8 @@ from mjsweep.spec.algos import ALGOS
 from mjsweep.sweepdir.files import RunDir
 from mjsweep.sweepdir.models import RunSpec
 from mjsweep.worker.checkpoints import Checkpointer
-from mjsweep.worker.live import optimizers
-from mjsweep.worker.recording import IterationRecorder
+from mjsweep.worker.iterations import IterationRecorder
+from mjsweep.worker.live_hyperparams import optimizers
 from mjsweep.worker.resume import start
 
 SAC = {"learning_starts": 32, "batch_size": 32, "buffer_size": 2000, "policy_kwargs": {"net_arch": [16]}}

@@ -167,7 +167,7 @@ def test_render_uses_only_the_backend_the_user_set(monkeypatch):
 def test_pictures_without_a_gl_backend_is_one_line_and_exit_2(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from mjsweep.media import variants as pictures
+    from mjsweep.media import variant_pictures as pictures
     from mjsweep.ui import cli
 
     monkeypatch.delenv("MUJOCO_GL", raising=False)

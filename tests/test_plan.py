@@ -6,7 +6,8 @@ from pathlib import Path
 
 from mjsweep.plan import runs as planlib
 from mjsweep.robots.variants import Variant
-from mjsweep.spec.sweepspec import SpecLocator, parse
+from mjsweep.spec.loading import parse
+from mjsweep.spec.locator import SpecLocator
 
 
 def make_spec(**overrides):

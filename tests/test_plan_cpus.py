@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from mjsweep.errors import SpecError
 from mjsweep.plan import runs as planlib
 from mjsweep.robots.variants import Variant
-from mjsweep.spec.sweepspec import SpecError, SpecLocator, parse
+from mjsweep.spec.loading import parse
+from mjsweep.spec.locator import SpecLocator
 
 VARIANTS = [Variant("a", Path("/m/a.xml"), "aa" * 32)]
 

@@ -109,7 +109,7 @@ def test_smoke_sweep_runs_on_both_nodes_and_files_come_back(cluster, tmp_path):
 @pytest.mark.slow
 def test_a_search_runs_its_trials_on_the_cluster(cluster, tmp_path):
     """The launcher asks and tells; the cluster's nodes only train. 2 trials x 2 seeds, one run per node."""
-    from mjsweep.search.record import replay
+    from mjsweep.search.journal import replay
     from mjsweep.sweepdir.models import TrialState
 
     spec = one_variant_spec(tmp_path, "ray-search", total=512)

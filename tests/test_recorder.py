@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from helpers.fake_sweep import make_run, run_spec
-from mjsweep.engine.recorder import StatusRecorder
+from mjsweep.engine.status_recorder import StatusRecorder
 from mjsweep.sweepdir.files import SweepDir
 from mjsweep.sweepdir.models import RunState, RunStatus
 

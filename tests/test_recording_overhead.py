@@ -15,9 +15,9 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from helpers.models import TINY_XML
 from mjsweep.robots.envs import make_env
 from mjsweep.sweepdir.files import RunDir
-from mjsweep.worker import checkpoints, recording
+from mjsweep.worker import checkpoints, iterations
+from mjsweep.worker.iterations import LogSizes, ParameterCheck
 from mjsweep.worker.normalization import StatsSnapshot
-from mjsweep.worker.recording import LogSizes, ParameterCheck
 
 
 def test_the_first_update_is_checked_then_as_often_as_the_share_allows():
@@ -60,13 +60,13 @@ def test_log_sizes_are_read_again_only_once_a_file_may_have_grown(tmp_path):
 def test_sac_at_train_freq_1_checks_fewer_times_than_it_updates_but_before_every_checkpoint(tmp_path, monkeypatch):
     checked: list[int] = []
     saved: list[tuple[int, int]] = []
-    real_check = recording.non_finite_parameter
+    real_check = iterations.non_finite_parameter
 
     def counting(parameters):
         checked.append(model.num_timesteps)
         return real_check(parameters)
 
-    monkeypatch.setattr(recording, "non_finite_parameter", counting)
+    monkeypatch.setattr(iterations, "non_finite_parameter", counting)
     # Updates far cheaper than a check would make it due at every one: a share of the time, never each.
     monkeypatch.setattr(ParameterCheck, "SHARE", 1e-9)
     env = gym.wrappers.TimeLimit(make_env("HalfCheetah-v5", Path(TINY_XML), {}), 50)
@@ -81,7 +81,7 @@ def test_sac_at_train_freq_1_checks_fewer_times_than_it_updates_but_before_every
         return save(model_, iteration, *args, **kwargs)
 
     checkpointer.save = saving  # type: ignore[method-assign]
-    model.learn(200, callback=recording.IterationRecorder(checkpointer, None, lambda: None, row_steps=50))
+    model.learn(200, callback=iterations.IterationRecorder(checkpointer, None, lambda: None, row_steps=50))
     updates = 200 - 20
     assert 1 <= len(checked) < updates / 10
     assert checked[0] == 21  # the first update is always checked

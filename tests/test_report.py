@@ -15,11 +15,11 @@ from typer.testing import CliRunner
 
 from helpers.fake_sweep import make_run, result, run_spec
 from helpers.models import TINY_XML
-from mjsweep.engine.sweep import sweep_lock
 from mjsweep.results import stats
 from mjsweep.results.report import aggregate
 from mjsweep.results.rows import collect
 from mjsweep.sweepdir.files import SweepDir
+from mjsweep.sweepdir.lock import sweep_lock
 from mjsweep.sweepdir.models import RunResult, RunState
 from mjsweep.ui.cli import app
 

@@ -11,10 +11,10 @@ import pytest
 
 from helpers.commands import run_sweep, write_spec
 from mjsweep.engine.sweep import BrokenVariantsError, prepare
+from mjsweep.errors import SpecError
 from mjsweep.robots import menagerie
 from mjsweep.robots.envs import probe_env
 from mjsweep.robots.locomotion import ENV_ID
-from mjsweep.spec.sweepspec import SpecError
 
 ROBOTS = Path(__file__).resolve().parents[2] / "shared" / "robots"
 ANYMAL = ROBOTS / "anybotics_anymal_c" / "scene.xml"

@@ -17,11 +17,12 @@ from helpers.models import REPO, TINY_XML
 from mjsweep.errors import SpecError
 from mjsweep.robots import variants as variantlib
 from mjsweep.search import prune
-from mjsweep.search.record import replay
-from mjsweep.search.results import best_block, ranked, to_dicts, to_markdown
+from mjsweep.search.journal import replay
+from mjsweep.search.ranking import best_block, ranked, to_dicts, to_markdown
 from mjsweep.search.samplers import RandomSampler, SobolSampler, make_sampler
 from mjsweep.search.source import SearchSource
-from mjsweep.search.trials import studies
+from mjsweep.search.studies import studies
+from mjsweep.spec import loading
 from mjsweep.spec import sweepspec as speclib
 from mjsweep.spec.searchspace import Dimension, ObjectiveSpec, SearchSpec
 from mjsweep.sweepdir.files import SweepDir
@@ -45,7 +46,7 @@ def spec_data(**search) -> dict:
 def load(tmp_path: Path, data: dict) -> speclib.SweepSpec:
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return speclib.load(path)
+    return loading.load(path)
 
 
 def spec_error(tmp_path: Path, data: dict) -> str:
@@ -308,7 +309,7 @@ def test_a_searched_env_argument_the_env_does_not_take_is_a_spec_error(tmp_path)
 
 
 def test_a_pruned_trials_run_left_running_by_a_dead_launcher_is_recorded_pruned(tmp_path):
-    from mjsweep.engine.recorder import StatusRecorder
+    from mjsweep.engine.status_recorder import StatusRecorder
     from mjsweep.search.execute import settle_pruned
 
     source, _, sweep_dir = source_for(tmp_path, trials=1, seeds_per_trial=2)

@@ -16,12 +16,13 @@ from helpers.models import REPO, TINY_XML
 from mjsweep.errors import SpecError
 from mjsweep.robots import variants as variantlib
 from mjsweep.search import pareto
+from mjsweep.search.journal import lines, replay
 from mjsweep.search.plots import plot_pareto
-from mjsweep.search.record import lines, replay
-from mjsweep.search.results import best_block, front, ranked, to_dicts, to_markdown
+from mjsweep.search.ranking import best_block, front, ranked, to_dicts, to_markdown
 from mjsweep.search.samplers import make_sampler
 from mjsweep.search.source import SearchSource
-from mjsweep.search.trials import studies
+from mjsweep.search.studies import studies
+from mjsweep.spec import loading
 from mjsweep.spec import sweepspec as speclib
 from mjsweep.spec.searchspace import ObjectiveSpec, SearchSpec
 from mjsweep.sweepdir.files import SweepDir, append_line
@@ -46,7 +47,7 @@ def spec_error(tmp_path: Path, data: dict) -> tuple[str, str]:
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     with pytest.raises(SpecError) as info:
-        speclib.load(path)
+        loading.load(path)
     message = str(info.value)
     assert message.startswith(f"{path}:")
     return message, path.read_text().splitlines()[int(message.split(":")[1]) - 1]
@@ -78,7 +79,7 @@ def test_what_optuna_cannot_do_is_a_spec_error_at_its_key(tmp_path, search, key,
 def test_one_objective_or_several_load(tmp_path):
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec_data(method="nsga2", objective=[*TWO, {"metric": "info:energy_per_meter"}])))
-    search = speclib.load(path).search
+    search = loading.load(path).search
     assert search.multi and [o.maximize for o in search.objective] == [True, False, True]
     assert search.info_keys() == ["energy_per_meter"]
     single = SearchSpec.model_validate({"trials": 1, "space": SPACE, "objective": {"metric": "mass"}})
@@ -201,7 +202,7 @@ def source_for(tmp_path: Path, **search) -> tuple[SearchSource, speclib.SweepSpe
     data = spec_data(**{"method": "random", "seeds_per_trial": 2, **search})
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    spec = speclib.load(path)
+    spec = loading.load(path)
     sweep_dir = SweepDir(tmp_path / "runs" / "s")
     sweep_dir.path.mkdir(parents=True, exist_ok=True)
     (sweep_dir.path / "sweep.yaml").write_text(yaml.safe_dump(spec.model_dump(mode="json")))
@@ -267,5 +268,5 @@ def test_a_trials_jsonl_from_before_multi_objective_searches_reads_and_resumes(t
 def test_the_design_config_validates():
     proc = run_sweep("validate", str(REPO / "configs" / "ant_design.yaml"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    search = speclib.load(REPO / "configs" / "ant_design.yaml").search
+    search = loading.load(REPO / "configs" / "ant_design.yaml").search
     assert search.method == "nsga2" and [o.metric for o in search.objective] == ["eval_iqm", "mass", "total_gear"]

@@ -12,7 +12,7 @@ from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, 
 from helpers.models import TINY_XML, XML_DIR
 from helpers.rendering import chromium, needs_browser
 from mjsweep.search import pareto
-from mjsweep.search.record import replay
+from mjsweep.search.journal import replay
 from mjsweep.search.samplers import RandomSampler
 from mjsweep.spec.searchspace import SearchSpec
 from mjsweep.sweepdir.files import RunDir

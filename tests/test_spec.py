@@ -10,8 +10,9 @@ import pytest
 from helpers.commands import run_sweep
 from helpers.models import TINY_XML
 from mjsweep.engine.sweep import prepare
+from mjsweep.errors import SpecError
+from mjsweep.spec import loading
 from mjsweep.spec import sweepspec as speclib
-from mjsweep.spec.sweepspec import SpecError
 
 GOOD = f"""\
 name: demo
@@ -35,31 +36,31 @@ def write(tmp_path: Path, text: str) -> Path:
 def error_of(tmp_path: Path, text: str, full: bool = False) -> str:
     path = write(tmp_path, text)
     with pytest.raises(SpecError) as info:
-        prepare(path) if full else speclib.load(path)
+        prepare(path) if full else loading.load(path)
     message = str(info.value)
     assert "\n" not in message
     return message
 
 
 def test_good_spec_loads_and_resolves_paths(tmp_path):
-    spec = speclib.load(write(tmp_path, GOOD + "runs_dir: out\n"))
+    spec = loading.load(write(tmp_path, GOOD + "runs_dir: out\n"))
     assert spec.seed_list == [0, 1]
     assert spec.runs_dir == (tmp_path / "out").resolve()
     assert spec.variants[0].xml == TINY_XML
 
 
 def test_adaptive_seeds_load_with_every_seed_a_run_may_train(tmp_path):
-    spec = speclib.load(write(tmp_path, GOOD.replace("seeds: 2", "seeds: {min: 3, max: 5, until: separated}")))
+    spec = loading.load(write(tmp_path, GOOD.replace("seeds: 2", "seeds: {min: 3, max: 5, until: separated}")))
     assert spec.adaptive_seeds == speclib.AdaptiveSeeds(min=3, max=5, until="separated", confidence=0.95)
     assert spec.seed_list == [0, 1, 2, 3, 4]
-    assert speclib.load(write(tmp_path, GOOD)).adaptive_seeds is None
+    assert loading.load(write(tmp_path, GOOD)).adaptive_seeds is None
 
 
 def test_relative_paths_resolve_against_the_spec_folder(tmp_path):
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "w.xml").write_bytes(TINY_XML.read_bytes())
     text = GOOD.replace(str(TINY_XML), "models/w.xml")
-    spec = speclib.load(write(tmp_path, text))
+    spec = loading.load(write(tmp_path, text))
     assert spec.variants[0].xml == (tmp_path / "models" / "w.xml").resolve()
 
 
@@ -238,7 +239,7 @@ def test_grid_values_are_checked(tmp_path):
 def test_whole_numbers_in_exponent_notation_are_integers(tmp_path):
     text = GOOD.replace("total_timesteps: 256", "total_timesteps: 1e6").replace(
         "n_steps: 64", "n_steps: 6.4e1") + "grid:\n  total_timesteps: [2e3, 3000]\n"
-    spec = speclib.load(write(tmp_path, text))
+    spec = loading.load(write(tmp_path, text))
     assert spec.total_timesteps == 1_000_000 and isinstance(spec.total_timesteps, int)
     assert spec.ppo["n_steps"] == 64 and isinstance(spec.ppo["n_steps"], int)
     assert spec.grid["total_timesteps"] == [2000, 3000]
@@ -247,16 +248,16 @@ def test_whole_numbers_in_exponent_notation_are_integers(tmp_path):
 def test_schedules_are_accepted(tmp_path):
     text = GOOD.replace("ppo: {n_steps: 64, batch_size: 32}",
                         "ppo: {n_steps: 64, batch_size: 32, learning_rate: lin_3e-4, clip_range: lin_0.2}")
-    spec = speclib.load(write(tmp_path, text))
+    spec = loading.load(write(tmp_path, text))
     assert spec.ppo["learning_rate"] == "lin_3e-4"
 
 
 def test_batch_size_that_does_not_divide_the_rollout_is_a_warning(tmp_path):
-    spec = speclib.load(write(tmp_path, GOOD.replace("ppo: {n_steps: 64, batch_size: 32}",
+    spec = loading.load(write(tmp_path, GOOD.replace("ppo: {n_steps: 64, batch_size: 32}",
                                                      "ppo: {n_steps: 7, batch_size: 64}")))
     assert len(spec.warnings) == 1
     assert "spec.yaml:8: ppo.batch_size: batch_size 64 does not divide the rollout" in spec.warnings[0]
-    assert not speclib.load(write(tmp_path, GOOD)).warnings
+    assert not loading.load(write(tmp_path, GOOD)).warnings
 
 
 PPO_LINE = "ppo: {n_steps: 64, batch_size: 32}\n"
@@ -283,7 +284,7 @@ def test_rollouts_the_classes_train_load_with_their_part_batch_warnings(tmp_path
     pytest.importorskip("sb3_contrib")
 
     def warnings_of(section: str) -> list[str]:
-        return speclib.load(write(tmp_path, GOOD.replace(PPO_LINE, section + "\n"))).warnings
+        return loading.load(write(tmp_path, GOOD.replace(PPO_LINE, section + "\n"))).warnings
 
     # a rollout of one trains where advantages are not normalized, as A2C's default; SAC's n_steps is
     # its n-step return, not a rollout

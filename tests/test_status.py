@@ -13,13 +13,12 @@ from typer.testing import CliRunner
 
 from helpers.commands import run_sweep, sweep_exe, write_spec
 from helpers.fake_sweep import PROGRESS_HEADER, every_state, make_run, result, run_spec, write_progress
-from mjsweep.engine.sweep import sweep_lock
-from mjsweep.results.runview import STALE
+from mjsweep.sweepdir.csvfiles import read_progress
 from mjsweep.sweepdir.files import SweepDir
-from mjsweep.sweepdir.models import RunState
-from mjsweep.sweepdir.tables import read_progress
+from mjsweep.sweepdir.lock import lock_holder, sweep_lock
+from mjsweep.sweepdir.models import DisplayState, RunState
 from mjsweep.ui.cli import app
-from mjsweep.ui.status import load_warnings, lock_holder, read_sweep, totals
+from mjsweep.ui.status import load_warnings, read_sweep, totals
 
 WAIT = 300.0
 
@@ -30,10 +29,10 @@ def test_every_state_under_a_live_launcher(tmp_path):
         view = read_sweep(tmp_path, load1=0.0, cores=2)
         assert view.launcher_pid == os.getpid()
     states = {r.run_id: r.state for r in view.runs}
-    assert states == {"v_s0": "pending", "v_s1": "running", "v_s2": STALE, "v_s3": "succeeded",
+    assert states == {"v_s0": "pending", "v_s1": "running", "v_s2": DisplayState.STALE, "v_s3": "succeeded",
                       "v_s4": "failed", "v_s5": "interrupted", "v_s6": "unknown"}
-    assert view.counts == {"running": 1, STALE: 1, "pending": 1, "failed": 1, "interrupted": 1, "unknown": 1,
-                           "succeeded": 1}
+    assert view.counts == {"running": 1, DisplayState.STALE: 1, "pending": 1, "failed": 1, "interrupted": 1,
+                           "unknown": 1, "succeeded": 1}
     running = next(r for r in view.runs if r.run_id == "v_s1")
     assert (running.timesteps, running.fps, running.ep_rew_mean) == (200, 400.0, -2.0)
     assert running.eta_s == (1000 - 200) / 400.0
@@ -45,7 +44,7 @@ def test_without_a_launcher_every_running_run_is_stale(tmp_path):
     every_state(tmp_path)
     view = read_sweep(tmp_path, load1=0.0, cores=2)
     assert view.launcher_pid is None and lock_holder(SweepDir(tmp_path)) is None
-    assert view.counts[STALE] == 2 and "running" not in view.counts
+    assert view.counts[DisplayState.STALE] == 2 and "running" not in view.counts
 
 
 def test_status_of_a_crashed_launcher(tmp_path, tiny_spec):
@@ -68,10 +67,10 @@ def test_status_of_a_crashed_launcher(tmp_path, tiny_spec):
         proc.wait()
     after = run_sweep("status", str(sweep), "--json")
     data = json.loads(after.stdout)
-    assert data["launcher_pid"] is None and data["counts"] == {STALE: 1}
+    assert data["launcher_pid"] is None and data["counts"] == {DisplayState.STALE: 1}
     table = run_sweep("status", str(sweep))
     assert table.returncode == 0 and "no launcher running" in table.stdout
-    assert "1 run(s) stale" in table.stdout and STALE in table.stdout
+    assert "1 run(s) stale" in table.stdout and DisplayState.STALE in table.stdout
 
 
 def test_contention_warnings(tmp_path):
@@ -162,10 +161,10 @@ def test_cli_status_json_and_table(tmp_path):
     every_state(tmp_path)
     runner = CliRunner()
     data = json.loads(runner.invoke(app, ["status", str(tmp_path), "--json"]).stdout)
-    assert data["counts"]["succeeded"] == 1 and data["counts"][STALE] == 2
+    assert data["counts"]["succeeded"] == 1 and data["counts"][DisplayState.STALE] == 2
     assert {r["run_id"] for r in data["runs"]} == {f"v_s{i}" for i in range(7)}
     text = runner.invoke(app, ["status", str(tmp_path)]).stdout
-    for state in ("pending", STALE, "succeeded", "failed", "interrupted", "unknown"):
+    for state in ("pending", DisplayState.STALE, "succeeded", "failed", "interrupted", "unknown"):
         assert state in text
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from helpers.commands import run_sweep, write_spec
 from helpers.wandb_records import by_kind
-from mjsweep.spec.sweepspec import load
+from mjsweep.spec.loading import load
 from mjsweep.worker.tracking import check_tracking
 
 pytest.importorskip("wandb")

@@ -11,7 +11,8 @@ import pytest
 
 from helpers.commands import run_dirs, start_sweep, status_of, wait_for, write_spec
 from mjsweep.plan import runs as planlib
-from mjsweep.spec.sweepspec import SpecLocator, parse
+from mjsweep.spec.loading import parse
+from mjsweep.spec.locator import SpecLocator
 
 WAIT = 240.0  # generous: a bound on hanging, never on speed
 

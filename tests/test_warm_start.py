@@ -14,13 +14,13 @@ from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, 
 from helpers.fake_sweep import run_spec
 from helpers.models import TINY_XML, XML_DIR
 from mjsweep.engine.warmstart import saved_shapes
+from mjsweep.search.journal import replay
 from mjsweep.search.nearest import distance, nearest, starts_cold
-from mjsweep.search.record import replay
 from mjsweep.spec.searchspace import Dimension
-from mjsweep.spec.warmstart import WarmStartSpec
+from mjsweep.spec.warmstartspec import WarmStartSpec
+from mjsweep.sweepdir.csvfiles import read_evaluations
 from mjsweep.sweepdir.files import RunDir
 from mjsweep.sweepdir.models import TrialRecord, TrialState, WarmSource
-from mjsweep.sweepdir.tables import read_evaluations
 
 ALGO_SETTINGS = {
     "ppo": {"ppo": {"n_steps": 128, "batch_size": 64, "n_epochs": 1}, "total_timesteps": 256},

@@ -14,8 +14,8 @@ import yaml
 from helpers.commands import run_sweep, write_spec
 from mjsweep.engine.sweep import prepare
 from mjsweep.spec.zoo import zoo_hyperparameters, zoo_name
+from mjsweep.sweepdir.csvfiles import read_monitor_episodes
 from mjsweep.sweepdir.files import RunDir
-from mjsweep.sweepdir.tables import read_monitor_episodes
 
 needs_rl_zoo = pytest.mark.skipif(__import__("importlib").util.find_spec("rl_zoo3") is None, reason="needs rl_zoo3")
 HOPPER_XML = Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / "hopper.xml"

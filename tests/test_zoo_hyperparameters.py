@@ -8,8 +8,8 @@ import pytest
 from helpers.commands import run_sweep, write_spec
 from helpers.models import REPO
 from mjsweep.engine.sweep import prepare
+from mjsweep.errors import SpecError
 from mjsweep.spec.literals import zoo_expression
-from mjsweep.spec.sweepspec import SpecError
 
 # RL Zoo's Hopper block (ppo.yml), as pasted.
 ZOO_HOPPER = {

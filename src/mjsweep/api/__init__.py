@@ -9,6 +9,6 @@ from __future__ import annotations
 
 from .policy import Policy
 from .running import PlanSummary, SweepFailed, run, validate
-from .sweep import CurvePoint, Run, Sweep, load
+from .sweep_records import CurvePoint, Run, Sweep, load
 
 __all__ = ["CurvePoint", "PlanSummary", "Policy", "Run", "Sweep", "SweepFailed", "load", "run", "validate"]

@@ -64,16 +64,13 @@ def price_planned(plan: SweepPlan, planned: list[PlannedRun], slots: int | None,
 
 def resumed_steps(plan: SweepPlan, planned: list[PlannedRun]) -> dict[str, int]:
     """Run id -> the env steps the checkpoint of each run to resume already holds."""
-    from ..sweepdir.files import CorruptFileError
+    from ..sweepdir.files import read_or_none
 
     trained: dict[str, int] = {}
     for p in planned:
         if p.action is not Action.RESUME:
             continue
-        try:
-            checkpoint = plan.sweep_dir.run(p.run.run_id).read_checkpoint()
-        except CorruptFileError:
-            checkpoint = None
+        checkpoint = read_or_none(plan.sweep_dir.run(p.run.run_id).read_checkpoint)
         if checkpoint is not None:
             trained[p.run.run_id] = checkpoint.timesteps
     return trained

@@ -1,4 +1,4 @@
-"""A trained run's model ready to act: loaded as cross-evaluation and videos load it (worker/policy.py), its
+"""A trained run's model ready to act: loaded as cross-evaluation and videos load it (worker/loaded_policy.py), its
 observations normalized with the run's statistics frozen (worker/normalization.py), and its variant's env."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ class Policy:
     env with that normalization inside, whose observations `model.predict` takes as they are."""
 
     def __init__(self, spec: RunSpec, run_path: Path, best: bool = False):
+        from ..worker.loaded_policy import load_policy
         from ..worker.normalization import load_frozen
-        from ..worker.policy import load_policy
 
         run = RunDir(run_path)
         self.spec = spec
@@ -69,7 +69,7 @@ class Policy:
     def rollout(self, steps: int, seed: int | None = None, deterministic: bool = True) -> list[float]:
         """The env's own reward at each of `steps` steps, episodes restarting as they end, the policy driven
         as the run's evaluations drive it (a recurrent policy's state carried and reset per episode)."""
-        from ..worker.policy import Actor
+        from ..worker.loaded_policy import Actor
 
         venv = self.make_vec_env()
         try:

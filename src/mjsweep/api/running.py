@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from .sweep import Sweep
+from .sweep_records import Sweep
 
 if TYPE_CHECKING:
     from ..engine.scheduler import Event, SweepOutcome

@@ -19,7 +19,7 @@ from ..childproc import THREAD_VARS
 from ..engine.scheduler import SchedulerOptions, SweepOutcome
 from ..engine.sweep import SweepPlan, execute, planned_runs, prepare
 from ..launchers.local import LocalLauncher
-from ..sweepdir.files import CorruptFileError, RunDir
+from ..sweepdir.files import RunDir, read_or_none
 from ..sweepdir.models import RunResult
 from ..ui import live
 from .figures import Batch, BenchConfig
@@ -132,18 +132,12 @@ def children_cpu_s() -> float:
 
 
 def _result(run_dir: RunDir) -> RunResult | None:
-    try:
-        return run_dir.read_result()
-    except CorruptFileError:
-        return None
+    return read_or_none(run_dir.read_result)
 
 
 def _peak_uss_mb(run_dir: RunDir) -> float | None:
     """The launcher's measure of the run's own memory, from its status.json."""
-    try:
-        status = run_dir.read_status()
-    except CorruptFileError:
-        return None
+    status = read_or_none(run_dir.read_status)
     return status.peak_uss_mb if status else None
 
 

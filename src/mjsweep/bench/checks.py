@@ -1,5 +1,5 @@
-"""What the worker's non-finite checks cost: VecCheckNan around the env at every env step (worker/envs.py)
-and the policy's parameters after every update (worker/recording.py), each timed on its own in a spawned
+"""What the worker's non-finite checks cost: VecCheckNan around the env at every env step (worker/train_envs.py)
+and the policy's parameters after every update (worker/iterations.py), each timed on its own in a spawned
 process (the bench process never imports torch), for the bench's env and PPO settings.
 
 A training's own step is too noisy to show a cost this small as the difference of two trainings, so the
@@ -37,8 +37,8 @@ def time_checks(job: NaiveJob) -> CheckCost:
     from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
 
     from ..robots.envs import make_env
-    from ..worker.envs import NamedNonFiniteCheck
-    from ..worker.recording import non_finite_parameter, trained_parameters
+    from ..worker.iterations import non_finite_parameter, trained_parameters
+    from ..worker.train_envs import NamedNonFiniteCheck
 
     class Replay(VecEnvWrapper):
         """Hands back one real step's values at no cost: what the check adds to it is the check alone."""

@@ -12,7 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..sweepdir.files import CorruptFileError, RunDir, SweepDir
+from ..sweepdir.files import RunDir, SweepDir, read_or_none
+from ..sweepdir.models import RunState
 from .batches import bench_spec, write_spec
 from .figures import BenchConfig, LaunchFigures
 
@@ -63,13 +64,10 @@ def _a_run_started(sweep_dir: SweepDir) -> RunDir | None:
             state = json.loads(run_dir.status_json.read_text(encoding="utf-8")).get("state")
         except (OSError, ValueError):
             continue
-        if state in ("running", "succeeded", "failed"):
+        if state in (RunState.RUNNING, RunState.SUCCEEDED, RunState.FAILED):
             return run_dir
     return None
 
 
 def _result(run_dir):
-    try:
-        return run_dir.read_result()
-    except CorruptFileError:
-        return None
+    return read_or_none(run_dir.read_result)

@@ -45,7 +45,7 @@ def train_default_threads(job: NaiveJob, monitor_csv: str | None = None) -> Naiv
     from stable_baselines3.common.monitor import Monitor
 
     from ..robots.envs import make_env
-    from ..worker.recording import PhaseTimer, process_age_s
+    from ..worker.iterations import PhaseTimer, process_age_s
 
     env = Monitor(make_env(job.env, Path(job.xml), job.env_kwargs, job.max_episode_steps), monitor_csv)
     model = PPO("MlpPolicy", env, seed=job.seed, device="cpu", verbose=0, **job.ppo)

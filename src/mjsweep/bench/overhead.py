@@ -124,9 +124,9 @@ def _worker(spec: Any, run_path: Path) -> tuple[float, float]:
     from ..spec.algos import ALGOS
     from ..sweepdir.files import RunDir
     from ..worker.checkpoints import Checkpointer
-    from ..worker.envs import make_vec_env
+    from ..worker.iterations import IterationRecorder
     from ..worker.model import build_model
-    from ..worker.recording import IterationRecorder
+    from ..worker.train_envs import make_vec_env
 
     run = RunDir(run_path)
     write_run_dir(run, spec, None)
@@ -194,8 +194,8 @@ def env_stack_us(spec: Any, steps: int = 10_000, rounds: int = 15) -> float:
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from ..robots.envs import make_env
-    from ..worker.envs import NamedNonFiniteCheck
     from ..worker.monitor import EnvReturnMonitor, with_episode_return
+    from ..worker.train_envs import NamedNonFiniteCheck
 
     real = make_env(spec.env, Path(spec.xml), spec.env_kwargs, spec.max_episode_steps)
     replay = _replaying(real)

@@ -13,13 +13,13 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..api.sweep import load
+from ..api.sweep_records import load
 from ..search.confirm import kendall_tau
-from ..search.record import replay
-from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_lines
+from ..search.journal import replay
+from ..sweepdir.csvfiles import read_evaluations
+from ..sweepdir.files import RunDir, SweepDir, read_lines, read_or_none
 from ..sweepdir.lineage import SegmentRecord
 from ..sweepdir.models import RunResult
-from ..sweepdir.tables import read_evaluations
 from .savingspecs import DESIGN_COLD, DESIGN_WARM, EDIT_LABEL, GRID, PBT, RANDOM, cold_variant
 
 REACH_SHARE = 0.9
@@ -160,10 +160,7 @@ def design_values(folder: SweepDir) -> dict[int, float]:
 
 def _result(run: RunDir) -> RunResult | None:
     """Its result.json, if it finished (its final evaluation, env steps and CPU seconds are there)."""
-    try:
-        result = run.read_result()
-    except CorruptFileError:
-        return None
+    result = read_or_none(run.read_result)
     if result is None or not result.complete or result.cpu_s is None or result.timesteps is None:
         return None
     return result

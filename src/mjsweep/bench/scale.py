@@ -11,9 +11,9 @@ from pathlib import Path
 from ..engine.sweep import prepare
 from ..results.runview import index_entry
 from ..sweepdir import index as runindex
+from ..sweepdir.csvfiles import ProgressRow, csv_text
 from ..sweepdir.files import SweepDir
 from ..sweepdir.models import RunResult, RunState, RunStatus
-from ..sweepdir.tables import PROGRESS_COLUMNS, csv_line
 from .batches import bench_spec, children_cpu_s, write_spec
 from .figures import BenchConfig, ScaleFigures
 
@@ -51,10 +51,9 @@ def _fill_sweep_dir(path: Path, specs: list[dict]) -> None:
 
 
 def _progress_csv(timesteps: int, iterations: int = 4) -> str:
-    rows = [csv_line(PROGRESS_COLUMNS).rstrip("\n")]
-    for i in range(1, iterations + 1):
-        rows.append(f"{i},{timesteps * i // iterations},{3.0 * i},700.0,{-1.5 + i},1000.0,2.2,0.8")
-    return "\n".join(rows) + "\n"
+    rows = (ProgressRow(i, timesteps * i // iterations, 3.0 * i, 700.0, -1.5 + i, 1000.0, 2.2, 0.8)
+            for i in range(1, iterations + 1))
+    return csv_text(ProgressRow, rows)
 
 
 def _time_command(args: list[str]) -> tuple[float, float]:

@@ -5,7 +5,7 @@ Plain Markdown, so the same text reads in a terminal and pastes into BENCHMARKS.
 
 from __future__ import annotations
 
-from ..ui.tables import fixed
+from ..ui.console_tables import fixed
 from .figures import Batch, BenchReport
 
 COLUMNS = ("batch", "N", "wall s", "env-steps/s", "efficiency", "cores busy", "CPU s/run", "run fps", "rollout s",

@@ -17,7 +17,7 @@ from ..engine.scheduler import Event, EventKind, Scheduler, SchedulerOptions
 from ..launchers.local import LocalLauncher
 from ..sweepdir.files import RunDir, SweepDir, write_model
 from ..sweepdir.models import RunSpec
-from .plan import PolicyJob, read_result
+from .pairs import PolicyJob, read_result
 
 JOB_JSON = "job.json"
 """A cross-evaluation run's job, in its scratch run folder (crosseval/worker.py reads it)."""

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..sweepdir.files import SweepDir, write_text_atomic
 from .evaljobs import run_jobs
-from .plan import Cell, jobs, matrix, to_csv, trained_runs
+from .pairs import Cell, jobs, matrix, to_csv, trained_runs
 
 
 class NothingToEvaluate(InputError):

@@ -14,8 +14,8 @@ from typing import Any
 
 from ..sweepdir.files import write_model
 from ..sweepdir.models import CrossResult
+from ..worker.loaded_policy import load_policy
 from ..worker.normalization import load_frozen
-from ..worker.policy import load_policy
 
 
 def evaluate_on(policy, target: dict[str, Any], job: dict[str, Any]) -> CrossResult:

@@ -17,8 +17,8 @@ from ..results.seeding import explain, history, next_round
 from ..spec.sweepspec import AdaptiveSeeds
 from ..sweepdir.files import append_line, read_lines
 from ..sweepdir.models import RunSpec, RunState, SeedRound
-from .recorder import StatusRecorder
 from .scheduler import Event, EventKind
+from .status_recorder import StatusRecorder
 from .sweep import Runs, RunsOpener, SweepPlan, decide, earlier_spec_notes, reindex, write_run_dir
 
 

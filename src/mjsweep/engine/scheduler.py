@@ -26,7 +26,7 @@ from ..sweepdir.models import FailureClass, RunSpec, RunState, RunStatus
 from .causes import cause_of
 from .failures import classify, oom_advice, should_retry
 from .memory import MeasuredPeaks, memory_admits, run_memory_mb
-from .recorder import StatusRecorder
+from .status_recorder import StatusRecorder
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,10 @@ run's spec.json are written, and the scheduler runs what is left to do.
 from __future__ import annotations
 
 import difflib
-import errno
-import fcntl
 import os
 import signal
-import stat
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +18,7 @@ import psutil
 import yaml
 
 from ..childproc import signal_group
-from ..errors import InputError, SweepDirError, SweepLockedError, shown
+from ..errors import InputError, SpecError, SweepDirError, shown
 from ..launchers.base import Launcher
 from ..plan import runs as planlib
 from ..plan.order import Order, measured_fps, start_order
@@ -31,19 +27,21 @@ from ..results.runview import index_entry
 from ..robots import variants as variantlib
 from ..robots.envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
 from ..robots.modelfiles import error_location
+from ..spec import loading
 from ..spec import sweepspec as speclib
 from ..spec.algos import ALGOS
 from ..sweepdir import index as runindex
-from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, write_model, write_text_atomic
-from ..sweepdir.models import PlanRecord, RunSpec, RunState, SweepVariants, VariantRecord, succeeded
+from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_or_none, write_model, write_text_atomic
+from ..sweepdir.lock import sweep_lock
+from ..sweepdir.models import DisplayState, PlanRecord, RunSpec, RunState, SweepVariants, VariantRecord, succeeded
 from ..worker.tracking import check_tracking
 from . import warmstart
 from .modelcheck import ModelCheck
-from .recorder import StatusRecorder
 from .scheduler import Event, EventKind, RunSource, Scheduler, SchedulerOptions, SweepOutcome
+from .status_recorder import StatusRecorder
 
 
-class BrokenVariantsError(speclib.SpecError):
+class BrokenVariantsError(SpecError):
     """Some variants failed deep validation. str() is one line naming each; `plan` has every verdict."""
 
     def __init__(self, message: str, plan: SweepPlan):
@@ -77,7 +75,7 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
     Raises SpecError for a bad spec, and BrokenVariantsError naming every variant that does not
     compile or whose env fails the random-action probe (see _check_variant).
     """
-    spec = speclib.load(spec_path, max_runs)
+    spec = loading.load(spec_path, max_runs)
     check_tracking(spec)
     if check_envs:
         _check_env_kwargs(spec)
@@ -146,7 +144,7 @@ def _refuse_links_in(folder: Path) -> None:
                              "into the files of a sweep folder, never through a link it did not make; remove it")
 
 
-def _refused_hyperparameters(spec: speclib.SweepSpec, run: RunSpec, problem: str, count: int) -> speclib.SpecError:
+def _refused_hyperparameters(spec: speclib.SweepSpec, run: RunSpec, problem: str, count: int) -> SpecError:
     """The algorithm's package (stable-baselines3, or sb3-contrib for its classes) refused a set of
     hyperparameters: point at the grid key that made it, else at the algorithm's section."""
     grid_keys = [key for key in run.grid if key.startswith(f"{run.algo}.")]
@@ -355,7 +353,7 @@ def reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
         run_id = item.run.run_id
         if item.action is not Action.SKIP:
             old.pop(run_id, None)
-        elif (entry := old.get(run_id)) is None or entry.state != RunState.SUCCEEDED.value:
+        elif (entry := old.get(run_id)) is None or entry.state != DisplayState.SUCCEEDED:
             old[run_id] = index_entry(sweep_dir.run(run_id))  # absent, not ended, or of an older version
     runindex.rewrite(sweep_dir.index_jsonl, [e for e in old.values() if e is not None])
 
@@ -401,10 +399,7 @@ def variants_record(plan: SweepPlan) -> SweepVariants:
 
 def kill_orphan(run_dir: RunDir) -> None:
     """A run marked running under a lock we now hold: if its worker still lives here, end its group."""
-    try:
-        status = run_dir.read_status()
-    except CorruptFileError:
-        return
+    status = read_or_none(run_dir.read_status)
     if not status or not status.pid:
         return
     try:
@@ -414,38 +409,3 @@ def kill_orphan(run_dir: RunDir) -> None:
             signal_group(status.pid, signal.SIGKILL)
     except psutil.Error:
         pass
-
-
-@contextmanager
-def sweep_lock(sweep_dir: SweepDir) -> Iterator[None]:
-    """flock on sweep.lock: the OS releases it when the holder dies, however it dies. Opened without following
-    a link, and only as a plain file of its own: the pid written into it must never land in another file. A
-    lock that cannot be taken (a read-only or unwritable folder, a filesystem without locks) is a
-    SweepDirError."""
-    try:
-        fd = os.open(sweep_dir.lock_file, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise InputError(f"{sweep_dir.lock_file} is a symbolic link: the launcher writes its pid into its "
-                             "lock, never through a link; remove it") from None
-        raise SweepDirError.of(exc, "cannot take the sweep's lock", sweep_dir.lock_file) from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
-        os.close(fd)
-        raise InputError(f"{sweep_dir.lock_file} is not a plain file of its own (a hard link, a pipe, a device): "
-                         "the launcher writes its pid into its lock; remove it")
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-            raise SweepLockedError(
-                f"sweep {sweep_dir.path} is already running (launcher pid {holder}); "
-                "wait for it, or stop it first") from None
-        except OSError as exc:
-            raise SweepDirError.of(exc, "cannot take the sweep's lock", sweep_dir.lock_file) from None
-        yield
-    finally:
-        os.close(fd)

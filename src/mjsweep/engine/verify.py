@@ -18,8 +18,8 @@ from pathlib import Path
 from ..childproc import child_env
 from ..errors import InputError
 from ..launchers.spawn import spawn_worker, worker_command
+from ..sweepdir.csvfiles import read_evaluation_cells, read_monitor_cells
 from ..sweepdir.files import RunDir, SweepDir
-from ..sweepdir.tables import read_evaluation_cells, read_monitor_cells
 
 STOP_GRACE_S = 10.0
 """From a Ctrl-C to the kill of a retraining: as long as `sweep run` gives its runs by default."""
@@ -86,7 +86,7 @@ def first_difference(run: RunDir, again: RunDir) -> str | None:
                     f"{again_row.get('mean_return')})")
     if len(evaluations) != len(reevaluated):
         return f"{len(evaluations)} evaluations vs {len(reevaluated)}"
-    compared = subprocess.run([sys.executable, "-m", "mjsweep.worker.compare", str(run.model_zip),
+    compared = subprocess.run([sys.executable, "-m", "mjsweep.worker.model_diff", str(run.model_zip),
                                str(again.model_zip)], capture_output=True, text=True, env=child_env(),
                               stdin=subprocess.DEVNULL)
     if compared.returncode:

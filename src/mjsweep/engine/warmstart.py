@@ -17,7 +17,7 @@ from ..results.rows import collect
 from ..robots.envs import EnvProbe
 from ..spec.algos import ALGOS
 from ..spec.sweepspec import SweepSpec
-from ..spec.warmstart import WarmStartSpec
+from ..spec.warmstartspec import WarmStartSpec
 from ..sweepdir.files import CorruptFileError, RunDir, read_model
 from ..sweepdir.models import RunSpec, WarmSource, succeeded
 

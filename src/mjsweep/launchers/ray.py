@@ -21,7 +21,7 @@ import ray
 from ray.exceptions import ActorUnavailableError, OutOfMemoryError, RayError
 
 from ..errors import LauncherConfigError, LaunchError
-from ..sweepdir.files import CorruptFileError, RunDir
+from ..sweepdir.files import RunDir, read_or_none
 from ..sweepdir.models import RunSpec
 from .base import Launcher, OomFacts, RunExit
 from .filesync import Shipment, apply, pack_model, run_files
@@ -80,11 +80,8 @@ class RayHandle:
             self.actor.kill.remote()
 
     def peak_rss_mb(self) -> float | None:
-        try:
-            result = self.run_dir.read_result()
-            return result.peak_rss_mb if result else None
-        except CorruptFileError:
-            return None
+        result = read_or_none(self.run_dir.read_result)
+        return result.peak_rss_mb if result else None
 
     def peak_uss_mb(self) -> float | None:
         return None  # the worker measures its own RSS only; the admission goes by that

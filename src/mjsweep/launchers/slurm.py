@@ -23,12 +23,10 @@ from pathlib import Path
 from ..childproc import THREAD_VARS
 from ..errors import LauncherConfigError, LaunchError
 from ..spec.sweepspec import SlurmSpec
-from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, write_text_atomic
+from ..sweepdir.files import IN_RUN, RunDir, SweepDir, read_or_none, write_text_atomic
 from ..sweepdir.models import RunSpec
 from .base import Launcher, OomFacts, RunExit
 
-SLURM_DIR = "slurm"
-"""Under the sweep dir: each array's script and run list, and SLURM's own output per task."""
 QUEUE_REFRESH_S = 2.0
 """squeue is asked at most this often, once for all tasks, however many runs poll."""
 UNLIMITED_SLOTS = 1_000_000
@@ -56,7 +54,7 @@ def build_submission(runs: list[RunSpec], sweep_dir: SweepDir, slurm: SlurmSpec,
                      throttle: int | None, stamp: str | None = None) -> Submission:
     """The array for `runs`: task i runs the run whose dir is line i+1 of the run list."""
     stamp = stamp or datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-    folder = sweep_dir.path.resolve() / SLURM_DIR
+    folder = sweep_dir.slurm.resolve()
     script_path, list_path = folder / f"array-{stamp}.sh", folder / f"array-{stamp}.runs"
     array = f"0-{len(runs) - 1}" + (f"%{throttle}" if throttle else "")
     cpus = slurm.cpus_per_task or max(r.cpus for r in runs)
@@ -75,7 +73,7 @@ def build_submission(runs: list[RunSpec], sweep_dir: SweepDir, slurm: SlurmSpec,
         "export " + " ".join(f"{var}=1" for var in THREAD_VARS),
         'export PYTHONUNBUFFERED=1 MJSWEEP_NODE="${SLURMD_NODENAME:-$(hostname)}"',
         *([] if cuda else ["export CUDA_VISIBLE_DEVICES="]),  # cpu runs see no GPU, as locally
-        f'exec {shlex.quote(sys.executable)} -m mjsweep.worker "$run_dir" >>"$run_dir/log.txt" 2>&1',
+        f'exec {shlex.quote(sys.executable)} -m mjsweep.worker "$run_dir" >>"$run_dir/{IN_RUN.log}" 2>&1',
     ]
     run_list = "".join(f"{sweep_dir.run(r.run_id).path.resolve()}\n" for r in runs)
     command = ["sbatch", "--parsable", f"--output={folder / '%A_%a.out'}", str(script_path)]
@@ -181,11 +179,8 @@ class SlurmHandle:
         _scancel(self.task)
 
     def peak_rss_mb(self) -> float | None:
-        try:
-            result = self.run_dir.read_result()
-            return result.peak_rss_mb if result else None
-        except CorruptFileError:
-            return None
+        result = read_or_none(self.run_dir.read_result)
+        return result.peak_rss_mb if result else None
 
     def peak_uss_mb(self) -> float | None:
         return None  # the worker measures its own RSS only; the admission goes by that
@@ -200,7 +195,7 @@ def _orphans(sweep_dir: SweepDir) -> list[str]:
     lock, so they were left by a launcher that died without cancelling them (kill -9, a lost login node)."""
     out = subprocess.run(["squeue", "--noheader", "--array", f"--user={os.getuid()}", "--format=%i|%o"],
                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    folder = f"{sweep_dir.path.resolve() / SLURM_DIR}{os.sep}"
+    folder = f"{sweep_dir.slurm.resolve()}{os.sep}"
     return [task for task, _, script in (line.partition("|") for line in out.stdout.splitlines())
             if script.startswith(folder)]
 

@@ -71,5 +71,5 @@ def render_videos(choices: list[VideoChoice], sweep_folder: Path, output: Path, 
         job = Path(tmp) / "job.json"
         job.write_text(json.dumps({"width": size[0], "height": size[1], "seconds": seconds, "gif": gif,
                                    "items": items}), encoding="utf-8")
-        run_render_process("mjsweep.media.policy", [str(job)])
+        run_render_process("mjsweep.media.policy_render", [str(job)])
     return [output / c.output for c in choices]

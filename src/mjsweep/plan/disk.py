@@ -29,9 +29,6 @@ from ..sweepdir.models import RunSpec
 
 # SB3's defaults, for what a run's section leaves out.
 DEFAULT_BUFFER_SIZE = 1_000_000
-DEFAULT_NET_ARCH: dict[str, Any] = {"ppo": [64, 64], "a2c": [64, 64], "sac": [256, 256], "td3": [400, 300],
-                                    "tqc": [256, 256], "crossq": {"pi": [256, 256], "qf": [1024, 1024]},
-                                    "trpo": [64, 64], "recurrent_ppo": [64, 64]}
 FLOAT32 = 4
 # Measured on SB3 2.x files (tests/test_disk.py holds the estimate to the real sizes).
 ZIP_BYTES = 10_000
@@ -230,7 +227,7 @@ def _trained(params: Tensors, optimizer_states: int = 2) -> Tensors:
 def _net_arch(algo: str, policy_kwargs: Mapping[str, Any]) -> tuple[list[int], list[int]]:
     """The actor's and the critic's hidden layers, as SB3 reads net_arch: a list for both, or a dict with
     pi and vf (PPO, A2C) or qf (SAC, TD3)."""
-    arch = policy_kwargs.get("net_arch", DEFAULT_NET_ARCH[algo])
+    arch = policy_kwargs.get("net_arch", ALGOS[algo].net_arch)
     if isinstance(arch, Mapping):
         critic = "qf" if ALGOS[algo].off_policy else "vf"
         return list(arch.get("pi", [])), list(arch.get(critic, []))

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from enum import Enum
 from statistics import median
 
-from ..sweepdir.files import CorruptFileError, SweepDir
+from ..sweepdir.files import SweepDir, read_or_none
 from ..sweepdir.models import RunSpec
 
 FpsKey = tuple[str, int, str]
@@ -71,10 +71,7 @@ def measured_fps(sweep_dir: SweepDir, runs: Iterable[RunSpec]) -> dict[FpsKey, f
     result.json in sweep_dir; unreadable files are left out."""
     samples: dict[FpsKey, list[float]] = {}
     for run in runs:
-        try:
-            result = sweep_dir.run(run.run_id).read_result()
-        except CorruptFileError:
-            continue
+        result = read_or_none(sweep_dir.run(run.run_id).read_result)
         if result is not None and result.complete and result.training_fps:
             samples.setdefault(fps_key(run), []).append(result.training_fps)
     return {key: median(values) for key, values in samples.items()}

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from statistics import median
 
-from ..sweepdir.files import CorruptFileError, SweepDir
+from ..sweepdir.files import SweepDir, read_or_none
 from ..sweepdir.models import RunResult, RunSpec, RunStatus, succeeded
 from .cost import EarlierRuns, Speed
 from .order import FpsKey, fps_key
@@ -22,10 +22,7 @@ def earlier_runs(sweep_dir: SweepDir, runs: Iterable[RunSpec]) -> EarlierRuns | 
     hosts: dict[str, None] = {}
     for run in runs:
         run_dir = sweep_dir.run(run.run_id)
-        try:
-            status, result = run_dir.read_status(), run_dir.read_result()
-        except CorruptFileError:
-            continue
+        status, result = read_or_none(run_dir.read_status), read_or_none(run_dir.read_result)
         if not succeeded(status, result) or result is None or not result.training_fps:
             continue
         key = fps_key(run)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..sweepdir.files import CorruptFileError, SweepDir, read_model
+from ..sweepdir.files import SweepDir, read_model, read_or_none
 from ..sweepdir.models import PlanRecord, RunSpec
 from .rows import ResultRow
 
@@ -36,10 +36,7 @@ class Split:
 
 def read_plan(folder: SweepDir) -> PlanRecord | None:
     """The last plan (plan.json); None for a search, a folder from before it, or a corrupt one."""
-    try:
-        return read_model(folder.plan_json, PlanRecord)
-    except CorruptFileError:
-        return None
+    return read_or_none(lambda: read_model(folder.plan_json, PlanRecord))
 
 
 def current_experiments(folder: SweepDir, rows: list[ResultRow]) -> dict[str, str]:

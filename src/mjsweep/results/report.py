@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import statistics
 from dataclasses import asdict, dataclass
@@ -11,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ..robots.variants import ModelStats
-from ..sweepdir.files import CorruptFileError, SweepDir
-from ..sweepdir.tables import REPORT_COLUMNS, read_evaluations
+from ..sweepdir.csvfiles import ReportRow, csv_text, read_evaluations
+from ..sweepdir.files import SweepDir, read_or_none
+from ..sweepdir.models import DisplayState
 from . import stats
 from .rows import ResultRow
 
@@ -111,7 +110,7 @@ def _group_row(name: str, members: list[ResultRow], model: ModelStats | None,
     iqm_ci = stats.iqm_interval(returns) if returns else None
     return GroupRow(
         group=name, variant=members[0].variant, grid=members[0].grid, runs=len(members),
-        succeeded=len(returns), failed=sum(1 for m in members if m.state == "failed"),
+        succeeded=len(returns), failed=sum(1 for m in members if m.state == DisplayState.FAILED),
         mean_return=summary.mean if summary else None, std_return=summary.std if summary else None,
         mean_fps=statistics.fmean(fps) if fps else None, iqm_return=summary.iqm if summary else None,
         ci_low=summary.ci_low if summary else None, ci_high=summary.ci_high if summary else None, model=model,
@@ -133,10 +132,7 @@ def _total(values: list[Any]) -> Any:
 def model_stats(sweep_dir: SweepDir, rows: list[ResultRow]) -> dict[str, ModelStats | None]:
     """Each variant's model statistics, from variants.json as the launcher wrote it; a variant it does not
     list (a sweep from before variants.json) is compiled from its runs' XML, None if that fails."""
-    try:
-        written = sweep_dir.read_variants()
-    except CorruptFileError:
-        written = None
+    written = read_or_none(sweep_dir.read_variants)
     listed = written.variants if written else []
     out: dict[str, ModelStats | None] = {v.name: ModelStats(v.bodies, v.joints, v.actuators, v.total_mass)
                                          for v in listed}
@@ -156,39 +152,35 @@ def _compiled_stats(xml: Path) -> ModelStats | None:
         return None
 
 
-def table_rows(groups: list[GroupRow]) -> list[list[str]]:
-    """One list of cells per group, in REPORT_COLUMNS order; '' where there is no value."""
+def report_rows(groups: list[GroupRow]) -> list[ReportRow]:
+    """report.csv's row of each group."""
     out = []
     for g in groups:
         m = g.model
-        out.append([g.variant, grid_text(g.grid), str(g.runs), str(g.succeeded), str(g.failed),
-                    _num(g.mean_return), _num(g.std_return), _num(g.iqm_return), _num(g.ci_low), _num(g.ci_high),
-                    _num(g.iqm_ci_low), _num(g.iqm_ci_high),
-                    _num(g.mean_fps), _num(g.mean_eval_s), _num(m.total_mass if m else None), *(
-                        [str(m.bodies), str(m.joints), str(m.actuators)] if m else ["", "", ""]),
-                    _num(g.mean_best_return), _num(g.mean_eval_auc), _num(g.mean_checkpoint_s),
-                    _num(g.mean_checkpoint_mb), _num(g.cpu_s), str(g.env_steps or "")])
+        out.append(ReportRow(
+            g.variant, grid_text(g.grid), g.runs, g.succeeded, g.failed, g.mean_return, g.std_return, g.iqm_return,
+            g.ci_low, g.ci_high, g.iqm_ci_low, g.iqm_ci_high, g.mean_fps, g.mean_eval_s,
+            m.total_mass if m else None, m.bodies if m else None, m.joints if m else None,
+            m.actuators if m else None, g.mean_best_return, g.mean_eval_auc, g.mean_checkpoint_s,
+            g.mean_checkpoint_mb, g.cpu_s, g.env_steps or None))
     return out
 
 
 def to_csv(groups: list[GroupRow]) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(REPORT_COLUMNS)
-    writer.writerows(table_rows(groups))
-    return buf.getvalue()
+    return csv_text(ReportRow, report_rows(groups))
 
 
 def failed_runs(rows: list[ResultRow]) -> list[tuple[str, str]]:
     """Each failed run and why it ended (status.json's cause; its error tail's last line in older files)."""
-    return [(row.run_id, row.cause or "no cause recorded") for row in rows if row.state == "failed"]
+    return [(row.run_id, row.cause or "no cause recorded") for row in rows if row.state == DisplayState.FAILED]
 
 
 def to_markdown(groups: list[GroupRow], title: str, warnings: list[str],
                 failed: list[tuple[str, str]] | None = None) -> str:
     lines = [f"# {title}", "", "Final evaluation return over seeds, best first (95% CI: percentile bootstrap).",
-             "", "| " + " | ".join(REPORT_COLUMNS) + " |", "|" + "---|" * len(REPORT_COLUMNS)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") or "-" for c in cells) + " |" for cells in table_rows(groups)]
+             "", "| " + " | ".join(ReportRow.columns()) + " |", "|" + "---|" * len(ReportRow.columns())]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") or "-" for c in cells) + " |" for cells in
+              (row.cells() for row in report_rows(groups))]
     if failed:
         lines += ["", "## Failed runs", "", *(f"- `{run_id}`: {cause}" for run_id, cause in failed)]
     if warnings:
@@ -213,7 +205,3 @@ def to_json(groups: list[GroupRow], warnings: list[str], problems: list[str],
 
 def grid_text(grid: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in grid.items())
-
-
-def _num(value: float | None) -> str:
-    return "" if value is None else f"{value:.6g}"

@@ -7,15 +7,12 @@ A ResultRow is the one read model of a run's files (its spec, status and result)
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_bytes
-from ..sweepdir.models import RunResult, RunSpec, RunState, RunStatus, succeeded
-
-T = TypeVar("T")
+from ..sweepdir.files import RunDir, SweepDir, read_bytes, read_or_none
+from ..sweepdir.models import DisplayState, RunResult, RunSpec, RunState, RunStatus, succeeded
 
 
 @dataclass(frozen=True)
@@ -54,11 +51,11 @@ class ResultRow:
         return self.spec.xml if self.spec else None
 
     @property
-    def state(self) -> str:
-        """status.json's state; 'pending' without one, 'unknown' when a file could not be read."""
+    def state(self) -> DisplayState:
+        """status.json's state; pending without one, unknown when a file could not be read."""
         if self.status:
-            return self.status.state.value
-        return "unknown" if self.problems else RunState.PENDING.value
+            return DisplayState.of(self.status.state)
+        return DisplayState.UNKNOWN if self.problems else DisplayState.PENDING
 
     @property
     def ok(self) -> bool:
@@ -94,14 +91,6 @@ def read_row(run_dir: RunDir) -> ResultRow:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return ResultRow(run_dir.run_id, None, None, None, (f"{run_dir.spec_json}: corrupt ({first})",))
     problems: list[str] = []
-    status = _read(run_dir.read_status, problems)
-    result = _read(run_dir.read_result, problems)
+    status = read_or_none(run_dir.read_status, problems)
+    result = read_or_none(run_dir.read_result, problems)
     return ResultRow(spec.run_id, spec, status, result, tuple(problems))
-
-
-def _read(reader: Callable[[], T | None], problems: list[str]) -> T | None:
-    try:
-        return reader()
-    except CorruptFileError as exc:
-        problems.append(str(exc))
-        return None

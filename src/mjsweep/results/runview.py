@@ -10,14 +10,11 @@ from __future__ import annotations
 import os
 import socket
 
+from ..sweepdir.csvfiles import Progress, read_progress
 from ..sweepdir.files import RunDir
 from ..sweepdir.index import IndexEntry
-from ..sweepdir.models import RunResult, RunState, RunStatus
-from ..sweepdir.tables import Progress, read_progress
+from ..sweepdir.models import DisplayState, RunResult, RunState, RunStatus
 from .rows import read_row
-
-STALE = "stale"
-"""Display state of a run whose status.json says running but whose launcher or process is gone."""
 
 
 class RunView(IndexEntry):
@@ -26,11 +23,11 @@ class RunView(IndexEntry):
 
     @property
     def active(self) -> bool:
-        return self.state == RunState.RUNNING.value
+        return self.state == DisplayState.RUNNING
 
     @property
     def done_timesteps(self) -> int:
-        if self.state == RunState.SUCCEEDED.value:
+        if self.state == DisplayState.SUCCEEDED:
             return self.total_timesteps
         return min(self.timesteps, self.total_timesteps)
 
@@ -46,11 +43,11 @@ def read_run(run_dir: RunDir, launcher_alive: bool, host: str) -> RunView:
     row = read_row(run_dir)
     spec, status, result = row.spec, row.status, row.result
     if spec is None:
-        return RunView(run_id=run_dir.run_id, variant="?", grid={}, seed=-1, state="unknown",
+        return RunView(run_id=run_dir.run_id, variant="?", grid={}, seed=-1, state=DisplayState.UNKNOWN,
                        problems=(f"{run_dir.spec_json}: unreadable",))
     state = row.state
     if status and status.state is RunState.RUNNING and _is_stale(status, launcher_alive, host):
-        state = STALE
+        state = DisplayState.STALE
     progress = _progress_of(run_dir, state, result)
     return RunView(
         run_id=spec.run_id, variant=spec.variant, grid=spec.grid, seed=spec.seed, state=state,
@@ -69,9 +66,9 @@ def read_run(run_dir: RunDir, launcher_alive: bool, host: str) -> RunView:
         cause=status.cause if status else None)  # as index lines of any version say it
 
 
-def _progress_of(run_dir: RunDir, state: str, result: RunResult | None) -> Progress | None:
+def _progress_of(run_dir: RunDir, state: DisplayState, result: RunResult | None) -> Progress | None:
     """A finished run's result.json carries its progress summary; only other runs need progress.csv."""
-    if state == RunState.PENDING.value:
+    if state == DisplayState.PENDING:
         return None
     if result is not None and "early_fps" in result.model_fields_set:
         return Progress(result.timesteps or 0, result.training_fps, result.ep_rew_mean, result.early_fps)

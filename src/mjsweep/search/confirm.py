@@ -24,7 +24,7 @@ from ..spec.sweepspec import SweepSpec
 from ..sweepdir.files import SweepDir, append_line, read_lines
 from ..sweepdir.models import ConfirmRecord, RunSpec, RunState, TrialRecord, TrialState
 from .objective import run_value, run_values, trial_values
-from .trials import Study, TrialBuildError, run_succeeded, trial_runs
+from .studies import Study, TrialBuildError, run_succeeded, trial_runs
 
 PREFIX = "c"
 """Confirmation runs' ids start c<number>_, beside the trial's t<number>_."""

@@ -6,20 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from ..engine.recorder import StatusRecorder
 from ..engine.scheduler import Event, EventKind
+from ..engine.status_recorder import StatusRecorder
 from ..engine.sweep import Runs, RunsOpener, SweepPlan, kill_orphan
 from ..plan.planned import Action, PlannedRun, Reason
 from ..plan.runs import make_run
-from ..sweepdir.files import CorruptFileError, SweepDir, now_iso, read_model
+from ..sweepdir.files import SweepDir, now_iso, read_model, read_or_none
 from ..sweepdir.models import RunSpec, RunState, TrialRecord, TrialState
 from .confirm import replay as confirm_replay
-from .record import replay
+from .journal import replay
 from .samplers import make_sampler
 from .source import SearchSource
-from .trials import Study, studies
+from .studies import Study, studies
 
 PREVIEW_TRIALS = 5
 
@@ -135,10 +136,7 @@ def _specs(sweep_dir: SweepDir, records: list[TrialRecord]) -> list[RunSpec]:
     out = []
     for rec in records:
         for run_id in rec.runs:
-            try:
-                spec = read_model(sweep_dir.run(run_id).spec_json, RunSpec)
-            except CorruptFileError:
-                continue
+            spec = read_or_none(partial(read_model, sweep_dir.run(run_id).spec_json, RunSpec))
             if spec is not None:
                 out.append(spec)
     return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import tempfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,9 @@ from ..robots import variants as variantlib
 from ..robots.envs import make_env
 from ..spec.searchspace import Dimension
 from ..spec.sweepspec import SweepSpec
-from ..sweepdir.files import CorruptFileError, SweepDir, read_model
+from ..sweepdir.files import RunDir, SweepDir, read_model, read_or_none
 from ..sweepdir.models import RunSpec, TrialRecord, TrialState, WarmSource
-from .trials import EDIT_PREFIX, run_succeeded
+from .studies import EDIT_PREFIX, run_succeeded
 
 
 def starts_cold(number: int, share: float) -> bool:
@@ -65,10 +66,7 @@ def sources(sweep_dir: SweepDir, source: TrialRecord, seeds: int) -> dict[int, W
 
 def _warm_source(sweep_dir: SweepDir, run_id: str) -> tuple[int, WarmSource] | None:
     run = sweep_dir.run(run_id)
-    try:
-        spec, result = read_model(run.spec_json, RunSpec), run.read_result()
-    except CorruptFileError:
-        return None
+    spec, result = read_or_none(partial(read_model, run.spec_json, RunSpec)), read_or_none(run.read_result)
     if spec is None or result is None:
         return None
     return spec.seed, WarmSource(run_dir=str(run.path), run_id=run_id, timesteps=result.timesteps,
@@ -79,15 +77,15 @@ def misfit(spec: SweepSpec, variant: variantlib.Variant, run: RunSpec, source: W
     """Why the trial's run cannot load the source, or None if it can: the same algorithm, policy and
     normalization (a space may search those too), and the spaces its model.zip saved (an edit may add a
     joint)."""
-    try:
-        theirs = read_model(Path(source.run_dir) / "spec.json", RunSpec)
-    except CorruptFileError as exc:
-        return str(exc)
+    source_dir, problems = RunDir(Path(source.run_dir)), list[str]()
+    theirs = read_or_none(partial(read_model, source_dir.spec_json, RunSpec), problems)
+    if problems:
+        return problems[0]
     if theirs is None:
         return "its spec.json is gone"
     if (problem := mismatch(theirs, run)) is not None:
         return problem
-    saved = saved_shapes(Path(source.run_dir) / "model.zip")
+    saved = saved_shapes(source_dir.model_zip)
     with tempfile.TemporaryDirectory(prefix="mjsweep-warm-") as tmp:
         env = make_env(spec.env, variantlib.materialize(variant, Path(tmp)).xml, run.env_kwargs,
                        spec.max_episode_steps)

@@ -15,19 +15,16 @@ from pathlib import Path
 from ..results.stats import bootstrap_ci, iqm, mean_over_span
 from ..robots.variants import compile_model, design_metrics
 from ..spec.searchspace import COST_METRICS, INFO_PREFIX, MODEL_METRICS, info_key
-from ..sweepdir.files import CorruptFileError, RunDir, read_model
+from ..sweepdir.csvfiles import read_evaluations
+from ..sweepdir.files import RunDir, read_model, read_or_none
 from ..sweepdir.models import RunResult, RunSpec, succeeded
-from ..sweepdir.tables import read_evaluations
 
 
 def run_value(run_dir: RunDir, metric: str) -> float | None:
     """One seed's value: its final evaluation (eval_iqm), its best periodic evaluation (best_iqm), the mean
     evaluation over training (auc_iqm), an info key's mean over its final evaluation (info:<key>), its cost
     (cost_value) or its robot's metric; None unless the run succeeded."""
-    try:
-        status, result = run_dir.read_status(), run_dir.read_result()
-    except CorruptFileError:
-        return None
+    status, result = read_or_none(run_dir.read_status), read_or_none(run_dir.read_result)
     if not succeeded(status, result) or result is None:
         return None
     if metric in MODEL_METRICS:
@@ -69,10 +66,7 @@ def trial_values(seeds: list[list[float]], metrics: list[str]) -> list[float] | 
 
 
 def _robot_metric(run_dir: RunDir, metric: str) -> float | None:
-    try:
-        spec = read_model(run_dir.spec_json, RunSpec)
-    except CorruptFileError:
-        return None
+    spec = read_or_none(lambda: read_model(run_dir.spec_json, RunSpec))
     if spec is None:
         return None
     metrics = _design(spec.xml)

@@ -15,17 +15,17 @@ import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..engine.recorder import StatusRecorder
 from ..engine.scheduler import Event, EventKind
+from ..engine.status_recorder import StatusRecorder
 from ..engine.sweep import Runs, RunsOpener, SweepPlan, write_run_dir
 from ..plan.planned import Action, PlannedRun, Reason
 from ..plan.runs import make_run
 from ..robots.variants import Variant
-from ..sweepdir.files import CorruptFileError, RunDir, append_line, read_lines, write_model
+from ..sweepdir.files import RunDir, append_line, read_lines, read_or_none, write_model
 from ..sweepdir.lineage import SegmentRecord
 from ..sweepdir.models import RunSpec, RunState
 from . import pbtpolicy
-from .trials import run_succeeded
+from .studies import run_succeeded
 
 
 @dataclass
@@ -199,10 +199,7 @@ def start_from(parent: RunDir, child: RunDir) -> None:
     first attempt resumes from them. checkpoint.json is written last, so a copy cut short is done again."""
     if child.checkpoint_json.exists():
         return  # copied already; the child's own checkpoints may have followed
-    try:
-        checkpoint = parent.read_checkpoint()
-    except CorruptFileError:
-        checkpoint = None
+    checkpoint = read_or_none(parent.read_checkpoint)
     if checkpoint is None:
         return  # nothing to copy: the child starts from 0 (its parent failed before any checkpoint)
     child.checkpoints.mkdir(exist_ok=True)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import yaml
 
-from ..sweepdir.files import CorruptFileError, SweepDir, read_lines, write_text_atomic
+from ..sweepdir.csvfiles import read_progress_points
+from ..sweepdir.files import SweepDir, read_lines, read_or_none, write_text_atomic
 from ..sweepdir.lineage import SegmentRecord
-from ..sweepdir.tables import read_progress_points
 
 
 @dataclass(frozen=True)
@@ -36,10 +36,7 @@ def populations(sweep_dir: SweepDir) -> dict[str, list[SegmentRecord]]:
 
 
 def score(sweep_dir: SweepDir, run_id: str) -> float | None:
-    try:
-        result = sweep_dir.run(run_id).read_result()
-    except CorruptFileError:
-        return None
+    result = read_or_none(sweep_dir.run(run_id).read_result)
     return result.eval_mean_return if result is not None else None
 
 
@@ -138,7 +135,7 @@ def plot_curves(sweep_dir: SweepDir, found: dict[str, list[SegmentRecord]]) -> P
         ax.set_xlabel("timesteps")
         ax.set_ylabel("episode return (mean)")
         ax.legend(fontsize="small")
-    path = sweep_dir.path / "pbt_curves.png"
+    path = sweep_dir.pbt_curves_png
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -9,8 +9,8 @@ from pathlib import Path
 from ..spec.searchspace import SearchSpec
 from ..sweepdir.files import SweepDir
 from ..sweepdir.models import TrialState
-from .record import replay
-from .results import TrialRow
+from .journal import replay
+from .ranking import TrialRow
 
 
 def plot_search(sweep_dir: SweepDir, search: SearchSpec, output: Path) -> list[Path]:

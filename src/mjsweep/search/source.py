@@ -19,13 +19,13 @@ from ..engine.sweep import write_run_dir
 from ..spec.sweepspec import SweepSpec
 from ..sweepdir.files import SweepDir, append_line
 from ..sweepdir.models import RunSpec, RunState, TrialRecord, TrialState, WarmSource
+from . import journal
 from . import nearest as nearestlib
 from . import prune as prunelib
-from . import record as recordlib
 from .confirm import ConfirmStage
 from .objective import evaluations, run_values, trial_values
 from .samplers import Sampler, make_sampler
-from .trials import Study, TrialBuildError, run_succeeded, trial_runs, trial_variant
+from .studies import Study, TrialBuildError, run_succeeded, trial_runs, trial_variant
 
 PRUNE_CHECK_S = 2.0
 """Seconds between readings of the running trials' evaluations.csv files."""
@@ -57,8 +57,8 @@ class SearchSource:
         """Runs that had succeeded before this invocation."""
         self._to_stop: list[str] = []
         self._last_prune_check = -PRUNE_CHECK_S
-        written = recordlib.lines(sweep_dir.trials_jsonl)
-        history = recordlib.replay(sweep_dir.trials_jsonl)
+        written = journal.lines(sweep_dir.trials_jsonl)
+        history = journal.replay(sweep_dir.trials_jsonl)
         self._history = {rec.key: rec for rec in history}
         """Every trial on record when this source was built: a resumed warm trial's source among them."""
         self._fixed = warmstart.resolve(spec)

@@ -12,7 +12,7 @@ import importlib.util
 import math
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ..errors import shown
 from .limits import MAX_COUNT
@@ -20,7 +20,9 @@ from .limits import MAX_COUNT
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
 
-ALGO_NAMES = ("ppo", "sac", "td3", "a2c", "tqc", "crossq", "trpo", "recurrent_ppo")
+AlgoName = Literal["ppo", "sac", "td3", "a2c", "tqc", "crossq", "trpo", "recurrent_ppo"]
+"""Every algorithm a spec may name: the one list (the spec's `algo`, its sections, ALGOS, the disk estimate)."""
+ALGO_NAMES: tuple[str, ...] = get_args(AlgoName)
 _COMMON = frozenset({
     "policy", "learning_rate", "gamma", "stats_window_size", "tensorboard_log", "policy_kwargs", "verbose",
     "seed", "device", "_init_setup_model",
@@ -62,6 +64,8 @@ class Algo:
     fails_on_batch_of_one: bool = False
     """Normalizes the advantages of a minibatch of one sample too, where PPO leaves them: they come out NaN
     and the run fails at its first update."""
+    net_arch: list[int] | dict[str, list[int]] = field(default_factory=lambda: [64, 64], hash=False)
+    """The default policy's layers when the section's policy_kwargs name none (the disk estimate)."""
 
     @property
     def label(self) -> str:
@@ -79,32 +83,32 @@ class Algo:
         return not self.off_policy and "n_steps" in self.kwargs
 
 
-ALGOS = {
-    "ppo": Algo("ppo", _ON_POLICY | _CLIPPED, off_policy=False, scheduled=("learning_rate", "clip_range"), row_steps=1,
-                defaults={"n_steps": 2048, "batch_size": 64, "normalize_advantage": True}),
-    "a2c": Algo("a2c", _ON_POLICY | {"rms_prop_eps", "use_rms_prop"}, off_policy=False,
-                defaults={"n_steps": 5, "normalize_advantage": False}),
-    "sac": Algo("sac", _OFF_POLICY | _ENTROPY | {"target_update_interval"}, off_policy=True),
-    "td3": Algo("td3", _OFF_POLICY | {"policy_delay", "target_policy_noise", "target_noise_clip"}, off_policy=True),
+ALGOS = {algo.name: algo for algo in (
+    Algo("ppo", _ON_POLICY | _CLIPPED, off_policy=False, scheduled=("learning_rate", "clip_range"), row_steps=1,
+         defaults={"n_steps": 2048, "batch_size": 64, "normalize_advantage": True}),
+    Algo("a2c", _ON_POLICY | {"rms_prop_eps", "use_rms_prop"}, off_policy=False,
+         defaults={"n_steps": 5, "normalize_advantage": False}),
+    Algo("sac", _OFF_POLICY | _ENTROPY | {"target_update_interval"}, off_policy=True, net_arch=[256, 256]),
+    Algo("td3", _OFF_POLICY | {"policy_delay", "target_policy_noise", "target_noise_clip"}, off_policy=True,
+         net_arch=[400, 300]),
     # sb3-contrib's: SAC with a distributional critic that drops the top quantiles; SAC without target
     # networks (batch normalization instead) that updates the actor every policy_delay steps.
-    "tqc": Algo("tqc", _OFF_POLICY | _ENTROPY | {"target_update_interval", "top_quantiles_to_drop_per_net"},
-                off_policy=True, package=CONTRIB),
-    "crossq": Algo("crossq", (_OFF_POLICY - {"tau"}) | _ENTROPY | {"policy_delay"}, off_policy=True,
-                   class_name="CrossQ", package=CONTRIB),
+    Algo("tqc", _OFF_POLICY | _ENTROPY | {"target_update_interval", "top_quantiles_to_drop_per_net"},
+         off_policy=True, package=CONTRIB, net_arch=[256, 256]),
+    Algo("crossq", (_OFF_POLICY - {"tau"}) | _ENTROPY | {"policy_delay"}, off_policy=True,
+         class_name="CrossQ", package=CONTRIB, net_arch={"pi": [256, 256], "qf": [1024, 1024]}),
     # A natural-gradient step with a line search in place of PPO's clipped epochs; PPO with an LSTM policy,
     # whose state the worker, cross-evaluation and videos carry from step to step.
-    "trpo": Algo("trpo", (_ON_POLICY - {"ent_coef", "vf_coef", "max_grad_norm"})
-                 | {"batch_size", "target_kl", "cg_max_steps", "cg_damping", "line_search_shrinking_factor",
-                    "line_search_max_iter", "n_critic_updates", "sub_sampling_factor"},
-                 off_policy=False, row_steps=1, package=CONTRIB,
-                 defaults={"n_steps": 2048, "batch_size": 128, "normalize_advantage": True}),
-    "recurrent_ppo": Algo("recurrent_ppo", (_ON_POLICY - {"rollout_buffer_class", "rollout_buffer_kwargs"})
-                          | _CLIPPED, off_policy=False, scheduled=("learning_rate", "clip_range"),
-                          class_name="RecurrentPPO", package=CONTRIB, policy="MlpLstmPolicy",
-                          defaults={"n_steps": 128, "batch_size": 128, "normalize_advantage": True},
-                          nullable=frozenset({"batch_size"}), fails_on_batch_of_one=True),
-}
+    Algo("trpo", (_ON_POLICY - {"ent_coef", "vf_coef", "max_grad_norm"})
+         | {"batch_size", "target_kl", "cg_max_steps", "cg_damping", "line_search_shrinking_factor",
+            "line_search_max_iter", "n_critic_updates", "sub_sampling_factor"},
+         off_policy=False, row_steps=1, package=CONTRIB,
+         defaults={"n_steps": 2048, "batch_size": 128, "normalize_advantage": True}),
+    Algo("recurrent_ppo", (_ON_POLICY - {"rollout_buffer_class", "rollout_buffer_kwargs"}) | _CLIPPED,
+         off_policy=False, scheduled=("learning_rate", "clip_range"), class_name="RecurrentPPO", package=CONTRIB,
+         policy="MlpLstmPolicy", defaults={"n_steps": 128, "batch_size": 128, "normalize_advantage": True},
+         nullable=frozenset({"batch_size"}), fails_on_batch_of_one=True),
+)}
 # Arguments mjsweep sets itself, from other spec keys or per run.
 OWNED = {
     "seed": "use the top-level 'seeds' key",
@@ -198,46 +202,63 @@ def _number(value: Any) -> bool:
 def value_problem(algo: Algo, key: str, value: Any) -> str | None:
     """What is wrong with one hyperparameter value, checked before anything starts; None if nothing.
     Counts are whole numbers already (the spec reads 1e6 as 1000000 before this check)."""
-    number = _number(value)
     if key in algo.scheduled:
-        start = schedule_start(value)
-        if isinstance(value, str):
-            if start is None:
-                return f"{shown(value)} is neither a number nor a schedule such as 'lin_3e-4'"
-            value, number = start, True
-        if not number or not value > 0:
-            return f"must be > 0 or a schedule such as 'lin_{'3e-4' if key == 'learning_rate' else '0.2'}'" \
-                f" (got {shown(value)})"
-    elif key in ("gamma", "tau") and not (number and 0 < value <= 1):
-        return f"must be in (0, 1] (got {shown(value)})"
-    elif key == "gae_lambda" and not (number and 0 <= value <= 1):
-        return f"must be in [0, 1] (got {shown(value)})"
-    elif key in INTEGER_KWARGS and not (value is None and key in algo.nullable):
-        whole = value
-        least = _LEAST.get(key, 2 if key == "batch_size" and algo.name in _BATCHES_OF_TWO else 1)
-        if not isinstance(whole, int) or isinstance(whole, bool) or whole < least:
-            return f"must be an integer >= {least} (got {shown(value)})"
-        if whole > MAX_COUNT:
-            return f"must be at most 2**31 - 1 = {MAX_COUNT:,}: torch and numpy take counts as C integers " \
-                f"(got {shown(value)})"
-    elif key == "train_freq":
+        return _scheduled_problem(key, value)
+    if key in INTEGER_KWARGS:
+        return None if value is None and key in algo.nullable else _count_problem(algo, key, value)
+    if key == "train_freq":
         return _train_freq_problem(value)
-    elif key == "ent_coef" and "target_entropy" in algo.kwargs:  # SAC, TQC, CrossQ
-        if not (number and value > 0) and not (isinstance(value, str) and _AUTO.match(value)):
+    if key == "ent_coef" and "target_entropy" in algo.kwargs:  # SAC, TQC, CrossQ
+        if not (_number(value) and value > 0) and not (isinstance(value, str) and _AUTO.match(value)):
             return f"must be a number > 0, 'auto' or 'auto_<initial value>' (got {shown(value)})"
-    elif key == "target_entropy" and not (number or value == "auto"):
+        return None
+    return _range_problem(algo, key, value)
+
+
+def _scheduled_problem(key: str, value: Any) -> str | None:
+    """A value that may also be one of RL Zoo's linear schedules ('lin_3e-4')."""
+    number = _number(value)
+    if isinstance(value, str):
+        start = schedule_start(value)
+        if start is None:
+            return f"{shown(value)} is neither a number nor a schedule such as 'lin_3e-4'"
+        value, number = start, True
+    if not number or not value > 0:
+        return f"must be > 0 or a schedule such as 'lin_{'3e-4' if key == 'learning_rate' else '0.2'}'" \
+            f" (got {shown(value)})"
+    return None
+
+
+def _count_problem(algo: Algo, key: str, value: Any) -> str | None:
+    least = _LEAST.get(key, 2 if key == "batch_size" and algo.name in _BATCHES_OF_TWO else 1)
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        return f"must be an integer >= {least} (got {shown(value)})"
+    if value > MAX_COUNT:
+        return f"must be at most 2**31 - 1 = {MAX_COUNT:,}: torch and numpy take counts as C integers " \
+            f"(got {shown(value)})"
+    return None
+
+
+def _range_problem(algo: Algo, key: str, value: Any) -> str | None:
+    """A number's range, for the keys that have one."""
+    number = _number(value)
+    if key in ("gamma", "tau") and not (number and 0 < value <= 1):
+        return f"must be in (0, 1] (got {shown(value)})"
+    if key == "gae_lambda" and not (number and 0 <= value <= 1):
+        return f"must be in [0, 1] (got {shown(value)})"
+    if key == "target_entropy" and not (number or value == "auto"):
         return f"must be a number or 'auto' (got {shown(value)})"
-    elif key in ("ent_coef", "vf_coef", "target_policy_noise", "target_noise_clip") and not (number and value >= 0):
+    if key in ("ent_coef", "vf_coef", "target_policy_noise", "target_noise_clip") and not (number and value >= 0):
         return f"must be a number >= 0 (got {shown(value)})"
-    elif key in ("max_grad_norm", "rms_prop_eps", "noise_std", "cg_damping") and not (number and value > 0):
+    if key in ("max_grad_norm", "rms_prop_eps", "noise_std", "cg_damping") and not (number and value > 0):
         return f"must be a number > 0 (got {shown(value)})"
-    elif key == "line_search_shrinking_factor" and not (number and 0 < value < 1):
+    if key == "line_search_shrinking_factor" and not (number and 0 < value < 1):
         return f"must be in (0, 1) (got {shown(value)})"
-    elif key == "target_kl" and algo.name == "trpo" and not (number and value > 0):
+    if key == "target_kl" and algo.name == "trpo" and not (number and value > 0):
         return f"must be a number > 0: TRPO's step size (got {shown(value)})"
-    elif key in ("clip_range_vf", "target_kl") and value is not None and not (number and value > 0):
+    if key in ("clip_range_vf", "target_kl") and value is not None and not (number and value > 0):
         return f"must be a number > 0 or null (got {shown(value)})"
-    elif key == "noise_type" and value not in NOISE_TYPES:
+    if key == "noise_type" and value not in NOISE_TYPES:
         return f"must be one of {', '.join(NOISE_TYPES)} (got {shown(value)})"
     return None
 

@@ -2,7 +2,7 @@
 and grid point, and the checks it needs against the rest of the spec.
 
 Only hyperparameters a running model can take without being rebuilt are explored (LIVE): the worker sets them
-on the model it loads from the copied checkpoint (worker/live.py).
+on the model it loads from the copied checkpoint (worker/live_hyperparams.py).
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,10 +20,24 @@ from pydantic import ValidationError
 from .models import CheckpointRecord, FileModel, ResumeRecord, RunResult, RunSpec, RunStatus, SweepVariants
 
 M = TypeVar("M", bound=FileModel)
+T = TypeVar("T")
 
 
 class CorruptFileError(Exception):
     """A run file exists but cannot be read as what it should be."""
+
+
+def read_or_none(read: Callable[[], T | None], problems: list[str] | None = None) -> T | None:
+    """The one rule for a corrupt file where the reader can go on without it: it reads as no file. What is
+    wrong with it goes into `problems` where the caller shows or records it (a row's problems, the reasons a
+    resume fell back); readers that must act on a corrupt file (decide: restart the run) catch
+    CorruptFileError themselves."""
+    try:
+        return read()
+    except CorruptFileError as exc:
+        if problems is not None:
+            problems.append(str(exc))
+        return None
 
 
 def now_iso() -> str:
@@ -217,10 +233,7 @@ class RunDir:
 
     def has_complete_result(self) -> bool:
         """result.json holds the final evaluation (a corrupt one does not)."""
-        try:
-            result = self.read_result()
-        except CorruptFileError:
-            return False
+        result = read_or_none(self.read_result)
         return result is not None and result.complete
 
     def read_checkpoint(self) -> CheckpointRecord | None:
@@ -237,11 +250,9 @@ class RunDir:
     def fell_back(self) -> str | None:
         """resume.json's line (why an attempt did not resume from the newest checkpoint, and from which it
         did), or what is wrong with the file; None when the run never fell back."""
-        try:
-            record = self.read_resume()
-        except CorruptFileError as exc:
-            return str(exc)
-        return record.text if record else None
+        problems: list[str] = []
+        record = read_or_none(self.read_resume, problems)
+        return record.text if record else (problems[0] if problems else None)
 
     def error_tail(self, lines: int = 20) -> str:
         """The end of log.txt, where a traceback's last line is."""
@@ -291,6 +302,9 @@ class SweepDir:
     cross = property(lambda self: self.path / "cross")
     cross_matrix_csv = property(lambda self: self.path / "cross" / "matrix.csv")
     cross_matrix_png = property(lambda self: self.path / "cross" / "matrix.png")
+    pbt_curves_png = property(lambda self: self.path / "pbt_curves.png")
+    slurm = property(lambda self: self.path / "slurm")
+    """Each SLURM array's script and run list, and SLURM's own output per task."""
 
     def cross_results(self, run_id: str) -> Path:
         """The folder of one trained run's cross-evaluations: a <variant>.json each."""
@@ -298,6 +312,11 @@ class SweepDir:
 
     def cross_result(self, run_id: str, variant: str) -> Path:
         return self.cross_results(run_id) / f"{variant}.json"
+
+    def cross_result_files(self, run_id: str) -> list[Path]:
+        """One trained run's cross-evaluations, in name order."""
+        folder = self.cross_results(run_id)
+        return sorted(folder.glob("*.json")) if folder.is_dir() else []
 
     def read_variants(self) -> SweepVariants | None:
         return read_model(self.variants_json, SweepVariants)
@@ -320,10 +339,7 @@ class SweepDir:
         if self.sweep_yaml.is_file() or self.index_jsonl.is_file():
             return True
         for run in self.run_dirs()[:_RUNS_LOOKED_AT]:
-            try:
-                spec = read_model(run.spec_json, RunSpec)
-            except CorruptFileError:
-                continue
+            spec = read_or_none(partial(read_model, run.spec_json, RunSpec))
             if spec is not None and spec.run_id == run.path.name:
                 return True
         return False

@@ -24,11 +24,10 @@ from typing import Any
 from pydantic import ConfigDict, ValidationError
 
 from .files import read_bytes, write_text_atomic
-from .models import SCHEMA, FileModel, RunState
+from .models import SCHEMA, DisplayState, FileModel
 
-ENDED_STATES = frozenset({RunState.SUCCEEDED.value, RunState.FAILED.value, RunState.INTERRUPTED.value,
-                          RunState.PRUNED.value})
-RESTARTED = RunState.RUNNING.value
+ENDED_STATES = frozenset({DisplayState.SUCCEEDED, DisplayState.FAILED, DisplayState.INTERRUPTED, DisplayState.PRUNED})
+RESTARTED = DisplayState.RUNNING
 
 
 class IndexEntry(FileModel):
@@ -43,8 +42,8 @@ class IndexEntry(FileModel):
     variant: str
     grid: dict[str, Any]
     seed: int
-    state: str
-    """A RunState value; on screen also 'stale', or 'unknown' (status.json corrupt)."""
+    state: DisplayState
+    """A RunState in the file; on screen also stale, or unknown (status.json corrupt)."""
     attempts: int = 0
     timesteps: int = 0
     total_timesteps: int = 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any, Literal, TypeVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
@@ -269,6 +269,24 @@ class RunState(str, Enum):
     PRUNED = "pruned"  # a search stopped its trial as behind the others: an end, never a failure
 
 
+class DisplayState(StrEnum):
+    """A run's state as status, the live view, the index and reports show it: status.json's RunState, or what
+    a reader derives from a run's files."""
+
+    PENDING = "pending"          # also a run without status.json yet
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    PRUNED = "pruned"
+    STALE = "stale"              # status.json says running, but its launcher or process is gone
+    UNKNOWN = "unknown"          # a run file could not be read
+
+    @classmethod
+    def of(cls, state: RunState) -> DisplayState:
+        return cls(state.value)
+
+
 class FailureClass(str, Enum):
     ERROR = "error"              # the worker raised: deterministic, not retried
     KILLED = "killed"            # died from a signal it did not ask for (kill -9, scancel, a cluster's limit)
@@ -448,7 +466,7 @@ class TrialState(str, Enum):
 
 
 class TrialRecord(FileModel):
-    """A line of trials.jsonl: a trial's whole state after a change (search/record.py appends and replays).
+    """A line of trials.jsonl: a trial's whole state after a change (search/journal.py appends and replays).
     Lines written before the sweep folder shared one schema scheme carry their own counter, 1: the same keys."""
 
     study: str

@@ -16,7 +16,7 @@ import typer
 
 from ..engine.machine import usable_cores
 from ..errors import InputError
-from . import tables
+from . import console_tables as tables
 from .usage import Commands, parse_duration, parse_interval
 
 MAX_RUNS_HELP = "The most runs the spec may plan [default: the spec's max_runs, 10,000]."
@@ -161,7 +161,7 @@ def report(
                                    "each experiment a group of its own (by default: the last plan's runs)."),
 ) -> None:
     """Mean, std, IQM and 95% CI of the final eval return over seeds; writes report.csv and report.md too."""
-    from ..api import report as reportapi
+    from ..api import report_object as reportapi
     from ..sweepdir.files import SweepDir
     from . import report_view
     from .decision_figures import decide
@@ -198,7 +198,7 @@ def video(
 
     folder = SweepDir(sweep_dir)
     if output is None:
-        from ..api.report import writable_sweep
+        from ..api.report_object import writable_sweep
 
     writable_sweep(folder, "sweep video writes its videos/")
     try:
@@ -223,7 +223,7 @@ def evaluate(
                                           help="Evaluations at once [default: usable CPU cores]."),
 ) -> None:
     """Evaluate trained policies again; with --cross, on the other variants too (results kept, resumable)."""
-    from ..api.report import writable_sweep
+    from ..api.report_object import writable_sweep
     from ..crosseval.run import evaluate_cross
     from ..sweepdir.files import SweepDir
 

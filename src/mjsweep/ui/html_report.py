@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING
 
 from ..results.report import failed_runs
 from ..sweepdir.index import ENDED_STATES
-from ..sweepdir.models import RunState
-from .tables import fixed
+from ..sweepdir.models import DisplayState
+from .console_tables import fixed
 
 if TYPE_CHECKING:
-    from ..api.report import Figures
+    from ..api.report_object import Figures
     from ..results.report import GroupRow
     from ..results.rows import ResultRow
-    from ..search.results import TrialRow
+    from ..search.ranking import TrialRow
     from ..spec.searchspace import SearchSpec
     from ..sweepdir.files import SweepDir
     from .status import SweepView
@@ -106,7 +106,7 @@ class SweepState:
 def sweep_state(view: SweepView, at: datetime | None = None) -> SweepState:
     """What `sweep status` sees now (view), as the line under the report's title."""
     ended = sum(1 for r in view.runs if r.state in ENDED_STATES)
-    succeeded = sum(1 for r in view.runs if r.state == RunState.SUCCEEDED.value)
+    succeeded = sum(1 for r in view.runs if r.state == DisplayState.SUCCEEDED)
     return SweepState(view.launcher_pid is not None, ended, succeeded, len(view.runs), at or datetime.now())
 
 
@@ -149,7 +149,7 @@ def _seed_rounds(folder: SweepDir) -> list[str]:
 def _pareto_front(rows: list[TrialRow], search: SearchSpec, figure: Path | None) -> list[str]:
     """The figure, then each front point's trial, objective values and parameters as spec keys to paste;
     nothing for one objective or before a trial is complete."""
-    from ..search.results import best_block, front, objective_cells, objectives_text
+    from ..search.ranking import best_block, front, objective_cells, objectives_text
 
     points = front(rows) if search.multi else []
     if not points:

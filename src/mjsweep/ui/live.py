@@ -18,9 +18,11 @@ from rich.live import Live
 
 from ..engine.machine import MachineLoad, PresentLoad
 from ..engine.scheduler import EventKind
+from ..plan.planned import Action
 from ..results.runview import RunView, read_run, view_of
 from ..sweepdir import index as runindex
 from ..sweepdir.files import SweepDir
+from ..sweepdir.models import DisplayState
 from .runs_table import summary_text, sweep_renderable
 from .status import Contention, contention_warnings, load_warnings
 
@@ -31,8 +33,9 @@ if TYPE_CHECKING:
 REFRESH_S = 1.0
 SUMMARY_EVERY_S = 30.0
 """Default period of the plain summary line; MJSWEEP_SUMMARY_EVERY (seconds) overrides it."""
-EVENT_STATES = {EventKind.STARTED: "running", EventKind.SUCCEEDED: "succeeded", EventKind.FAILED: "failed",
-                EventKind.RETRYING: "pending", EventKind.INTERRUPTED: "interrupted", EventKind.PRUNED: "pruned"}
+EVENT_STATES = {EventKind.STARTED: DisplayState.RUNNING, EventKind.SUCCEEDED: DisplayState.SUCCEEDED,
+                EventKind.FAILED: DisplayState.FAILED, EventKind.RETRYING: DisplayState.PENDING,
+                EventKind.INTERRUPTED: DisplayState.INTERRUPTED, EventKind.PRUNED: DisplayState.PRUNED}
 LOUD_EVENTS = {EventKind.FAILED, EventKind.RETRYING, EventKind.WARNING, EventKind.WAITING_MEMORY,
                EventKind.STOPPING, EventKind.TRIAL, EventKind.SEEDS}
 """Events the live view also prints above its table; the others only change a row."""
@@ -47,7 +50,7 @@ class Tracker:
         """The machine's load now; the sweep's processes are this launcher's tree."""
         self.lock = threading.Lock()
         self.views: dict[str, RunView] = {}
-        self.states: dict[str, str] = {}
+        self.states: dict[str, DisplayState] = {}
         self.dirty: set[str] = set()
         self.started = clock()
         self._last_read = float("-inf")
@@ -59,13 +62,13 @@ class Tracker:
         with self.lock:
             for item in planned:
                 run = item.run
-                state = "succeeded" if item.action.value == "skip" else "pending"
-                entry = indexed.get(run.run_id) if state == "succeeded" else None
+                state = DisplayState.SUCCEEDED if item.action is Action.SKIP else DisplayState.PENDING
+                entry = indexed.get(run.run_id) if state == DisplayState.SUCCEEDED else None
                 view = view_of(entry) if entry else None
                 if view is None:
                     view = RunView(run_id=run.run_id, variant=run.variant, grid=run.grid, seed=run.seed, state=state,
                                    total_timesteps=run.total_timesteps)
-                    if state == "succeeded":
+                    if state == DisplayState.SUCCEEDED:
                         self.dirty.add(run.run_id)  # its fps and return are worth one read
                 self.views[run.run_id] = view
                 self.states[run.run_id] = state
@@ -90,7 +93,7 @@ class Tracker:
             due = force or self.clock() - self._last_read >= REFRESH_S
             if due:
                 self._last_read = self.clock()
-                running = {k for k, s in self.states.items() if s == "running"}
+                running = {k for k, s in self.states.items() if s == DisplayState.RUNNING}
                 wanted = self.dirty | running
                 self.dirty = set()
         if due:  # read outside the lock: the scheduler's event() never waits for the disk
@@ -105,7 +108,7 @@ class Tracker:
             return list(self.views.values())
 
     def warnings(self, runs: list[RunView]) -> list[Contention]:
-        running, machine = sum(r.state == "running" for r in runs), self._machine
+        running, machine = sum(r.state == DisplayState.RUNNING for r in runs), self._machine
         if machine is None:  # not judged yet: a high load waits for what other processes take now
             return contention_warnings(runs)
         return contention_warnings(runs) + load_warnings(machine.load1, machine.cores, running, machine.competition)

@@ -14,8 +14,8 @@ from ..errors import InputError
 from ..results import stats
 from ..results.report import aggregate
 from ..results.rows import ResultRow
+from ..sweepdir.csvfiles import read_evaluations, read_monitor_episodes, read_progress_points
 from ..sweepdir.files import RunDir, SweepDir
-from ..sweepdir.tables import read_evaluations, read_monitor_episodes, read_progress_points
 
 CURVE_POINTS = 100  # seeds' curves are interpolated onto this many common timesteps
 MONITOR_WINDOW = 10  # episodes in the rolling mean when a curve comes from monitor.csv
@@ -115,7 +115,7 @@ def plot_sweep(sweep_dir: Path, rows: list[ResultRow], output: Path) -> list[Pat
 def plot_searched(folder: SweepDir, output: Path) -> list[Path]:
     """A search's figures beside `output` (its trials; a multi-objective search's Pareto front as
     <name>_pareto.png); none for a grid sweep."""
-    from ..search import results as searchresults
+    from ..search import ranking as searchresults
     from ..search.plots import plot_pareto, plot_search
 
     search = searchresults.searched(folder)

@@ -17,7 +17,7 @@ def main() -> None:
     import matplotlib.figure
     import matplotlib.pyplot
 
-    from ..api import report  # noqa: F401
+    from ..api import report_object  # noqa: F401
     from . import cli, decision_figures, html_report, plot, report_view, status  # noqa: F401
 
     if sys.stdin.readline().strip() != "go":

@@ -6,10 +6,10 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from . import tables
+from . import console_tables as tables
 
 if TYPE_CHECKING:
-    from ..api.report import Report
+    from ..api.report_object import Report
     from .status import SweepView
 
 
@@ -38,7 +38,7 @@ def _table(report: Report) -> None:
 
         print(f"adaptive seeds, as decided: {explain(read.rounds[-1])}")
     if report.trials is not None:
-        from .trials import trials_table
+        from .search_console import trials_table
 
         trials_table(tables.make_console(), *report.trials, report.pareto)
     if report.confirmed:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from ..api import planning
 from ..engine.machine import usable_cores
 from ..errors import InputError
-from . import tables
+from . import console_tables as tables
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -70,7 +70,7 @@ def _adaptive_dry_run(out: Console, plan: SweepPlan, start: Order, workers: int 
 def search_dry_run(out: Console, plan: SweepPlan, workers: int | None, backend: str) -> None:
     """A search's space, the first trials each study proposes, and the most its budget may cost."""
     from ..search import execute as searchlib
-    from . import trials as show
+    from . import search_console as show
 
     tables.variant_table(out, plan)
     show.preview(out, plan.spec, searchlib.preview(plan))
@@ -146,7 +146,7 @@ def bench_speed() -> BenchSpeed | None:
 def render_pictures(plan: SweepPlan, folder: Path) -> None:
     """Pictures of every variant, or exit 2 with one line saying why not (nothing has started yet)."""
     from ..media.gl import RenderFailed, RenderUnavailable
-    from ..media.variants import render_variant_pictures
+    from ..media.variant_pictures import render_variant_pictures
 
     try:
         drawn = render_variant_pictures(plan, folder)

@@ -13,10 +13,10 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from ..results.runview import STALE, RunView
-from ..sweepdir.models import RunState
+from ..results.runview import RunView
+from ..sweepdir.models import DisplayState
+from .console_tables import PLAIN_ROWS, PlainLines, fixed, plain_table
 from .status import STATE_ORDER, Contention, SweepView, totals
-from .tables import PLAIN_ROWS, PlainLines, fixed, plain_table
 
 RUN_COLUMNS = ("run", "state", "timesteps", "fps", "ETA", "return", "eval", "attempts")
 MAX_LISTED = 20  # ended runs listed by name in the compact table; the rest are counted
@@ -29,7 +29,7 @@ def status_renderable(view: SweepView) -> RenderableType:
     who = (f"launcher running (pid {view.launcher_pid})" if view.launcher_pid is not None
            else "no launcher running")
     lines = [Text(f"sweep {view.path.name} ({view.path}): {who}")]
-    stale = view.counts.get(STALE, 0)
+    stale = view.counts.get(DisplayState.STALE, 0)
     if stale:
         lines.append(Text(f"{stale} run(s) stale: marked running, but their launcher or process is gone; "
                           "`sweep run` on the same spec resumes them", style="yellow"))
@@ -66,7 +66,7 @@ def sweep_renderable(runs: list[RunView], warnings: Iterable[Contention], compac
     parts += [Text(f"warning: {w}", style="yellow") for w in warnings]
     parts += [Text(f"{r.run_id}: {r.fell_back}", style="yellow") for r in runs if r.fell_back]
     parts += [Text(f"{r.run_id}: {r.state}: {r.cause}", style="red") for r in runs
-              if r.cause and r.state == RunState.FAILED.value]
+              if r.cause and r.state == DisplayState.FAILED]
     return Group(*parts)
 
 
@@ -88,7 +88,7 @@ def runs_table(runs: list[RunView], compact: bool, width: int | None = None) -> 
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in RUN_COLUMNS:
         table.add_column(col, no_wrap=col != "run", overflow="fold")
-    shown = [r for r in runs if r.state not in ("pending", "succeeded")] if compact else runs
+    shown = [r for r in runs if r.state not in (DisplayState.PENDING, DisplayState.SUCCEEDED)] if compact else runs
     if compact and len(shown) > MAX_LISTED:
         shown = [r for r in shown if r.active] + [r for r in shown if not r.active][-MAX_LISTED:]
     rows = [run_cells(r, None) for r in shown]
@@ -122,8 +122,8 @@ def counts_text(runs: list[RunView]) -> str:
 
 
 def ended_counts(runs: list[RunView]) -> str:
-    ok = [r for r in runs if r.state == "succeeded"]
-    pending = sum(1 for r in runs if r.state == "pending")
+    ok = [r for r in runs if r.state == DisplayState.SUCCEEDED]
+    pending = sum(1 for r in runs if r.state == DisplayState.PENDING)
     returns = [r.final_return for r in ok if r.final_return is not None]
     best = f" (best eval return {max(returns):.2f})" if returns else ""
     return f"{len(ok)} succeeded{best}, {pending} pending"

@@ -6,7 +6,6 @@ does not vouch for, the run folders (runview.py), so `sweep status --watch` stay
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import socket
@@ -16,12 +15,14 @@ from pathlib import Path
 
 from ..engine.machine import Competition, MachineLoad, measure_once
 from ..results.experiments import read_plan
-from ..results.runview import STALE, RunView, read_run, view_of
+from ..results.runview import RunView, read_run, view_of
 from ..sweepdir import index as runindex
 from ..sweepdir.files import SweepDir
-from ..sweepdir.models import RunState
+from ..sweepdir.lock import lock_holder
+from ..sweepdir.models import DisplayState
 
-STATE_ORDER = ("running", STALE, "pending", "failed", "interrupted", "pruned", "unknown", "succeeded")
+STATE_ORDER = (DisplayState.RUNNING, DisplayState.STALE, DisplayState.PENDING, DisplayState.FAILED,
+               DisplayState.INTERRUPTED, DisplayState.PRUNED, DisplayState.UNKNOWN, DisplayState.SUCCEEDED)
 FPS_DROP = 0.5  # a run at under half its own early fps, or the sweep's median, is being starved
 SPARE_MARGIN = 0.5
 """Cores other processes may take beyond those the runs leave free before they count as competing:
@@ -89,7 +90,7 @@ def read_sweep(path: Path, load1: float | None = None, cores: int | None = None,
     runs.sort(key=lambda r: (STATE_ORDER.index(r.state) if r.state in STATE_ORDER else 99, r.run_id))
     warnings = contention_warnings(runs)
     if launcher_pid is not None:  # the machine's load matters only while something runs on it
-        running = [r for r in runs if r.state == RunState.RUNNING.value]
+        running = [r for r in runs if r.state == DisplayState.RUNNING]
         if load1 is None or cores is None:
             machine = measure_once(_sweep_pids(launcher_pid, running, host), len(running))
         else:
@@ -125,25 +126,6 @@ def to_json(view: SweepView) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
-def lock_holder(sweep_dir: SweepDir) -> int | None:
-    """The launcher's pid if sweep.lock is held, else None. Takes the lock only for an instant."""
-    try:
-        fd = os.open(sweep_dir.lock_file, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            text = os.pread(fd, 64, 0).decode(errors="replace").strip()
-            return int(text) if text.isdigit() else -1
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
-
-
-
 def contention_warnings(runs: list[RunView]) -> list[Contention]:
     """Signs that runs fight over cores: extra torch threads, a run slowed to a fraction of its pace."""
     out = [Contention(r.run_id, "threads", f"torch used {r.torch_threads} threads (expected 1)")
@@ -156,7 +138,7 @@ def contention_warnings(runs: list[RunView]) -> list[Contention]:
     # A sweep of several algorithms has `algo` in its grid; one of a single algorithm compares all its runs.
     by_algo: dict[str | None, dict[str, float]] = {}
     for r in runs:
-        if r.fps and r.state in (RunState.RUNNING.value, RunState.SUCCEEDED.value):
+        if r.fps and r.state in (DisplayState.RUNNING, DisplayState.SUCCEEDED):
             by_algo.setdefault(r.grid.get("algo"), {})[r.run_id] = r.fps
     for measured in by_algo.values():
         if len(measured) >= 2:
@@ -187,6 +169,6 @@ def totals(runs: list[RunView]) -> Totals:
     done = sum(r.done_timesteps for r in runs)
     total = sum(r.total_timesteps for r in runs)
     fps = sum((r.fps or 0.0 for r in runs if r.active), 0.0)
-    unfinished = any(r.state not in (RunState.SUCCEEDED.value, RunState.FAILED.value) for r in runs)
+    unfinished = any(r.state not in (DisplayState.SUCCEEDED, DisplayState.FAILED) for r in runs)
     eta = (total - done) / fps if fps > 0 and unfinished else None
     return Totals(done, total, fps, eta)

@@ -17,7 +17,7 @@ from typer._click.exceptions import BadParameter, ClickException, MissingParamet
 from typer.core import TyperGroup
 
 from ..errors import InputError, os_words
-from . import tables
+from . import console_tables as tables
 
 EXIT_FAILED = 1
 EXIT_INVALID = 2

@@ -22,9 +22,9 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 
-from ..sweepdir.files import CorruptFileError, RunDir, read_model, write_model
+from ..sweepdir.csvfiles import read_evaluations
+from ..sweepdir.files import RunDir, read_model, read_or_none, write_model
 from ..sweepdir.models import BestRecord, CheckpointRecord, Timing
-from ..sweepdir.tables import read_evaluations
 from . import exact as exact_state
 
 
@@ -226,10 +226,7 @@ class Checkpointer:
     def _earlier_than(self, timesteps: int) -> list[CheckpointRecord]:
         """The kept checkpoints that stay beside a new one at `timesteps`: the last kept - 1 before it. One
         at the same timesteps (a stop's, rewound to where the last one was taken) has its files written over."""
-        try:
-            saved = self.run.read_checkpoint()
-        except CorruptFileError:
-            saved = None
+        saved = read_or_none(self.run.read_checkpoint)
         before = [c.model_copy(update={"earlier": []}) for c in (saved.kept() if saved else [])
                   if c.timesteps < timesteps]
         return before[max(0, len(before) - self.kept + 1):]

@@ -15,8 +15,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 
 from ..plan.runs import RunSpec
 from ..robots.envs import make_env
+from ..sweepdir.csvfiles import EvaluationRow, csv_header, csv_line, read_evaluations
 from ..sweepdir.models import CheckpointRecord
-from ..sweepdir.tables import EVALUATION_COLUMNS, csv_line, read_evaluations
 from .checkpoints import Checkpointer
 from .normalization import frozen_normalization
 
@@ -98,7 +98,7 @@ class PeriodicEvaluator:
         path = run.evaluations_csv
         if resume is None or not path.exists():
             with open(path, "w", encoding="utf-8") as fh:
-                fh.write(csv_line(EVALUATION_COLUMNS))
+                fh.write(csv_header(EvaluationRow))
             return
         for evaluation in read_evaluations(path):  # already truncated to the checkpoint's rows
             self._count(evaluation.mean_return, evaluation.timesteps)
@@ -120,8 +120,7 @@ class PeriodicEvaluator:
             returns, lengths = evaluate_episodes(self.spec, model, lambda: None, normalizer)
         mean, std = float(np.mean(returns)), float(np.std(returns))
         timesteps = int(model.num_timesteps)
-        line = csv_line([str(timesteps), repr(mean), repr(std), " ".join(repr(r) for r in returns),
-                         " ".join(str(n) for n in lengths), f"{wall_s:.3f}"])
+        line = csv_line(EvaluationRow(timesteps, mean, std, tuple(returns), tuple(lengths), wall_s))
         with open(self.run.evaluations_csv, "a", encoding="utf-8") as fh:
             fh.write(line)  # one write of a whole line; a torn one lies past the checkpoint's size
         if self.on_evaluation:

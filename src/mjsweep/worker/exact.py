@@ -8,7 +8,7 @@ before its step), its time limit's and episode return's counters and its reset g
 generators (torch, numpy, Python); the model's last observation, episode starts and episode infos; the
 non-finite check's and the monitor's counters; VecNormalize's discounted returns (its pickle drops them);
 an action noise's state, RecurrentPPO's LSTM states, gSDE's exploration noise. A stop mid-iteration
-rewinds to the iteration's start (recording.py), so the same is snapshotted there: a few small copies, one
+rewinds to the iteration's start (iterations.py), so the same is snapshotted there: a few small copies, one
 env_method call per iteration.
 """
 

@@ -85,13 +85,13 @@ def _train(run_path: Path) -> int:
     torch.set_num_interop_threads(1)
 
     from ..spec.algos import ALGOS
+    from ..sweepdir.csvfiles import read_progress
     from ..sweepdir.files import RunDir, write_model
     from ..sweepdir.models import RunResult, RunSpec
-    from ..sweepdir.tables import read_progress
     from .checkpoints import Checkpointer, replay_buffer_size
     from .evaluation import PeriodicEvaluator, evaluate
+    from .iterations import IterationRecorder
     from .nonfinite import NonFiniteError
-    from .recording import IterationRecorder
     from .resume import fell_back_because, start
     from .tracking import start_logger
 

@@ -71,7 +71,7 @@ def build_model(spec: RunSpec, venv: VecEnv, checkpointer: Checkpointer,
 
 def _quiet(model: BaseAlgorithm, tensorboard_log: str | None) -> BaseAlgorithm:
     """Without TensorBoard, a logger that writes nowhere: SB3's own default makes an empty /tmp/SB3-<time>
-    folder for every training, outside the sweep folder. progress.csv is the worker's (recording.py)."""
+    folder for every training, outside the sweep folder. progress.csv is the worker's (iterations.py)."""
     if tensorboard_log is None:
         from stable_baselines3.common.logger import Logger
 

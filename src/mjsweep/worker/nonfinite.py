@@ -1,8 +1,8 @@
 """The first value of a training that is not finite, named in one line: which observation index, reward,
 action or policy parameter, and at which step and episode.
 
-The checks themselves are SB3's VecCheckNan around the training env (envs.py) and the parameter check
-after each update (recording.py); this module finds the value they flagged and words it. The line is the
+The checks themselves are SB3's VecCheckNan around the training env (train_envs.py) and the parameter check
+after each update (iterations.py); this module finds the value they flagged and words it. The line is the
 last of the worker's log, so it is the run's error in status.json and in the live view.
 """
 

@@ -19,12 +19,12 @@ from typing import Any
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
-from ..sweepdir.files import CorruptFileError, RunDir, write_model
+from ..sweepdir.files import RunDir, read_or_none, write_model
 from ..sweepdir.models import CheckpointRecord, ResumeRecord, RunSpec
 from .checkpoints import Checkpointer, truncate_logs
-from .envs import monitored_env, normalized_env
-from .live import set_live
+from .live_hyperparams import set_live
 from .model import build_model
+from .train_envs import monitored_env, normalized_env
 from .warm import load_source
 
 DAMAGED = (ValueError, AssertionError, EOFError, KeyError, RuntimeError, OSError, pickle.UnpicklingError,
@@ -49,10 +49,8 @@ class Start:
 def start(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, stop_if_requested: Callable[[], None]) -> Start:
     """The env and the model to train, from the newest usable checkpoint, or from 0 (a warm run: from its
     source's policy and statistics, never from the source again once it has a checkpoint of its own)."""
-    try:
-        saved, because = run.read_checkpoint(), []
-    except CorruptFileError as exc:
-        saved, because = None, [str(exc)]
+    because: list[str] = []
+    saved = read_or_none(run.read_checkpoint, because)
     for checkpoint in reversed(saved.kept()) if saved else []:
         stop_if_requested()
         problem = checkpointer.damage(checkpoint)
@@ -110,8 +108,5 @@ def _fell_back(run: RunDir, saved: CheckpointRecord | None, resumed: CheckpointR
 
 def fell_back_because(run: RunDir) -> str | None:
     """resume.json's line, for result.json: the last fall back of any of the run's attempts."""
-    try:
-        record = run.read_resume()
-    except CorruptFileError:
-        return None
+    record = read_or_none(run.read_resume)
     return record.text if record else None

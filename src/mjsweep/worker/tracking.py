@@ -14,9 +14,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..spec.sweepspec import SweepSpec
+from ..sweepdir.csvfiles import ProgressRow
 from ..sweepdir.files import RunDir
 from ..sweepdir.models import RunSpec
-from ..sweepdir.tables import ProgressRow
 
 DEFAULT_HOST = "https://api.wandb.ai"
 SUMMARY_KEYS = ("eval_mean_return", "eval_std_return", "best_eval_mean_return", "best_eval_timesteps", "timesteps",

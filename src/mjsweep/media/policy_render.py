@@ -1,4 +1,4 @@
-"""`python -m mjsweep.media.policy JOB.json`: the render process for videos of trained policies.
+"""`python -m mjsweep.media.policy_render JOB.json`: the render process for videos of trained policies.
 
 JOB.json: {"width", "height", "seconds", "gif", "items": [{"run_dir", "model", "vecnormalize", "title",
 "output"}]}. For each item: the run's env (from its spec.json), its policy acting deterministically
@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ..worker.loaded_policy import Actor, load_policy
 from ..worker.normalization import load_frozen
-from ..worker.policy import Actor, load_policy
 from .camera import framing
 from .gl import open_gl_or_exit, run_job
 from .lighting import cast_shadows_over, fit_shadow_map

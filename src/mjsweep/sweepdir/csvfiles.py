@@ -1,4 +1,6 @@
-"""The run folder's CSV files: the columns of each, and one tolerant reader per file that every reader uses.
+"""The sweep folder's CSV files: a row type per file the package writes (progress, evaluations, report, cross
+matrix), the one writer they all go through, and one tolerant reader per file that every reader uses (monitor.csv
+too, which SB3's Monitor writes in its own format: a '#{json}' line, then return, length and time per episode).
 
 The one rule for a bad row: it is skipped. A row cut short by a kill, a value that is not a number or a row
 of another width reads as no row, never as an error and never as the end of the file; a missing or
@@ -11,13 +13,68 @@ import csv
 import io
 import os
 import statistics
+from collections.abc import Iterable
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
+from typing import ClassVar
+
+
+class CsvRow:
+    """A row of one CSV file: a frozen dataclass whose fields are the file's columns, in order.
+
+    Every CSV the package writes goes through `csv_text` or `csv_line` with a row type, so a column can
+    neither move nor go unquoted."""
+
+    LINE_END: ClassVar[str] = "\n"
+
+    @classmethod
+    def columns(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+
+    def cells(self) -> list[str]:
+        return [_cell(getattr(self, f.name)) for f in fields(self)]  # type: ignore[arg-type]
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, tuple):
+        return " ".join(_cell(v) for v in value)
+    return str(value)
+
+
+def _short(value: float | None) -> str:
+    """A number as the report's tables show it: six significant digits, '' for none."""
+    return "" if value is None else f"{value:.6g}"
+
+
+def csv_header(row_type: type[CsvRow]) -> str:
+    """The first line of a new file of `row_type` rows."""
+    return _line(list(row_type.columns()), row_type.LINE_END)
+
+
+def csv_line(row: CsvRow) -> str:
+    """One row as written: a whole line, appended in one write."""
+    return _line(row.cells(), row.LINE_END)
+
+
+def csv_text(row_type: type[CsvRow], rows: Iterable[CsvRow]) -> str:
+    """A whole file: the header, then every row."""
+    return csv_header(row_type) + "".join(csv_line(row) for row in rows)
+
+
+def _line(cells: list[str], line_end: str) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator=line_end).writerow(cells)
+    return buf.getvalue()
 
 
 @dataclass(frozen=True)
-class ProgressRow:
+class ProgressRow(CsvRow):
     """A row of progress.csv: a training iteration (a PPO rollout + update; an off-policy run's log interval)."""
+
+    LINE_END: ClassVar[str] = "\r\n"
+    """csv.writer's default, as every version of the worker wrote this file."""
 
     iteration: int
     timesteps: int
@@ -29,34 +86,77 @@ class ProgressRow:
     rollout_s: float
     train_s: float
 
+
+@dataclass(frozen=True)
+class EvaluationRow(CsvRow):
+    """A row of evaluations.csv: one periodic evaluation (eval.every)."""
+
+    timesteps: int
+    mean_return: float
+    std_return: float
+    returns: tuple[float, ...]
+    """Each episode's return, space-separated in the file."""
+    lengths: tuple[int, ...]
+    wall_s: float
+    """Seconds into the training, written to the millisecond."""
+
     def cells(self) -> list[str]:
-        return ["" if value is None else str(value) for value in astuple(self)]
+        return [*super().cells()[:-1], f"{self.wall_s:.3f}"]
 
 
-PROGRESS_COLUMNS = tuple(f.name for f in fields(ProgressRow))
-EVALUATION_COLUMNS = ("timesteps", "mean_return", "std_return", "returns", "lengths", "wall_s")
-"""evaluations.csv: a row per periodic evaluation (eval.every); returns and lengths are each episode's,
-space-separated."""
-MONITOR_COLUMNS = ("r", "l", "t")
-"""monitor.csv, in SB3's Monitor format: a '#{json}' line, then return, length and time per episode."""
-REPORT_COLUMNS = ("variant", "grid", "runs", "succeeded", "failed", "mean_return", "std_return", "iqm_return",
-                  "ci95_low", "ci95_high", "iqm_ci95_low", "iqm_ci95_high", "mean_fps", "mean_eval_s", "total_mass",
-                  "bodies", "joints", "actuators",
-                  "mean_best_return", "mean_eval_auc", "mean_checkpoint_s", "mean_checkpoint_mb",
-                  "cpu_s", "env_steps")
-"""report.csv (and report.md's table): a row per group of seeds, written by `sweep report`."""
-CROSS_MATRIX_COLUMNS = ("train", "test", "seeds", "mean", "ci95_low", "ci95_high", "skipped")
-"""cross/matrix.csv: a row per trained group and variant it was evaluated on (`sweep evaluate --cross`)."""
+@dataclass(frozen=True)
+class ReportRow(CsvRow):
+    """A row of report.csv (and report.md's table): a group of seeds, written by `sweep report`."""
+
+    variant: str
+    grid: str
+    runs: int
+    succeeded: int
+    failed: int
+    mean_return: float | None
+    std_return: float | None
+    iqm_return: float | None
+    ci95_low: float | None
+    ci95_high: float | None
+    iqm_ci95_low: float | None
+    iqm_ci95_high: float | None
+    mean_fps: float | None
+    mean_eval_s: float | None
+    total_mass: float | None
+    bodies: int | None
+    joints: int | None
+    actuators: int | None
+    mean_best_return: float | None
+    mean_eval_auc: float | None
+    mean_checkpoint_s: float | None
+    mean_checkpoint_mb: float | None
+    cpu_s: float | None
+    env_steps: int | None
+
+    def cells(self) -> list[str]:
+        return [_short(v) if isinstance(v, float) else _cell(v) for v in astuple(self)]
+
+
+@dataclass(frozen=True)
+class CrossMatrixRow(CsvRow):
+    """A row of cross/matrix.csv: a trained group and a variant it was evaluated on (`sweep evaluate --cross`)."""
+
+    train: str
+    test: str
+    seeds: int
+    mean: float | None
+    ci95_low: float | None
+    ci95_high: float | None
+    skipped: str
+
+    def cells(self) -> list[str]:
+        return [_short(v) if isinstance(v, float) else _cell(v) for v in astuple(self)]
+
 
 EARLY_ROWS = 3
 """Progress rows that define a run's early fps."""
 _HEAD_BYTES = 8192
 _TAIL_BYTES = 8192
-
-
-def csv_line(values: list[str] | tuple[str, ...]) -> str:
-    """One row as written: the header of a new file, or a whole line appended in one write."""
-    return ",".join(values) + "\n"
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from ..results.stats import bootstrap_ci
-from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_model
+from ..sweepdir.csvfiles import CrossMatrixRow, csv_text
+from ..sweepdir.files import RunDir, SweepDir, read_model, read_or_none
 from ..sweepdir.models import CrossResult, RunSpec, succeeded
-from ..sweepdir.tables import CROSS_MATRIX_COLUMNS, csv_line
 
 
 @dataclass(frozen=True)
@@ -35,10 +35,7 @@ class PolicyJob:
 
 
 def read_result(path: Path) -> CrossResult | None:
-    try:
-        return read_model(path, CrossResult)
-    except CorruptFileError:
-        return None  # a torn or foreign file: evaluated again
+    return read_or_none(lambda: read_model(path, CrossResult))  # a torn or foreign file: evaluated again
 
 
 def jobs(sweep: SweepDir, trained: list[RunSpec], all_runs: list[RunSpec], episodes: int) -> list[PolicyJob]:
@@ -89,8 +86,7 @@ def matrix(sweep: SweepDir, trained: list[RunSpec]) -> list[Cell]:
     returns: dict[tuple[str, str], list[float]] = {}
     skipped: dict[tuple[str, str], str] = {}
     for run in trained:
-        folder = sweep.cross_results(run.run_id)
-        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        for path in sweep.cross_result_files(run.run_id):
             result = read_result(path)
             if result is None:
                 continue
@@ -111,15 +107,8 @@ def matrix(sweep: SweepDir, trained: list[RunSpec]) -> list[Cell]:
 
 
 def to_csv(cells: list[Cell]) -> str:
-    lines = [csv_line(CROSS_MATRIX_COLUMNS).rstrip("\n")]
-    for c in cells:
-        numbers = ["" if v is None else f"{v:.6g}" for v in (c.mean, c.ci_low, c.ci_high)]
-        lines.append(",".join([_csv(c.train), _csv(c.test), str(c.seeds), *numbers, _csv(c.skipped)]))
-    return "\n".join(lines) + "\n"
-
-
-def _csv(text: str) -> str:
-    return f'"{text.replace(chr(34), chr(34) * 2)}"' if any(ch in text for ch in ',"\n') else text
+    return csv_text(CrossMatrixRow, (CrossMatrixRow(c.train, c.test, c.seeds, c.mean, c.ci_low, c.ci_high, c.skipped)
+                                     for c in cells))
 
 
 def trained_runs(sweep: SweepDir) -> tuple[list[RunSpec], list[RunSpec]]:
@@ -137,8 +126,5 @@ def trained_runs(sweep: SweepDir) -> tuple[list[RunSpec], list[RunSpec]]:
 
 
 def _succeeded(run_dir: RunDir) -> bool:
-    try:
-        done = succeeded(run_dir.read_status(), run_dir.read_result())
-    except CorruptFileError:
-        return False
+    done = succeeded(read_or_none(run_dir.read_status), read_or_none(run_dir.read_result))
     return done and run_dir.model_zip.is_file()

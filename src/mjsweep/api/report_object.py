@@ -20,7 +20,7 @@ from ..sweepdir.files import SweepDir, write_text_atomic
 if TYPE_CHECKING:
     from ..results.compare import Comparison, Matrix, Profiles, SequentialVerdict
     from ..search.confirm import StudyConfirmation
-    from ..search.results import TrialRow
+    from ..search.ranking import TrialRow
     from ..spec.searchspace import SearchSpec
 
 
@@ -79,7 +79,7 @@ class Report:
     def markdown(self) -> str:
         parts = [reportlib.to_markdown(self.read.groups, self.title, self.warnings, self.failed)]
         if self.trials is not None:
-            from ..search.results import to_markdown as trials_markdown
+            from ..search.ranking import to_markdown as trials_markdown
 
             parts.append(trials_markdown(*self.trials, self.pareto.name if self.pareto else None))
         if self.confirmed and self.trials is not None:
@@ -119,7 +119,7 @@ class Report:
         if self.trials is None:
             return None
         from ..search.confirm import to_dicts as confirmed_dicts
-        from ..search.results import to_dicts
+        from ..search.ranking import to_dicts
 
         return {"trials": to_dicts(self.trials[0]),
                 **({"confirmed": confirmed_dicts(self.confirmed)} if self.confirmed else {})}
@@ -153,7 +153,7 @@ def build(folder: SweepDir, *, status_warnings: list[str], all_specs: bool = Fal
 
 
 def _search_trials(folder: SweepDir) -> tuple[list[TrialRow], SearchSpec] | None:
-    from ..search import results as searchresults
+    from ..search import ranking as searchresults
 
     search = searchresults.searched(folder)
     return (searchresults.ranked(folder, search), search) if search is not None else None

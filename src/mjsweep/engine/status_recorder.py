@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 from ..errors import os_words
 from ..results.runview import index_entry
-from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_json
+from ..sweepdir.files import RunDir, SweepDir, read_json, read_or_none
 from ..sweepdir.index import ENDED_STATES, IndexWriter
-from ..sweepdir.models import RunStatus
+from ..sweepdir.models import DisplayState, RunStatus
 from .memory import MeasuredPeaks
 
 
@@ -22,10 +22,7 @@ class StatusRecorder:
 
     def previous(self, run_dir: RunDir) -> RunStatus | None:
         """What an earlier attempt recorded, or None (no status, or a corrupt one)."""
-        try:
-            return run_dir.read_status()
-        except CorruptFileError:
-            return None
+        return read_or_none(run_dir.read_status)
 
     def measured_peaks(self) -> MeasuredPeaks:
         """Peak memory of every run that recorded one, in earlier invocations too, by algorithm."""
@@ -48,15 +45,12 @@ class StatusRecorder:
             why = f"cannot write {run_dir.status_json}: {os_words(exc)}"
             self._warn(run_dir.run_id, why)
             return why
-        if status.state.value in ENDED_STATES:
+        if DisplayState.of(status.state) in ENDED_STATES:
             self._index.ended(index_entry(run_dir))
         return None
 
 
 def _algo_of(run_dir: RunDir) -> str:
     """The run's algorithm from its spec.json; PPO for files written before the key (or unreadable)."""
-    try:
-        algo = (read_json(run_dir.spec_json) or {}).get("algo", "ppo")
-    except CorruptFileError:
-        return "ppo"
+    algo = (read_or_none(lambda: read_json(run_dir.spec_json)) or {}).get("algo", "ppo")
     return algo if isinstance(algo, str) else "ppo"

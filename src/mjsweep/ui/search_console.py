@@ -9,10 +9,11 @@ from rich.table import Table
 
 from ..naming import format_value
 from ..search.execute import Preview
-from ..search.results import TrialRow, best_block, front, front_title, objective_cells, objectives_text, space_lines
+from ..search.ranking import TrialRow, best_block, front, front_title, objective_cells, objectives_text, space_lines
 from ..spec.searchspace import SearchSpec
 from ..spec.sweepspec import SweepSpec
-from .tables import fixed
+from ..sweepdir.models import TrialState
+from .console_tables import fixed
 
 
 def _params(params: dict) -> str:
@@ -48,7 +49,7 @@ def trials_table(out: Console, rows: list[TrialRow], search: SearchSpec, figure:
         table.add_row(str(rank), rec.study, str(rec.number), rec.state.value, fixed(row.value), ci,
                       f"{row.seeds_done}/{row.seeds}", _params(rec.params))
     out.print(table)
-    best = next((r for r in rows if r.record.state.value == "complete"), None)
+    best = next((r for r in rows if r.record.state is TrialState.COMPLETE), None)
     if best is not None:
         out.print(f"best: trial {best.record.number} of {best.record.study}; its parameters as spec keys:",
                   markup=False, highlight=False)

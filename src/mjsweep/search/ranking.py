@@ -15,9 +15,9 @@ from ..spec.sweepspec import SweepSpec
 from ..sweepdir.files import SweepDir
 from ..sweepdir.models import TrialRecord, TrialState
 from . import pareto as paretolib
+from .journal import replay
 from .objective import confidence, run_value
-from .record import replay
-from .trials import run_succeeded
+from .studies import run_succeeded
 
 STATE_RANK = {TrialState.COMPLETE: 0, TrialState.PRUNED: 1, TrialState.RUNNING: 2, TrialState.FAILED: 3}
 

@@ -1,5 +1,5 @@
 """Two models' parameters and optimizer state compared exactly, for `sweep verify`: `python -m
-mjsweep.worker.compare ZIP ZIP` prints the first difference, or nothing when they are the same (torch is
+mjsweep.worker.model_diff ZIP ZIP` prints the first difference, or nothing when they are the same (torch is
 imported only in a process of its own)."""
 
 from __future__ import annotations

@@ -13,9 +13,9 @@ from ..results.compare import Comparison
 from ..results.experiments import plan_rows
 from ..results.report import GroupRow
 from ..results.rows import ResultRow, collect
+from ..sweepdir.csvfiles import read_evaluations, read_progress_points
 from ..sweepdir.files import SweepDir
 from ..sweepdir.models import RunSpec
-from ..sweepdir.tables import read_evaluations, read_progress_points
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -5,7 +5,6 @@ on a stop request."""
 
 from __future__ import annotations
 
-import csv
 import os
 import time
 from collections.abc import Callable
@@ -18,9 +17,9 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor, VecNormalize
 
+from ..sweepdir.csvfiles import ProgressRow, csv_header, csv_line
 from ..sweepdir.files import RunDir
 from ..sweepdir.models import CheckpointRecord, Timing
-from ..sweepdir.tables import PROGRESS_COLUMNS, ProgressRow
 from .checkpoints import Checkpointer, checkpoint_due, file_size, replay_buffer
 from .evaluation import PeriodicEvaluator
 from .exact import ExactState
@@ -119,7 +118,6 @@ class IterationRecorder(PhaseTimer):
         self._row_s = (0.0, 0.0)
         """Rollout and update seconds of the current row so far."""
         self._file: TextIO | None = None
-        self._writer: Any = None  # a csv writer on progress.csv
         self.startup_s: float | None = None
         """Seconds from process start until training begins (imports, env and model built, first reset)."""
         self._trained: list[tuple[str, torch.Tensor]] = []
@@ -147,9 +145,8 @@ class IterationRecorder(PhaseTimer):
         # buffer) drops the rows of the attempt it repeats, as make_vec_env does with monitor.csv.
         fresh = self.resume is None or not path.exists() or path.stat().st_size == 0
         self._file = open(path, "w" if fresh else "a", newline="", encoding="utf-8")
-        self._writer = csv.writer(self._file)
         if fresh:
-            self._writer.writerow(PROGRESS_COLUMNS)
+            self._file.write(csv_header(ProgressRow))
             self._file.flush()
         self._row_start = self.model.num_timesteps
         self._mark_iteration_start()
@@ -233,8 +230,8 @@ class IterationRecorder(PhaseTimer):
             ep_rew_mean=round(sum(i["r"] for i in infos) / len(infos), 4) if infos else None,
             ep_len_mean=round(sum(i["l"] for i in infos) / len(infos), 1) if infos else None,
             rollout_s=round(rollout_s, 4), train_s=round(update_s, 4))
-        assert self._writer is not None and self._file is not None, "opened when training started"
-        self._writer.writerow(row.cells())
+        assert self._file is not None, "opened when training started"
+        self._file.write(csv_line(row))
         self._file.flush()
         self._sizes.progress_written()
         if self.on_row:

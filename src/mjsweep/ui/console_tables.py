@@ -13,7 +13,7 @@ from rich.table import Table
 from ..spec.algos import label_of
 
 if TYPE_CHECKING:
-    from ..crosseval.plan import Cell
+    from ..crosseval.pairs import Cell
     from ..engine.diskspace import Room
     from ..engine.scheduler import SweepOutcome
     from ..engine.sweep import SweepPlan
@@ -364,10 +364,7 @@ def outcome_summary(out: Console, plan: SweepPlan, outcome: SweepOutcome) -> Non
 
 def _cause_of(run_dir) -> str | None:
     """status.json's cause for the summary; None where it could not be read (or written: a full disk)."""
-    from ..sweepdir.files import CorruptFileError
+    from ..sweepdir.files import read_or_none
 
-    try:
-        status = run_dir.read_status()
-    except (CorruptFileError, OSError):
-        return None
+    status = read_or_none(run_dir.read_status)
     return status.cause if status else None

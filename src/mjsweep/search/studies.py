@@ -20,7 +20,7 @@ from ..robots import variants as variantlib
 from ..robots.envs import EnvBuildError, probe_env
 from ..spec.searchspace import Dimension
 from ..spec.sweepspec import SweepSpec
-from ..sweepdir.files import CorruptFileError, SweepDir
+from ..sweepdir.files import SweepDir, read_or_none
 from ..sweepdir.models import RunSpec, WarmSource, succeeded
 
 EDIT_PREFIX = "edits."
@@ -108,10 +108,7 @@ def trial_runs(spec: SweepSpec, study: Study, number: int, params: dict[str, Any
 def run_succeeded(sweep_dir: SweepDir, run_id: str) -> bool:
     """Whether a trial's (or a confirmation's) run succeeded; a corrupt file counts as not yet."""
     run_dir = sweep_dir.run(run_id)
-    try:
-        return succeeded(run_dir.read_status(), run_dir.read_result())
-    except CorruptFileError:
-        return False
+    return succeeded(read_or_none(run_dir.read_status), read_or_none(run_dir.read_result))
 
 
 def trial_variant(spec: SweepSpec, study: Study, params: dict[str, Any]) -> variantlib.Variant:

@@ -15,9 +15,9 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepR
 
 from ..plan.runs import RunSpec
 from ..robots.envs import make_env
+from ..sweepdir.csvfiles import read_monitor_episodes
 from ..sweepdir.files import RunDir
 from ..sweepdir.models import CheckpointRecord
-from ..sweepdir.tables import read_monitor_episodes
 from .exact import exact_env
 from .monitor import EnvReturnMonitor, with_episode_return
 from .nonfinite import NonFiniteError, env_value_message, first_non_finite, subscript
