@@ -101,3 +101,22 @@ def scratch_folder(given: Path | None) -> Path:
         return Path(tempfile.mkdtemp(prefix="mjsweep-verify-"))
     given.mkdir(parents=True, exist_ok=True)
     return given
+
+
+def verify_sweep(sweep_dir: Path, run_ids: list[str], sample: int | None, scratch: Path | None,
+                 say: Callable[[str], None]) -> list[Verdict]:
+    """`sweep verify`: the chosen finished runs trained again in a scratch folder outside the sweep folder (a
+    temporary one, deleted at the end, unless one is given) and compared with their originals."""
+    runs = chosen_runs(sweep_dir, run_ids, sample)
+    if scratch is not None:
+        if scratch.resolve().is_relative_to(sweep_dir.resolve()):
+            raise InputError(f"{scratch}: the scratch folder must lie outside the sweep folder")
+        taken = [run.path.name for run in runs if (scratch / run.path.name).exists()]
+        if taken:
+            raise InputError(f"{scratch}: already holds {', '.join(taken)}; give another --scratch")
+    folder = scratch_folder(scratch)
+    try:
+        return verify(runs, folder, say)
+    finally:
+        if scratch is None:
+            shutil.rmtree(folder, ignore_errors=True)

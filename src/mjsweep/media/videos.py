@@ -62,14 +62,20 @@ def choose(rows: list[ResultRow], folder: Path, variant: str | None = None, seed
 def render_videos(choices: list[VideoChoice], sweep_folder: Path, output: Path, seconds: float, gif: bool,
                   size: tuple[int, int] = VIDEO_SIZE) -> list[Path]:
     """An MP4 (and a GIF) per choice in `output`; raises gl.RenderUnavailable or gl.RenderFailed."""
+    created = not output.exists()
     output.mkdir(parents=True, exist_ok=True)
     items = [{"run_dir": str(sweep_folder / c.row.run_id), "model": str(c.model),
               "vecnormalize": str(c.vecnormalize) if c.vecnormalize else None,
               "title": f"{c.title}: final eval return {c.row.final_return:.1f}",
               "output": str(output / c.output)} for c in choices]
-    with tempfile.TemporaryDirectory(prefix="mjsweep-videos-") as tmp:
-        job = Path(tmp) / "job.json"
-        job.write_text(json.dumps({"width": size[0], "height": size[1], "seconds": seconds, "gif": gif,
-                                   "items": items}), encoding="utf-8")
-        run_render_process("mjsweep.media.policy_render", [str(job)])
+    try:
+        with tempfile.TemporaryDirectory(prefix="mjsweep-videos-") as tmp:
+            job = Path(tmp) / "job.json"
+            job.write_text(json.dumps({"width": size[0], "height": size[1], "seconds": seconds, "gif": gif,
+                                       "items": items}), encoding="utf-8")
+            run_render_process("mjsweep.media.policy_render", [str(job)])
+    except BaseException:
+        if created and not any(output.iterdir()):  # a failed command leaves no empty folder of its own behind
+            output.rmdir()
+        raise
     return [output / c.output for c in choices]

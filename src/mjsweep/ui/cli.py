@@ -191,6 +191,7 @@ def video(
     output: Path | None = typer.Option(None, "--output", "-o", help="Folder [default: SWEEP_DIR/videos]."),
 ) -> None:
     """A video of each variant's trained policy (MP4, drawn on the CPU where there is no GPU)."""
+    from ..api.report_object import writable_sweep
     from ..media.gl import RenderFailed, RenderUnavailable
     from ..media.videos import NoVideo, choose, render_videos
     from ..results.rows import collect
@@ -198,9 +199,7 @@ def video(
 
     folder = SweepDir(sweep_dir)
     if output is None:
-        from ..api.report_object import writable_sweep
-
-    writable_sweep(folder, "sweep video writes its videos/")
+        writable_sweep(folder, "sweep video writes its videos/")
     try:
         choices = choose(collect(folder), folder.path, variant, seed, best)
     except NoVideo as exc:
@@ -276,22 +275,9 @@ def verify(
 ) -> None:
     """Train finished runs again from scratch and say, per run, whether they reproduce exactly: monitor.csv
     episode by episode, evaluations, final parameters. Exit 0 when all do, 1 otherwise."""
-    import shutil
+    from ..engine.verify import verify_sweep
 
-    from ..engine import verify as verifylib
-
-    runs = verifylib.chosen_runs(sweep_dir, list(run_ids or []), sample)
-    folder = verifylib.scratch_folder(scratch)
-    if folder.resolve().is_relative_to(sweep_dir.resolve()):
-        raise InputError(f"{folder}: the scratch folder must lie outside the sweep folder")
-    taken = [run.path.name for run in runs if (folder / run.path.name).exists()]
-    if taken:
-        raise InputError(f"{folder}: already holds {', '.join(taken)}; give another --scratch")
-    try:
-        verdicts = verifylib.verify(runs, folder, lambda line: print(line, flush=True))
-    finally:
-        if scratch is None:
-            shutil.rmtree(folder, ignore_errors=True)
+    verdicts = verify_sweep(sweep_dir, list(run_ids or []), sample, scratch, lambda line: print(line, flush=True))
     exact = sum(v.difference is None for v in verdicts)
     print(f"{exact} of {len(verdicts)} runs reproduced exactly")
     raise typer.Exit(0 if exact == len(verdicts) else 1)
