@@ -87,6 +87,10 @@ def test_the_tiny_budget_renders_every_row_from_its_folders(tmp_path, capsys):
     assert len(verdicts) == 1 and verdicts.popitem()[1] == goals(figures)[0][1]
     for goal, verdict, why in goals(figures):
         assert f"| {goal} | {verdict} | {why} |" in table
+    # PBT is held against the random search's whole budget: a search knows its best only once it is spent
+    pbt_why = goals(figures)[0][2]
+    assert pbt_why.startswith("no PBT evaluation reached") or \
+        f"the random search's budget {figures.method(specs.RANDOM).cpu_s:.1f}:" in pbt_why
     design_rows = [line for line in table.splitlines() if line.startswith("| ") and line[2:].split(" ")[0].isdigit()]
     assert len(figures.designs) + figures.cold_trials == budget.designs
     assert figures.designs and len(design_rows) == len(figures.designs)
