@@ -137,6 +137,15 @@ def test_a_population_takes_no_seeds_and_a_schedule_covers_every_generation(tmp_
     assert load(write_spec(tmp_path, {**data, "pbt": {**replay, "schedule": three}})).pbt.schedule == three
 
 
+def test_every_segment_counts_against_max_runs(tmp_path, tiny_spec):
+    """A population of 2 over 3 segments is 6 runs: a limit of 5 refuses it, naming its factors."""
+    data = pbt_spec(tiny_spec)
+    with pytest.raises(SpecError) as error:
+        load(write_spec(tmp_path, {**data, "max_runs": 5}))
+    assert "the spec plans 6 runs (variants 1 x grid points 1 x members 2 x segments each 3)" in str(error.value)
+    assert load(write_spec(tmp_path, {**data, "max_runs": 6})).pbt is not None
+
+
 def test_sweep_run_refuses_pbt_on_slurm_before_anything_is_written(tmp_path, tiny_spec):
     spec = write_spec(tmp_path, pbt_spec(tiny_spec))
     done = run_sweep("run", str(spec), "--backend", "slurm")

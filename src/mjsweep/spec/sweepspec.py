@@ -416,6 +416,10 @@ class SweepSpec(_Strict):
         if self.search is not None:  # a study per variant and grid point
             factors += [("trials", self.search.trials, ("search", "trials")),
                         ("seeds", self.search.seeds_per_trial, ("search", "seeds_per_trial"))]
+        elif self.pbt is not None:  # a population per variant and grid point, each member a run per segment
+            segments = self.pbt.generations(self.total_timesteps_of(self.algos[0]))
+            factors += [("members", self.pbt.population, ("pbt", "population")),
+                        ("segments each", max(1, segments), ("pbt", "interval"))]
         else:
             factors += [("seeds", self._seed_count(), ("seeds",))]
         return math.prod(count for _, count, _ in factors), factors
