@@ -104,6 +104,10 @@ def test_a_search_confirms_its_best_trials_on_fresh_seeds_and_resumes_after_ctrl
     assert "## Confirmed on fresh seeds" in md and "Kendall's tau" in md
     table = run_sweep("report", str(sweep)).stdout
     assert "confirmed on fresh seeds: walker: the best tuned trial " in table
+    assert run_sweep("report", str(sweep), "--format", "html").returncode == 0
+    page = (sweep / "report.html").read_text()
+    assert "<h2>confirmed on fresh seeds</h2>" in page and "walker: the best tuned trial " in page
+    assert page.count("<tr><td>walker</td>") >= len(done)  # a row per confirmed trial (and the trials' own)
     # Nothing left: a third run runs nothing more.
     third = run_sweep("run", str(spec))
     assert third.returncode == 0

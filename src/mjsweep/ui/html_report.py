@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..api.report_object import Figures
     from ..results.report import GroupRow
     from ..results.rows import ResultRow
+    from ..search.confirm import StudyConfirmation
     from ..search.ranking import TrialRow
     from ..spec.searchspace import SearchSpec
     from ..sweepdir.files import SweepDir
@@ -51,10 +52,12 @@ PARETO_CAPTION = "Pareto front: the complete trials in objective space, trial nu
 
 def build(folder: SweepDir, groups: list[GroupRow], rows: list[ResultRow], warnings: list[str],
           decisions: Figures | None = None, state: SweepState | None = None,
-          trials: tuple[list[TrialRow], SearchSpec] | None = None, pareto: Path | None = None) -> str:
+          trials: tuple[list[TrialRow], SearchSpec] | None = None, pareto: Path | None = None,
+          confirmed: list[StudyConfirmation] | None = None, pbt: str = "") -> str:
     """The whole report as one HTML document; with `decisions`, which group beats which, every pair; `state`
     says under the title whether the sweep still runs; `trials` (a search's, ranked) with `pareto` (the
-    figure `sweep report` drew) show a multi-objective search's Pareto front."""
+    figure `sweep report` drew) show a multi-objective search's Pareto front; `confirmed`, its best trials
+    retrained on fresh seeds; `pbt`, a population's lineage and best schedule (report.md's section)."""
     name = html.escape(folder.path.name)
     parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sweep {name}</title>",
              f"<style>{STYLE}</style></head><body>", f"<h1>sweep {name}</h1>", *_state(state),
@@ -68,6 +71,10 @@ def build(folder: SweepDir, groups: list[GroupRow], rows: list[ResultRow], warni
     parts += _seed_rounds(folder)
     if trials is not None:
         parts += _pareto_front(*trials, pareto)
+        if confirmed:
+            parts += _confirmed(confirmed, trials[1].metric)
+    if pbt:
+        parts += _population(folder, pbt)
     parts += _figures(folder, rows)
     if decisions is not None:
         parts += _decisions(folder, decisions)
@@ -168,6 +175,44 @@ def _pareto_front(rows: list[TrialRow], search: SearchSpec, figure: Path | None)
                         for c in (row.record.study, str(row.record.number), *objective_cells(row, search)))
         body.append(f"<tr>{cells}<td><pre>{html.escape(best_block(row).rstrip())}</pre></td></tr>")
     parts.append(f'<table class="pareto"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>')
+    return parts
+
+
+def _confirmed(confirmations: list[StudyConfirmation], metric: str) -> list[str]:
+    """Tuned against confirmed for every confirmed trial, the optimism gap with its interval, and whether each
+    study's ranking held (report.md's "Confirmed on fresh seeds")."""
+    from ..search.confirm import summary_lines
+    from ..sweepdir.models import TrialState
+
+    head = "".join(f"<th>{c}</th>" for c in ("study", "trial", "tuned", "confirmed", "gap", "95% CI", "fresh seeds",
+                                             "parameters"))
+    body = []
+    for study in confirmations:
+        for c in study.trials:
+            rec = c.record
+            ci = f"[{fixed(c.gap_low)}, {fixed(c.gap_high)}]" if c.gap_low is not None else "-"
+            fresh = "" if c.fresh else " (NOT fresh)"
+            seeds = f"{rec.seeds[0]}-{rec.seeds[-1]}{fresh} ({rec.seeds_ok}/{len(rec.seeds)} ok)"
+            confirmed = fixed(rec.value) if rec.state is TrialState.COMPLETE else rec.state.value
+            cells = (rec.study, str(rec.number), fixed(rec.tuned), confirmed, fixed(c.gap), ci, seeds,
+                     " ".join(f"{k}={v}" for k, v in rec.params.items()))
+            body.append("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in cells) + "</tr>")
+    held = "".join(f"<li>{html.escape(line)}</li>" for line in summary_lines(confirmations))
+    return ["<h2>confirmed on fresh seeds</h2>",
+            f"<p>Each study's best trials trained again on seeds no trial used; {html.escape(metric)} as the IQM over "
+            "seeds. The optimism gap is tuned minus confirmed (in the direction of the objective), with a 95% "
+            "bootstrap interval over both sides' seeds.</p>",
+            f'<table class="confirmed"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>',
+            f"<ul>{held}</ul>"]
+
+
+def _population(folder: SweepDir, text: str) -> list[str]:
+    """Population-based training: the population's curves, then the lineage, the best member's schedule and
+    the spec that replays it, as `sweep report` prints them."""
+    parts = ["<h2>population-based training</h2>"]
+    if folder.pbt_curves_png.is_file():
+        parts.append(_image_figure(folder.pbt_curves_png.read_bytes(), "the population's evaluation returns"))
+    parts.append(f'<pre class="pbt">{html.escape(text.strip())}</pre>')
     return parts
 
 

@@ -58,5 +58,5 @@ def _html(report: Report, view: SweepView) -> None:
     # While a launcher runs the sweep, the page says so (under its title: how far it got).
     write_text_atomic(report.folder.report_html, build(report.folder, read.groups, read.rows, report.warnings,
                                                        report.figures, sweep_state(view), report.trials,
-                                                       report.pareto))
+                                                       report.pareto, report.confirmed, report.pbt))
     print(report.folder.report_html)
