@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from helpers.fake_sweep import run_spec
 from mjsweep.crosseval.evaljobs import JOB_JSON, run_jobs
@@ -81,6 +82,7 @@ def test_an_evaluation_that_exits_0_without_its_results_failed(tmp_path):
     assert not (tmp_path / "cross").exists()
 
 
+@pytest.mark.slow
 def test_a_stop_interrupts_then_kills_the_evaluations_and_raises_keyboard_interrupt(tmp_path):
     code = textwrap.dedent(f"""
         import sys

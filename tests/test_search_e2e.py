@@ -225,6 +225,7 @@ def test_a_multi_objective_robot_search_reports_its_pareto_front_and_resumes(tmp
     assert replay(sweep_dir / "trials.jsonl") == records
 
 
+@pytest.mark.slow
 def test_a_search_of_return_against_cpu_seconds_reports_both_on_its_pareto_front(tmp_path):
     objectives = [{"metric": "eval_iqm", "direction": "maximize"},
                   {"metric": "cpu_seconds", "direction": "minimize"}]

@@ -86,6 +86,7 @@ def test_an_interrupted_warm_run_resumes_from_its_own_checkpoint(tmp_path):
     assert [e.timesteps for e in read_evaluations(run / "evaluations.csv")].count(0) == 1  # written once
 
 
+@pytest.mark.slow
 def test_every_trial_of_a_search_starts_from_a_fixed_source(tmp_path):
     (source,) = run_dirs(train(tmp_path, spec_data(tmp_path, "source")))
     data = spec_data(tmp_path, "tuned", warm_start={"from": str(source)}, total_timesteps=128,
@@ -114,6 +115,7 @@ def test_a_source_with_other_observations_is_refused_before_launch(tmp_path):
     assert not (tmp_path / "runs" / "warm").exists()  # nothing written
 
 
+@pytest.mark.slow
 def test_a_source_whose_network_or_normalization_differs_is_refused(tmp_path):
     (source,) = run_dirs(train(tmp_path, spec_data(tmp_path, "source")))
     smaller = {**ALGO_SETTINGS["ppo"]["ppo"], "policy_kwargs": {"net_arch": [8]}}
@@ -125,6 +127,7 @@ def test_a_source_whose_network_or_normalization_differs_is_refused(tmp_path):
         assert problem in proc.stderr
 
 
+@pytest.mark.slow
 def test_the_best_run_of_a_variant_is_the_source_and_a_missing_one_is_refused(tmp_path):
     sweep = train(tmp_path, spec_data(tmp_path, "source", seeds=2))
     best = max(run_dirs(sweep), key=lambda r: result_of(r)["eval_mean_return"])
