@@ -322,6 +322,29 @@ def test_a_run_source_is_asked_only_when_a_slot_is_free(tmp_path):
     assert launcher.together[:3] == [{"r0"}, {"r0", "r1"}, {"r1", "r2"}]  # r2 made once r0 had ended
 
 
+def test_a_stop_while_a_source_has_runs_to_make_exits_130_though_every_started_run_succeeded(tmp_path):
+    """A stop between a search's or a population's runs interrupts nothing, yet the sweep is not done: a script
+    must not read it as finished."""
+    clock = FakeClock()
+    launcher = FakeLauncher(clock, {f"r{i}": Script([(1.0, 0)]) for i in range(5)})
+    sched, _ = scheduler(tmp_path, launcher, clock, max_workers=1)
+    source = OnDemand(5)
+    ended = source.ended
+
+    def stop_once_one_ended(run_id, state):
+        ended(run_id, state)
+        sched.request_stop()  # as a Ctrl-C between two runs
+
+    source.ended = stop_once_one_ended
+    outcome = sched.run([], source=source)
+    assert outcome.succeeded == ["r0"] and outcome.interrupted == [] and launcher.started == ["r0"]
+    assert outcome.cut_short and outcome.exit_code == 130
+    whole, _ = scheduler(tmp_path / "whole", FakeLauncher(clock, {f"r{i}": Script([(1.0, 0)]) for i in range(2)}),
+                         clock)
+    done = whole.run([], source=OnDemand(2))
+    assert sorted(done.succeeded) == ["r0", "r1"] and not done.cut_short and done.exit_code == 0
+
+
 def test_a_pruned_run_is_interrupted_and_recorded_pruned_never_retried(tmp_path):
     clock = FakeClock()
     launcher = FakeLauncher(clock, {"r0": Script([(1.0, 0)]), "r1": Script([(50.0, 0)])})

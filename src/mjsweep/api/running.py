@@ -83,8 +83,9 @@ def run(spec: SpecSource, *, runs_dir: str | Path | None = None, workers: int | 
         options = SchedulerOptions(max_workers=launcher.slots(workers, _cores()), retries=retries, timeout_s=timeout_s,
                                    grace_s=grace_s)
         outcome = execute(plan, opener, launcher, options, on_event=on_event or (lambda e: None))
-    if outcome.interrupted:
-        raise KeyboardInterrupt(f"sweep {plan.spec.name} stopped: {len(outcome.interrupted)} runs interrupted")
+    if outcome.stopped:
+        raise KeyboardInterrupt(f"sweep {plan.spec.name} stopped: {len(outcome.interrupted)} runs interrupted"
+                                + (", runs still to make" if outcome.cut_short else ""))
     sweep = Sweep(plan.sweep_dir.path)
     if outcome.failed:
         raise SweepFailed(sweep, outcome)

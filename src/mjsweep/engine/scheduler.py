@@ -97,10 +97,17 @@ class SweepOutcome:
     failed: list[str] = field(default_factory=list)
     interrupted: list[str] = field(default_factory=list)
     pruned: list[str] = field(default_factory=list)
+    cut_short: bool = False
+    """A stop came while a source (a search, PBT, adaptive seeds) still had runs to make: the sweep is not done
+    even when every run it had started ended well."""
+
+    @property
+    def stopped(self) -> bool:
+        return bool(self.interrupted) or self.cut_short
 
     @property
     def exit_code(self) -> int:
-        if self.interrupted:
+        if self.stopped:
             return 130
         return 1 if self.failed else 0
 
@@ -154,6 +161,7 @@ class Scheduler:
             finally:
                 self._stop_all(outcome)
         outcome.interrupted.extend(run.run_id for run, _ in pending if self._stop_requests)
+        outcome.cut_short = bool(self._stop_requests) and self._more_to_come()
         return outcome
 
     def request_stop(self) -> None:
@@ -188,7 +196,9 @@ class Scheduler:
         return run is not None
 
     def _fill_slots(self, pending: deque, outcome: SweepOutcome) -> None:
-        while (pending or self._next_from_source(pending)) and not self._stop_requests:
+        # The stop is checked first: a source asked after a stop would make (and a search record) a run that
+        # never starts.
+        while not self._stop_requests and (pending or self._next_from_source(pending)):
             run, attempt = pending[0]
             used = sum(a.run.cpus for a in self._active.values())
             # A run wider than the whole cap still runs, alone.

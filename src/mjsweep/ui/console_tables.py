@@ -355,7 +355,9 @@ def fixed(value: float | None, digits: int = 2) -> str:
 def outcome_summary(out: Console, plan: SweepPlan, outcome: SweepOutcome) -> None:
     out.print(f"sweep {plan.spec.name}: {len(outcome.succeeded)} succeeded, {len(outcome.failed)} failed, "
               f"{len(outcome.interrupted)} interrupted"
-              + (f", {len(outcome.pruned)} pruned" if outcome.pruned else "") + f" -> {plan.sweep_dir.path}")
+              + (f", {len(outcome.pruned)} pruned" if outcome.pruned else "")
+              + (", stopped before its last runs were made" if outcome.cut_short else "")
+              + f" -> {plan.sweep_dir.path}")
     for run_id in outcome.failed:
         cause = _cause_of(plan.sweep_dir.run(run_id))
         out.print(f"  failed: {run_id}{f': {cause}' if cause else ''} (see {plan.sweep_dir.run(run_id).log})",
