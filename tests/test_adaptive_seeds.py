@@ -179,6 +179,7 @@ def decisions(sweep: Path) -> list[dict]:
     return [json.loads(line) for line in (sweep / "seeds.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_identical_variants_train_every_seed_up_to_max_and_resume_from_the_same_state(tmp_path):
     # The same XML twice: the same seed trains the same returns, so the pair is never separated.
     spec = adaptive_spec(tmp_path, {"min": 2, "max": 4, "until": "separated"}, twin={"xml": str(TINY_XML)})

@@ -162,6 +162,7 @@ def folder_contents(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_sweep_verify_says_a_finished_run_reproduces_exactly_or_where_it_differs(tmp_path, tiny_spec):
     tiny_spec.update({"total_timesteps": 384, "eval": {"episodes": 1, "every": 256}})
     spec = write_spec(tmp_path, tiny_spec)

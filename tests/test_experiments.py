@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from helpers.commands import run_sweep, write_spec
 from helpers.fake_sweep import make_run, result, run_spec
 from helpers.models import TINY_SPEC
@@ -15,6 +17,7 @@ from mjsweep.sweepdir.files import SweepDir
 from mjsweep.sweepdir.models import RunState
 
 
+@pytest.mark.slow
 def test_a_changed_budget_is_another_experiment_said_by_run_and_kept_apart_by_report(tmp_path):
     spec = {**TINY_SPEC, "total_timesteps": 256, "ppo": {"n_steps": 64, "batch_size": 32}, "max_episode_steps": 50}
     first = run_sweep("run", str(write_spec(tmp_path, spec)))

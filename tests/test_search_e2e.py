@@ -180,6 +180,7 @@ def test_a_bad_space_exits_2_with_one_line_and_writes_nothing(tmp_path):
     assert f"{spec}:" in line and "search.space.ppo.learning_rate: " in line and "bounds must be > 0" in line
 
 
+@pytest.mark.slow
 def test_a_multi_objective_robot_search_reports_its_pareto_front_and_resumes(tmp_path):
     pytest.importorskip("optuna")
     data = {
