@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
-from helpers.models import TINY_XML, XML_DIR
+from helpers.models import TINY_XML, legs_variant
 from helpers.rendering import chromium, needs_browser
 from mjsweep.search import pareto
 from mjsweep.search.journal import replay
@@ -147,9 +147,7 @@ def test_tpe_searches_ppo_settings_and_a_robot_edit(tmp_path):
     pytest.importorskip("optuna")
     data = {
         "name": "legs", "env": "mjsweep/Locomotion-v0", "max_episode_steps": 50,
-        "variants": [{"name": "w", "base": str(XML_DIR / "planar_walker.xml"),
-                      "edits": [{"scale_body": {"body": ["left_thigh", "right_thigh"], "factor": "${legs}"}}],
-                      "edit_grid": {"legs": [0.8, 1.25]}}],
+        "variants": [legs_variant()],
         "total_timesteps": 256, "ppo": {"n_steps": 128, "batch_size": 64, "n_epochs": 1}, "eval": {"episodes": 1},
         "runs_dir": str(tmp_path / "runs"),
         "search": {"method": "tpe", "trials": 3, "seeds_per_trial": 1, "seed": 0,
@@ -185,9 +183,7 @@ def test_a_multi_objective_robot_search_reports_its_pareto_front_and_resumes(tmp
     pytest.importorskip("optuna")
     data = {
         "name": "design", "env": "mjsweep/Locomotion-v0", "max_episode_steps": 50,
-        "variants": [{"name": "w", "base": str(XML_DIR / "planar_walker.xml"),
-                      "edits": [{"scale_body": {"body": ["left_thigh", "right_thigh"], "factor": "${legs}"}}],
-                      "edit_grid": {"legs": [0.8, 1.25]}}],
+        "variants": [legs_variant()],
         "total_timesteps": 256, "ppo": {"n_steps": 128, "batch_size": 64, "n_epochs": 1}, "eval": {"episodes": 2},
         "runs_dir": str(tmp_path / "runs"),
         "search": {"method": "tpe", "trials": 4, "seeds_per_trial": 1, "seed": 0,

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
 from helpers.fake_sweep import run_spec
-from helpers.models import TINY_XML, XML_DIR
+from helpers.models import TINY_XML, XML_DIR, legs_variant
 from mjsweep.engine.warmstart import saved_shapes
 from mjsweep.search.journal import replay
 from mjsweep.search.nearest import distance, nearest, starts_cold
@@ -204,9 +204,7 @@ def test_the_nearest_design_is_nearest_in_normalized_edit_values():
 def test_a_design_search_starts_designs_from_the_nearest_finished_one_and_keeps_some_cold(tmp_path):
     data = {
         "name": "design", "env": "mjsweep/Locomotion-v0", "max_episode_steps": 50,
-        "variants": [{"name": "w", "base": str(XML_DIR / "planar_walker.xml"),
-                      "edits": [{"scale_body": {"body": ["left_thigh", "right_thigh"], "factor": "${legs}"}}],
-                      "edit_grid": {"legs": [0.8, 1.25]}}],
+        "variants": [legs_variant()],
         "total_timesteps": 256, "ppo": {"n_steps": 128, "batch_size": 64, "n_epochs": 1}, "eval": {"episodes": 2},
         "runs_dir": str(tmp_path / "runs"), "warm_start": "nearest",
         "search": {"method": "random", "trials": 4, "seeds_per_trial": 1, "seed": 0,

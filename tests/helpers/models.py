@@ -9,6 +9,13 @@ XML_DIR = REPO / "xml_models"
 TINY_XML = XML_DIR / "tiny_walker.xml"
 TINY_LONG_XML = XML_DIR / "tiny_walker_long.xml"
 
+
+def legs_variant() -> dict:
+    """The planar walker with both thighs scaled by `${legs}`, over an edit grid a design search searches."""
+    return {"name": "w", "base": str(XML_DIR / "planar_walker.xml"),
+            "edits": [{"scale_body": {"body": ["left_thigh", "right_thigh"], "factor": "${legs}"}}],
+            "edit_grid": {"legs": [0.8, 1.25]}}
+
 # A spec that trains for real in a few seconds per run on the tiny planar walker.
 TINY_SPEC = {
     "name": "tiny",
