@@ -39,9 +39,8 @@ def read_plan(folder: SweepDir) -> PlanRecord | None:
     return read_or_none(lambda: read_model(folder.plan_json, PlanRecord))
 
 
-def current_experiments(folder: SweepDir, rows: list[ResultRow]) -> dict[str, str]:
-    """group -> the experiment of the current plan: plan.json's, else each group's newest run's."""
-    record = read_plan(folder)
+def current_experiments(folder: SweepDir, rows: list[ResultRow], record: PlanRecord | None) -> dict[str, str]:
+    """group -> the experiment of the current plan: plan.json's (`record`), else each group's newest run's."""
     if record is not None:
         return record.experiments
     newest: dict[str, tuple[int, str]] = {}
@@ -58,8 +57,8 @@ def current_experiments(folder: SweepDir, rows: list[ResultRow]) -> dict[str, st
 
 
 def split(folder: SweepDir, rows: list[ResultRow]) -> Split:
-    experiments = current_experiments(folder, rows)
     record = read_plan(folder)
+    experiments = current_experiments(folder, rows, record)
     # The plan's run ids too: they are content-addressed, so they match however a group's label was written
     # (plan.json files written before labels sorted the grid's keys have them in the spec's order).
     planned = set(record.runs) if record is not None else set()
