@@ -35,8 +35,9 @@ def simulate(draw: Callable[[str, int], float], groups: list[str], policy: Adapt
 
 
 def test_groups_far_apart_are_separated_at_the_first_look_whose_share_of_the_error_allows_it():
-    # 3 vs 3 seeds cannot give p below 0.1; at 4 each the design has spent 0.05 * 16/100 = 0.008 < 2/70; at 5
-    # each 0.0125 >= 2/252: the complete order of 5 vs 5 crosses.
+    # 3 vs 3 seeds cannot give p below 0.1. The information fraction at n each of max 10 is n / 10: at 4 each
+    # the design has spent 0.05 ln(1 + 0.4 (e - 1)) = 0.026 < 2/70; at 5 each 0.031, which D >= 23 (the
+    # complete order and one swap, 4/252) fits and D >= 21 (8/252) does not: the complete order crosses.
     rounds = simulate(lambda g, s: (100.0 if g == "strong" else 0.0) + s, ["weak", "strong"])
     assert [r.granted() for r in rounds] == [{"weak": 4, "strong": 4}, {"weak": 5, "strong": 5},
                                              {"weak": 5, "strong": 5}]
@@ -44,7 +45,7 @@ def test_groups_far_apart_are_separated_at_the_first_look_whose_share_of_the_err
     weak = rounds[-1].groups[0]
     assert (weak.verdict, weak.p, weak.add) == (SeedVerdict.SEPARATED, 1.0, False)
     [pair] = rounds[-1].pairs
-    assert pair.looks == [[3, 3], [4, 4], [5, 5]] and pair.boundaries == [None, None, 25.0]
+    assert pair.looks == [[3, 3], [4, 4], [5, 5]] and pair.boundaries == [None, None, 23.0]
     assert (pair.u, pair.d, pair.level, pair.separated) == (0.0, 25.0, pytest.approx(0.05), True)
 
 
@@ -64,15 +65,16 @@ def test_with_one_clearly_best_group_the_far_one_stops_once_separated_and_seeds_
 
     rounds = simulate(draw, ["far", "close", "best"])
     assert all(r.best == "best" for r in rounds)
-    # Holm over 3 pairs: the far pair is tested at 0.05 / 3 first, which a complete order reaches at 6 seeds.
+    # Holm over 3 pairs: the far pair is tested at 0.05 / 3 first, which a complete order reaches at 5 seeds
+    # (spent by then: 0.05 / 3 x ln(1 + 0.5 (e - 1)) = 0.0103 >= 2/252).
     far = [r.groups[0] for r in rounds]
-    assert [g.verdict for g in far[:4]] == [SeedVerdict.OPEN] * 3 + [SeedVerdict.SEPARATED]
-    assert all(g.verdict is SeedVerdict.SEPARATED and not g.add for g in far[3:])
-    assert rounds[-1].granted()["far"] == 6
+    assert [g.verdict for g in far[:3]] == [SeedVerdict.OPEN] * 2 + [SeedVerdict.SEPARATED]
+    assert all(g.verdict is SeedVerdict.SEPARATED and not g.add for g in far[2:])
+    assert rounds[-1].granted()["far"] == 5
     assert rounds[-1].granted()["close"] == rounds[-1].granted()["best"] == 10
-    # The far group left play at 6 seeds: its pairs keep the looks they had.
+    # The far group left play at 5 seeds: its pairs keep the looks they had.
     pairs = {(p.a, p.b): p for p in rounds[-1].pairs}
-    assert pairs[("far", "best")].looks[-1] == [6, 6] and pairs[("close", "best")].looks[-1] == [10, 10]
+    assert pairs[("far", "best")].looks[-1] == [5, 5] and pairs[("close", "best")].looks[-1] == [10, 10]
 
 
 def test_a_close_pair_is_separated_once_enough_seeds_show_the_gap():

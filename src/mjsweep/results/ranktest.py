@@ -61,7 +61,7 @@ def exact_p(a: Sequence[float], b: Sequence[float]) -> float:
     observed = int(doubled[:n_a].sum())
     centre = n_a * (n_a + n_b + 1)  # E[doubled rank sum of A] under the null
     tied = len(np.unique(pooled)) < len(pooled)
-    counts = _subset_sums(doubled, n_a) if tied else _untied_sums(n_a, n_b)
+    counts = _subset_sums(doubled, n_a) if tied else untied_sums(n_a, n_b)
     sums = np.arange(len(counts))
     extreme = counts[np.abs(sums - centre) >= abs(observed - centre)].sum()
     return float(min(1.0, extreme / counts.sum()))
@@ -82,7 +82,7 @@ def _sampled_p(x: np.ndarray, y: np.ndarray) -> float:
 
 
 @lru_cache(maxsize=1024)
-def _untied_sums(n_a: int, n_b: int) -> np.ndarray:
+def untied_sums(n_a: int, n_b: int) -> np.ndarray:
     """_subset_sums of the doubled ranks 2, 4, ..., 2N: the same for every sample without ties."""
     counts = _subset_sums(2 * np.arange(1, n_a + n_b + 1), n_a)
     counts.flags.writeable = False

@@ -29,8 +29,8 @@ Returns = dict[str, list[float | None]]
 
 
 def test_words(policy: AdaptiveSeeds, pairs: int) -> str:
-    return (f"group-sequential rank test, error {1 - policy.confidence:.2g} spent as alpha * t^"
-            f"{sequential.RHO:g} over looks up to {policy.max} seeds each, Holm over {pairs} pairs")
+    return (f"group-sequential rank test, error {1 - policy.confidence:.2g} spent as {sequential.SPENDING} over "
+            f"looks up to {policy.max} seeds each, Holm over {pairs} pairs")
 
 
 def next_round(number: int, returns: Returns, history: list[dict[str, int]], policy: AdaptiveSeeds) -> SeedRound:

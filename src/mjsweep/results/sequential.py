@@ -9,11 +9,17 @@ distribution: it is simulated once per sequence of sizes (each seed's draws from
 index, so the same looks always give the same boundaries, and a look's boundary does not change as later
 looks are added) and every sweep with those sizes reuses it.
 
-Error spending (Lan and DeMets 1983): by the look whose information fraction is t (n_a n_b over max^2, the
-share of the most seeds the design may train), the chance of having crossed is at most `level * t ** RHO`.
-Each look's boundary is the smallest D whose crossing, added to what earlier looks spent, stays within that,
+Error spending (Lan and DeMets 1983), Pocock type: by the look whose information fraction is t, the chance of
+having crossed is at most `level * ln(1 + (e - 1) t)`. The information of a two-sample comparison grows as
+n_a n_b / (n_a + n_b) (the inverse of the variance of a difference of means, and the scale of U's spread), so
+t is that over its value at the most seeds the design may train, max / 2 at max seeds each. Pocock-type
+spending gives early looks a large share of the error, which is what a design that should stop early
+wants (Jennison and Turnbull 2000, ch. 7): most of the seeds it saves, it saves where a difference is large.
+Each look's boundary is the smallest D whose crossing, added to what earlier looks spent, stays within that.
+Until some look has a boundary, nothing has crossed, so the first look that spends anything is counted
+exactly from D's null distribution (results/ranktest.py); later looks are counted on the simulated paths,
 less two standard errors of the simulated count (so that the simulation's own error cannot carry the true
-chance above the level); what a look could not spend (few seeds make D coarse) is left to the later ones.
+chance above the level). What a look could not spend (few seeds make D coarse) is left to the later ones.
 Stopping early, a group that leaves, or a sweep cut short only drop looks, which never adds to the chance of
 a crossing.
 """
@@ -28,20 +34,38 @@ from functools import lru_cache
 
 import numpy as np
 
+from . import ranktest
 from .ranktest import u_statistic
 
 PATHS = 60_000
 """Simulated null paths per sequence of sizes: the crossing chance at 0.05 / 15 (six groups' first Holm step)
 is then known to about 7% of itself."""
-RHO = 1.0
-"""The spending function's power: 1 spends in proportion to the information; larger spends less early."""
+SPENDING = "alpha * ln(1 + (e - 1) t)"
+"""The spending function in words, as seeds.jsonl records it."""
 NEVER = math.inf
 """A boundary no D reaches: this look cannot separate anything at its share of the error."""
 
 
 def spent(level: float, fraction: float) -> float:
-    """The error the design may have spent by a look at this information fraction."""
-    return level * min(1.0, max(0.0, fraction)) ** RHO
+    """The error the design may have spent by a look at this information fraction (Pocock type)."""
+    return level * math.log1p((math.e - 1.0) * min(1.0, max(0.0, fraction)))
+
+
+def information(n_a: int, n_b: int, max_seeds: int) -> float:
+    """The information fraction of a look at n_a vs n_b seeds, against max_seeds each."""
+    return (n_a * n_b / (n_a + n_b)) / (max_seeds / 2)
+
+
+@lru_cache(maxsize=1024)
+def _exact_tail(n_a: int, n_b: int) -> tuple[np.ndarray, np.ndarray]:
+    """D's values (ascending, D > 0) at n_a vs n_b seeds without ties, and the exact null chance of each value
+    or more."""
+    counts = ranktest.untied_sums(n_a, n_b)  # doubled rank sums of A: 2U + n_a (n_a + 1)
+    d = np.abs(np.arange(len(counts)) - n_a * (n_a + 1) - n_a * n_b)
+    values = np.unique(d[counts > 0])
+    chance = np.array([counts[d >= v].sum() for v in values]) / counts.sum()
+    keep = values > 0  # D = 0 is no difference at all
+    return values[keep], chance[keep]
 
 
 @lru_cache(maxsize=256)
@@ -74,23 +98,27 @@ def boundaries(sizes: tuple[tuple[int, int], ...], level: float, max_seeds: int)
     crossed = 0
     out: list[float] = []
     for k, (i, j) in enumerate(sizes):
-        # Two standard errors of the simulated count below the spend: the simulation's own error does not
-        # carry the true crossing chance above it.
-        budget = spent(level, i * j / max_seeds ** 2) * PATHS
-        allowed = budget - 2 * math.sqrt(budget) - crossed
-        d = paths[alive, k]
-        values, counts = np.unique(d, return_counts=True)
-        tail = np.cumsum(counts[::-1])[::-1]  # tail[v]: alive paths with D >= values[v]
-        fits = np.nonzero(tail <= allowed)[0]
-        fits = fits[values[fits] > 0]  # D = 0 is no difference at all
-        if len(fits) == 0:
-            out.append(NEVER)
-            continue
-        boundary = float(values[fits[0]])
+        share = spent(level, information(i, j, max_seeds))
+        if not any(math.isfinite(b) for b in out):
+            # No earlier look could cross: this look's chance is D's exact tail.
+            values, chance = _exact_tail(i, j)
+            fits = values[chance <= share]
+            boundary = float(fits[0]) if len(fits) else NEVER
+        else:
+            # Two standard errors of the simulated count below the spend: the simulation's own error does not
+            # carry the true crossing chance above it.
+            budget = share * PATHS
+            allowed = budget - 2 * math.sqrt(budget) - crossed
+            d = paths[alive, k]
+            values, counts = np.unique(d, return_counts=True)
+            tail = np.cumsum(counts[::-1])[::-1]  # tail[v]: alive paths with D >= values[v]
+            fits = np.nonzero((tail <= allowed) & (values > 0))[0]  # D = 0 is no difference at all
+            boundary = float(values[fits[0]]) if len(fits) else NEVER
         out.append(boundary)
-        newly = alive & (paths[:, k] >= boundary)
-        crossed += int(newly.sum())
-        alive &= ~newly
+        if math.isfinite(boundary):
+            newly = alive & (paths[:, k] >= boundary)
+            crossed += int(newly.sum())
+            alive &= ~newly
     return tuple(out)
 
 
