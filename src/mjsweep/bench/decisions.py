@@ -7,12 +7,18 @@ distribution's scale. Each sweep is decided as `sweep report --compare` decides 
 (results/seeding.py's next_round, fed the seeds it grants). Counted over the sweeps: the family-wise false
 separation rate (any pair of groups that do not differ called separated) with its 95% Wilson interval, the
 power (the shifted group separated from every other), and the seeds each group trained.
+
+A design's sweeps are simulated in blocks of BLOCK, each from a generator seeded by (seed, block), and the
+blocks run on every usable core: the figures are the same however many cores there are.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import multiprocessing
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -88,11 +94,43 @@ def wilson(hits: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-Sampler = Callable[[np.random.Generator, tuple[int, ...]], np.ndarray]
+@dataclass(frozen=True)
+class Sampler:
+    """Draws of one named distribution (or resampled from `pool`); a value, so that it travels to workers."""
+
+    distribution: str
+    pool: tuple[float, ...] | None = None
+
+    def __call__(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        return draw(self.distribution, rng, shape, None if self.pool is None else np.asarray(self.pool))
 
 
 def sampler(distribution: str, pool: np.ndarray | None = None) -> Sampler:
-    return lambda rng, shape: draw(distribution, rng, shape, pool)
+    return Sampler(distribution, None if pool is None else tuple(float(v) for v in pool))
+
+
+BLOCK = 250
+"""Simulated sweeps per block: the unit of seeding and of work handed to a core."""
+
+
+def _blocks(sweeps: int, seed: int) -> list[tuple[int, np.random.Generator]]:
+    """(sweeps, generator) of each block of a design's sweeps."""
+    return [(min(BLOCK, sweeps - start), np.random.default_rng([seed, start // BLOCK]))
+            for start in range(0, sweeps, BLOCK)]
+
+
+def _mapped(executor: Executor | None, function: Callable[..., tuple[int, int, float]],
+            calls: Iterable[tuple[Any, ...]]) -> tuple[int, int, float]:
+    """function over the calls (on the executor's processes when given), the three counts summed."""
+    results: Iterator[tuple[int, int, float]] = (executor.map(function, *zip(*calls, strict=True))
+                                                 if executor is not None else (function(*c) for c in calls))
+    false_hits = power_hits = 0
+    spent = 0.0
+    for false, power, seeds in results:
+        false_hits += false
+        power_hits += power
+        spent += seeds
+    return false_hits, power_hits, spent
 
 
 def _returns(sample: Sampler, rng: np.random.Generator, groups: int, seeds: int, shift: float) -> np.ndarray:
@@ -112,29 +150,42 @@ def _false_and_power(separated: set[frozenset[str]], names: list[str], shifted: 
 
 
 def fixed(groups: int, seeds: int, sample: Sampler, effect: float, unit: float, sweeps: int, seed: int = 0,
-          confidence: float = 0.95, label: str = "") -> Outcome:
+          confidence: float = 0.95, label: str = "", executor: Executor | None = None) -> Outcome:
     """Every group trains `seeds` seeds; the report's test decides."""
-    rng = np.random.default_rng(seed)
-    names = [f"g{i}" for i in range(groups)]
-    false_hits = power_hits = 0
-    for _ in range(sweeps):
-        values = _returns(sample, rng, groups, seeds, effect * unit)
-        separated = separations({n: list(v) for n, v in zip(names, values, strict=True)}, confidence)
-        false, power = _false_and_power(separated, names, effect != 0)
-        false_hits += false
-        power_hits += power
+    calls = [(groups, seeds, sample, effect * unit, n, rng, confidence) for n, rng in _blocks(sweeps, seed)]
+    false_hits, power_hits, _ = _mapped(executor, _fixed_block, calls)
     return Outcome(f"fixed {seeds} seeds", groups, label, effect, sweeps, false_hits, power_hits, float(seeds))
 
 
-def adaptive(groups: int, policy: AdaptiveSeeds, sample: Sampler, effect: float, unit: float, sweeps: int,
-             seed: int = 0, label: str = "") -> Outcome:
-    """Every group trains `min` seeds, then the seeds adaptive seeds grant, round by round."""
-    rng = np.random.default_rng(seed)
+def _fixed_block(groups: int, seeds: int, sample: Sampler, shift: float, sweeps: int, rng: np.random.Generator,
+                 confidence: float) -> tuple[int, int, float]:
     names = [f"g{i}" for i in range(groups)]
     false_hits = power_hits = 0
-    spent = 0
     for _ in range(sweeps):
-        values = _returns(sample, rng, groups, policy.max, effect * unit)
+        values = _returns(sample, rng, groups, seeds, shift)
+        separated = separations({n: list(v) for n, v in zip(names, values, strict=True)}, confidence)
+        false, power = _false_and_power(separated, names, shift != 0)
+        false_hits += false
+        power_hits += power
+    return false_hits, power_hits, 0.0
+
+
+def adaptive(groups: int, policy: AdaptiveSeeds, sample: Sampler, effect: float, unit: float, sweeps: int,
+             seed: int = 0, label: str = "", executor: Executor | None = None) -> Outcome:
+    """Every group trains `min` seeds, then the seeds adaptive seeds grant, round by round."""
+    calls = [(groups, policy, sample, effect * unit, n, rng) for n, rng in _blocks(sweeps, seed)]
+    false_hits, power_hits, spent = _mapped(executor, _adaptive_block, calls)
+    return Outcome(f"adaptive {policy.min}-{policy.max} seeds", groups, label, effect, sweeps, false_hits,
+                   power_hits, spent / (sweeps * groups))
+
+
+def _adaptive_block(groups: int, policy: AdaptiveSeeds, sample: Sampler, shift: float, sweeps: int,
+                    rng: np.random.Generator) -> tuple[int, int, float]:
+    names = [f"g{i}" for i in range(groups)]
+    false_hits = power_hits = 0
+    spent = 0.0
+    for _ in range(sweeps):
+        values = _returns(sample, rng, groups, policy.max, shift)
         seeds = dict.fromkeys(names, policy.min)
         history: list[dict[str, int]] = []
         number = 1
@@ -147,12 +198,11 @@ def adaptive(groups: int, policy: AdaptiveSeeds, sample: Sampler, effect: float,
             seeds = decision.granted()
             number += 1
         separated = {frozenset((p.a, p.b)) for p in decision.pairs if p.separated}
-        false, power = _false_and_power(separated, names, effect != 0)
+        false, power = _false_and_power(separated, names, shift != 0)
         false_hits += false
         power_hits += power
         spent += sum(seeds.values())
-    return Outcome(f"adaptive {policy.min}-{policy.max} seeds", groups, label, effect, sweeps, false_hits,
-                   power_hits, spent / (sweeps * groups))
+    return false_hits, power_hits, spent
 
 
 def equal_power_seeds(curve: list[Outcome], power: float) -> float | None:
@@ -181,6 +231,8 @@ class StatsConfig:
     pool: tuple[float, ...] | None = None
     """Final returns of a finished sweep to resample from, beside the named distributions."""
     seed: int = 0
+    jobs: int = 1
+    """Processes that simulate blocks at once (the figures do not depend on it)."""
 
 
 @dataclass(frozen=True)
@@ -228,20 +280,33 @@ def run_stats(config: StatsConfig, on_step: Callable[[str], None] = lambda line:
     """Every setting: each group count x each distribution (and the pool, when given)."""
     pool = np.asarray(config.pool, dtype=float) if config.pool else None
     names = [*DISTRIBUTIONS, *(["resampled"] if pool is not None else [])]
-    return [_setting(config, groups, name, pool, on_step) for groups in config.groups for name in names]
+    with _executor(config.jobs) as executor:
+        return [_setting(config, groups, name, pool, on_step, executor) for groups in config.groups
+                for name in names]
+
+
+@contextmanager
+def _executor(jobs: int) -> Iterator[Executor | None]:
+    """Worker processes for the blocks, forked (each keeps its own cache of boundaries); none for one job."""
+    if jobs <= 1:
+        yield None
+        return
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as executor:
+        yield executor
 
 
 def _setting(config: StatsConfig, groups: int, name: str, pool: np.ndarray | None,
-             on_step: Callable[[str], None]) -> SettingResult:
+             on_step: Callable[[str], None], executor: Executor | None = None) -> SettingResult:
     sample, unit = sampler(name, pool), scale(name, pool)
     on_step(f"{groups} groups, {name} returns: {config.sweeps} simulated sweeps per design")
 
     def run_fixed(seeds: int, effect: float) -> Outcome:
-        return fixed(groups, seeds, sample, effect, unit, config.sweeps, config.seed, config.confidence, name)
+        return fixed(groups, seeds, sample, effect, unit, config.sweeps, config.seed, config.confidence, name,
+                     executor)
 
     def run_adaptive(top: int, effect: float) -> Outcome:
         policy = AdaptiveSeeds(min=config.min_seeds, max=top, confidence=config.confidence)
-        return adaptive(groups, policy, sample, effect, unit, config.sweeps, config.seed, name)
+        return adaptive(groups, policy, sample, effect, unit, config.sweeps, config.seed, name, executor)
 
     curve = [run_fixed(config.min_seeds, config.effect)]
     while (curve[-1].power or 0.0) < config.power and curve[-1].seeds_per_group < 4 * config.max_seeds:

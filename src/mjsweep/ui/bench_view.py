@@ -34,6 +34,7 @@ def throughput(config: BenchConfig, as_json: bool, markdown: Path | None, save: 
 def stats(sweeps: int, effect: float, resample: Path | None, as_json: bool, markdown: Path | None) -> None:
     """`sweep bench --stats`: bench/decisions.py's simulations, as a table or JSON."""
     from ..bench import decisions
+    from ..engine.machine import usable_cores
     from ..results.rows import collect
 
     pool = None
@@ -41,7 +42,7 @@ def stats(sweeps: int, effect: float, resample: Path | None, as_json: bool, mark
         pool = tuple(r.final_return for r in collect(resample) if r.final_return is not None)
         if len(pool) < 2:
             raise InputError(f"--from {resample}: fewer than 2 runs with a final return to resample")
-    config = decisions.StatsConfig(effect=effect, sweeps=sweeps, pool=pool)
+    config = decisions.StatsConfig(effect=effect, sweeps=sweeps, pool=pool, jobs=usable_cores())
     results = decisions.run_stats(config, _say)
     table = decisions.render(results, config)
     sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=2) + "\n" if as_json else table)
