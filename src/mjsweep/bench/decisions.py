@@ -234,6 +234,12 @@ class StatsConfig:
     jobs: int = 1
     """Processes that simulate blocks at once (the figures do not depend on it)."""
 
+    @property
+    def largest(self) -> int:
+        """The most seeds each a fixed design or an adaptive max is tried at: a design that spends its error
+        early needs a larger max for the same power."""
+        return 6 * self.max_seeds
+
 
 @dataclass(frozen=True)
 class SettingResult:
@@ -309,13 +315,13 @@ def _setting(config: StatsConfig, groups: int, name: str, pool: np.ndarray | Non
         return adaptive(groups, policy, sample, effect, unit, config.sweeps, config.seed, name, executor)
 
     curve = [run_fixed(config.min_seeds, config.effect)]
-    while (curve[-1].power or 0.0) < config.power and curve[-1].seeds_per_group < 4 * config.max_seeds:
+    while (curve[-1].power or 0.0) < config.power and curve[-1].seeds_per_group < config.largest:
         curve.append(run_fixed(int(curve[-1].seeds_per_group) + 1, config.effect))
     needed = equal_power_seeds(curve, config.power)
     designs: list[Outcome] = []
     top = max(config.min_seeds + 1, math.floor(needed or 0))
     while needed is not None and (not designs or (designs[-1].power or 0.0) < config.power) \
-            and top <= 4 * config.max_seeds:
+            and top <= config.largest:
         designs.append(run_adaptive(top, config.effect))
         top += 1
     return SettingResult(groups, name, run_fixed(config.max_seeds, 0.0), run_adaptive(config.max_seeds, 0.0),
@@ -339,7 +345,7 @@ def render(results: list[SettingResult], config: StatsConfig) -> str:
         top = f" (max {r.alt_adaptive[-1].design.split()[-2].split('-')[-1]})" if r.alt_adaptive else ""
         lines.append(
             f"| {r.groups} | {r.distribution} | {_rate(r.null_fixed)} | {_rate(r.null_adaptive)} "
-            f"| {f'over {4 * config.max_seeds}' if fixed_n is None else f'{fixed_n:.2f}'} "
+            f"| {f'over {config.largest}' if fixed_n is None else f'{fixed_n:.2f}'} "
             f"| {'-' if adaptive_n is None else f'{adaptive_n:.2f}'}{top} "
             f"| {'-' if r.saving is None else f'{r.saving:.0%}'} |")
     return "\n".join(lines) + "\n"
