@@ -1,8 +1,8 @@
 """`sweep run`'s final report.html build, started before the sweep ends (engine/livereport.py):
-`python -m mjsweep.ui.report_child report SWEEP_DIR --format html` imports what that command needs
-(matplotlib and the figures, the report, the app) while runs still train, then waits for one line on stdin.
-`go` builds the report as `sweep report SWEEP_DIR --format html` does; anything else (the pipe closed: the
-launcher left without a final build) ends it having built nothing."""
+`python -m mjsweep.ui.report_child report SWEEP_DIR --format html` imports what that command needs (the
+report, its SVG figures, the app; no matplotlib, which the report no longer draws with) while runs still
+train, then waits for one line on stdin. `go` builds the report as `sweep report SWEEP_DIR --format html`
+does; anything else (the pipe closed: the launcher left without a final build) ends it having built nothing."""
 
 from __future__ import annotations
 
@@ -10,15 +10,13 @@ import sys
 
 
 def main() -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    # What the figures import, loaded now, off the sweep's path.
-    import matplotlib.figure
-    import matplotlib.pyplot
+    # What the build imports, loaded now, off the sweep's path.
+    import numpy.random  # noqa: F401
 
     from ..api import report_object  # noqa: F401
-    from . import cli, decision_figures, html_report, plot, report_view, status  # noqa: F401
+    from ..results import compare, sweepreport  # noqa: F401
+    from ..search import pbtreport, ranking  # noqa: F401
+    from . import cli, decision_figures, html_report, report_figures, report_view, status, svgplot  # noqa: F401
 
     if sys.stdin.readline().strip() != "go":
         return
