@@ -199,3 +199,9 @@ def test_the_html_report_imports_no_matplotlib(tmp_path, entry):
     page = (tmp_path / "report.html").read_text()
     assert page.count("<figure><svg ") == 4 and "<img" not in page
     assert (tmp_path / "report_matrix.svg").is_file() and (tmp_path / "report_profile.svg").is_file()
+
+
+def test_the_final_build_exits_with_the_reports_exit_code(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "mjsweep.ui.report_child", "report", str(tmp_path), "--format",
+                           "html"], input="go\n", capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: ") and "no run folders" in proc.stderr
