@@ -205,3 +205,16 @@ def test_the_final_build_exits_with_the_reports_exit_code(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mjsweep.ui.report_child", "report", str(tmp_path), "--format",
                            "html"], input="go\n", capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.startswith("error: ") and "no run folders" in proc.stderr
+
+
+def test_cell_text_is_sized_to_fit_its_cell_however_many_groups():
+    rng = np.random.default_rng(0)
+    for n in (2, 8, 14):  # intervals up to 10 groups, P alone up to 24
+        returns = {f"variant-{k}": list(rng.normal(3 * k, 5, 5)) for k in range(n)}
+        root = parsed(matrix_svg(comparelib.matrix(returns), "sweep"))
+        side = float(of_class(root, "rect", "cell")[0].get("width", "0"))
+        in_cells = of_class(root, "text", "value")
+        assert len(in_cells) == n * (n - 1)
+        for text in in_cells:
+            widest = max(len(span.text or "") for span in text)
+            assert widest * float(text.get("font-size", "0")) * svgplot.CHAR_WIDTH <= side

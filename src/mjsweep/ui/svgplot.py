@@ -376,7 +376,8 @@ def heatmap(label: str, title: Sequence[str], rows: Sequence[str], columns: Sequ
     under it, and a colour bar (its label, value in [0, 1] -> colour) on the right."""
     n_rows, n_columns = len(rows), len(columns)
     side = 80.0 if max(n_rows, n_columns) <= 6 else max(18.0, min(60.0, 600.0 / max(n_rows, n_columns)))
-    font = 11.0 if side >= 52 else 10.0 if side >= 40 else 8.0
+    longest = max((len(line) for row in cells for cell in row if cell is not None for line in cell.lines), default=1)
+    font = min(11.0, max(6.0, (side - 6) / (longest * CHAR_WIDTH)))  # the widest line fits its cell
     row_room = max((text_width(r, 11) for r in rows), default=0.0)
     column_room = max((text_width(c, 11) for c in columns), default=0.0) * math.sin(math.radians(40))
     left, top = 40 + row_room, 16 + 17 * len(title)
@@ -412,7 +413,7 @@ def _cell(svg: Svg, cell: Cell, x: float, y: float, side: float, font: float) ->
         svg.rect(x + inset, y + inset, side - 2 * inset, side - 2 * inset, stroke="#000000", stroke_width=2,
                  css="separated")
     if cell.lines:
-        svg.text(x + side / 2, y + side / 2, cell.lines, size=font, bold=cell.bold, fill=cell.text_fill)
+        svg.text(x + side / 2, y + side / 2, cell.lines, size=font, bold=cell.bold, fill=cell.text_fill, css="value")
 
 
 def _colorbar(svg: Svg, x: float, top: float, height: float, label: str, hue: Callable[[float], str],
