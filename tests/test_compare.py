@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import base64
 import html
 import json
+import xml.etree.ElementTree as ET
 
-import matplotlib.image
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -16,6 +15,7 @@ from helpers.fake_sweep import make_run, result, run_spec
 from mjsweep.results import stats
 from mjsweep.results.compare import compare, matrix, pick, profiles
 from mjsweep.sweepdir.models import RunState
+from mjsweep.ui import svgplot
 from mjsweep.ui.cli import app
 
 RNG = np.random.default_rng(7)
@@ -158,25 +158,29 @@ def sweep_of(folder, returns):
             make_run(folder, run_spec(variant, seed), RunState.SUCCEEDED, result(float(value)))
 
 
-def png_pixels(path) -> np.ndarray:
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    pixels = matplotlib.image.imread(str(path))[..., :3]
-    assert pixels.shape[0] > 300 and pixels.shape[1] > 400
-    return pixels
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def svg_root(path) -> ET.Element:
+    """An SVG file of its own: it parses, in the SVG namespace, and is as large as a figure."""
+    root = ET.parse(path).getroot()
+    assert root.tag == f"{SVG}svg" and float(root.get("width")) > 400 and float(root.get("height")) > 300
+    return root
 
 
 def test_compare_draws_both_figures_and_report_md_says_the_seeds_they_rest_on(tmp_path):
     sweep_of(tmp_path, LADDER)
     out = CliRunner().invoke(app, ["report", str(tmp_path), "--compare"])
     assert out.exit_code == 0, out.output
-    matrix_png, profile_png = tmp_path / "report_matrix.png", tmp_path / "report_profile.png"
-    assert f"figures: {matrix_png}, {profile_png}" in out.stdout
-    dark_blue = np.array(matplotlib.colormaps["RdBu"](1.0)[:3])  # close beats bad in every pairing
-    assert np.any(np.all(np.abs(png_pixels(matrix_png) - dark_blue) < 0.02, axis=-1))
-    tab_blue = np.array(matplotlib.colormaps["tab10"](0)[:3])  # the first group's profile
-    assert np.any(np.all(np.abs(png_pixels(profile_png) - tab_blue) < 0.02, axis=-1))
+    matrix_svg, profile_svg = tmp_path / "report_matrix.svg", tmp_path / "report_profile.svg"
+    assert f"figures: {matrix_svg}, {profile_svg}" in out.stdout
+    fills = [r.get("fill") for r in svg_root(matrix_svg).iter(f"{SVG}rect") if r.get("class") == "cell"]
+    assert svgplot.diverging(1.0) == "#053061" and "#053061" in fills  # close beats bad in every pairing
+    [first] = [p for p in svg_root(profile_svg).iter(f"{SVG}path") if p.get("data-group") == "close"
+               and p.get("class") == "steps"]
+    assert first.get("stroke") == svgplot.TAB10[0]  # the first group's profile, in tab10's first colour
     md = (tmp_path / "report.md").read_text()
-    assert "](report_matrix.png)" in md and "](report_profile.png)" in md
+    assert "](report_matrix.svg)" in md and "](report_profile.svg)" in md
     assert "Seeds per group: close 4 seeds, good 5 seeds, lone 1 seed, bad 5 seeds;" in md
     assert "report_matrix" not in (CliRunner().invoke(app, ["report", str(tmp_path)]).stdout +
                                    (tmp_path / "report.md").read_text())  # without --compare: no figure
@@ -212,16 +216,27 @@ def test_json_carries_the_matrix_and_the_profiles_as_stats_computes_them(tmp_pat
 
 def test_with_one_comparable_group_no_figure_is_drawn_and_report_md_says_why(tmp_path):
     sweep_of(tmp_path, {"good": FAR["good"], "lone": [50.0]})
-    stale = tmp_path / "report_matrix.png"
-    stale.write_bytes(b"from an earlier report")
+    stale = [tmp_path / "report_matrix.svg", tmp_path / "report_matrix.png", tmp_path / "report_profile.png"]
+    for path in stale:  # an earlier report's figure, and the PNGs earlier versions drew
+        path.write_bytes(b"from an earlier report")
     out = CliRunner().invoke(app, ["report", str(tmp_path), "--compare"])
     assert out.exit_code == 0, out.output
     why = "they need at least two groups with at least 2 seeds each, and only one group has that many"
     assert f"no figures: {why}" in out.stdout
-    assert not stale.exists() and not (tmp_path / "report_profile.png").exists()
+    assert not any(path.exists() for path in stale) and not (tmp_path / "report_profile.svg").exists()
     md = (tmp_path / "report.md").read_text()
     assert f"No figures: {why}." in md and "Seeds per group: good 5 seeds, lone 1 seed;" in md
-    assert ".png" not in md
+    assert ".svg" not in md and ".png" not in md
+
+
+def test_figures_drawn_again_replace_the_pngs_of_earlier_versions(tmp_path):
+    sweep_of(tmp_path, LADDER)
+    legacy = [tmp_path / "report_matrix.png", tmp_path / "report_profile.png"]
+    for path in legacy:
+        path.write_bytes(b"\x89PNG from an earlier version")
+    assert CliRunner().invoke(app, ["report", str(tmp_path), "--compare"]).exit_code == 0
+    assert not any(path.exists() for path in legacy)
+    assert (tmp_path / "report_matrix.svg").is_file() and (tmp_path / "report_profile.svg").is_file()
 
 
 def test_report_html_embeds_both_figures_and_the_verdict_of_every_pair(tmp_path):
@@ -229,13 +244,13 @@ def test_report_html_embeds_both_figures_and_the_verdict_of_every_pair(tmp_path)
     out = CliRunner().invoke(app, ["report", str(tmp_path), "--format", "html"])  # html compares unasked
     assert out.exit_code == 0, out.output
     page = (tmp_path / "report.html").read_text()
-    for png, caption in ((tmp_path / "report_matrix.png", "P(row &gt; column) over seeds"),
-                         (tmp_path / "report_profile.png", "performance profiles: ")):
-        png_pixels(png)  # a real PNG in the sweep folder, and the very bytes embedded below
-        data = base64.b64encode(png.read_bytes()).decode("ascii")
-        assert f'<img alt="{caption}' in page and f"src=\"data:image/png;base64,{data}\"" in page
+    for svg, caption in ((tmp_path / "report_matrix.svg", "P(row &gt; column) over seeds"),
+                         (tmp_path / "report_profile.svg", "performance profiles: ")):
+        svg_root(svg)  # a real SVG file in the sweep folder, and the very figure embedded below
+        inline = svg.read_text().split("\n", 1)[1].replace(' xmlns="http://www.w3.org/2000/svg"', "")
+        assert f'aria-label="{caption}' in inline and f"<figure>{inline}<figcaption>{caption}" in page
     verdicts = [c.verdict() for c in compare(LADDER)]
     assert len(verdicts) == 6 and all(f"<li>{html.escape(v)}</li>" in page for v in verdicts)
     assert "<li>close vs lone: too few seeds to compare (4 and 1 seeds; at least 2 each)</li>" in page
     assert "Seeds per group: close 4 seeds, good 5 seeds, lone 1 seed, bad 5 seeds;" in page
-    assert "](report_matrix.png)" in (tmp_path / "report.md").read_text()
+    assert "](report_matrix.svg)" in (tmp_path / "report.md").read_text()

@@ -147,7 +147,7 @@ def test_report_plot_and_html_read_a_search_sweep_folder(search_sweep, tmp_path)
     html = run_sweep("report", str(sweep_dir), "--format", "html")
     assert html.returncode == 0, html.stderr
     page = (sweep_dir / "report.html").read_text()
-    assert "walker-long" in page and "<img" in page
+    assert "walker-long" in page and "<figure><svg " in page
 
 
 def test_evaluate_reads_the_cross_evaluations_already_done(search_sweep):

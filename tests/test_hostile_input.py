@@ -282,8 +282,8 @@ def test_a_robot_name_resolves_inside_its_root_only(tmp_path, tiny_spec):
 
 
 def test_a_latex_label_as_a_grid_value_is_drawn_as_text(tmp_path):
-    """A grid value written as a paper's label: matplotlib's mathtext would parse it and raise; `sweep report
-    --format html` and `sweep plot` draw it as the characters written, and the HTML escapes it."""
+    """A grid value written as a paper's label: matplotlib's mathtext would parse it and raise; `sweep plot` draws
+    it as the characters written, and report.html (its SVG figures too) escapes it."""
     sweep = tmp_path / "sweep"
     label = r"$\textbf{baseline}$ <b>&"
     for seed in (0, 1):

@@ -2,7 +2,7 @@
 search's trials and confirmations, the warnings) and rendered from it as report.csv, report.md and JSON.
 The command line prints its table and writes report.html from the same object.
 
-The decision figures are drawn by whoever builds the report (`figures`: the ui's matplotlib code), before
+The decision figures are drawn by whoever builds the report (`figures`: the ui's SVG figures), before
 report.md is rendered, so that report.md never names a figure that is not there."""
 
 from __future__ import annotations
@@ -38,6 +38,14 @@ class Figures(Protocol):
 
     @property
     def drawn(self) -> bool: ...
+
+    @property
+    def matrix_svg(self) -> str:
+        """P(row > column) as an inline <svg> element for report.html; "" when not drawn."""
+
+    @property
+    def profile_svg(self) -> str:
+        """The performance profiles as an inline <svg> element; "" when not drawn."""
 
     def seeds_sentence(self) -> str: ...
 

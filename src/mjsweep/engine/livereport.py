@@ -14,11 +14,13 @@ interval (a sweep of thousands of runs) still leaves the machine alone in betwee
 build, which finds the sweep's lock free and says that the sweep ended; after a Ctrl-C it gets
 STOPPED_WAIT_S, and a second Ctrl-C ends it at once. No build outlives the launcher.
 
-The final build is the one the sweep waits for, and half of a build is the interpreter's start and its
-imports (matplotlib above all). So, with `start_final`, that build is started early, once the first run
-ended, and waits, imports done, until `finish` tells it to go: the sweep then waits only for the reading
-and the drawing. It is not niced: once the runs ended nothing of the sweep's is left to yield to, and its
-imports, once per sweep, take a second of CPU beside the runs (BENCHMARKS.md, "The final report.html").
+The final build is the one the sweep waits for, and most of a build is the interpreter's start and its
+imports (typer, rich, pydantic, numpy; the figures are SVG written without matplotlib). So, with
+`start_final`, that build is started early, once the first run ended, and waits, imports done, until
+`finish` tells it to go: the sweep then waits only for the reading and the drawing, and the child exits
+without the interpreter's teardown. It is not niced: once the runs ended nothing of the sweep's is left to
+yield to, and its imports, once per sweep, take about half a CPU-second beside the runs (BENCHMARKS.md,
+"The final report.html").
 """
 
 from __future__ import annotations

@@ -296,8 +296,12 @@ class SweepDir:
     contact_sheet = property(lambda self: self.path / "pictures" / CONTACT_SHEET_PNG)
     videos = property(lambda self: self.path / "videos")
     report_md = property(lambda self: self.path / "report.md")
+    report_matrix_svg = property(lambda self: self.path / "report_matrix.svg")
+    report_profile_svg = property(lambda self: self.path / "report_profile.svg")
     report_matrix_png = property(lambda self: self.path / "report_matrix.png")
     report_profile_png = property(lambda self: self.path / "report_profile.png")
+    """The decision figures as versions before the SVG ones drew them: no longer written, removed when the
+    figures are decided again."""
     report_pareto_png = property(lambda self: self.path / "report_pareto.png")
     cross = property(lambda self: self.path / "cross")
     cross_matrix_csv = property(lambda self: self.path / "cross" / "matrix.csv")

@@ -1,14 +1,15 @@
 """`sweep report --format html`: one self-contained report.html to share.
 
-Everything is inside the file (figures and the contact sheet as PNG data, videos as MP4 data, the
-style inline), so it opens from a plain file on a laptop with no network and no Python.
+Everything is inside the file (the report's figures as inline SVG, the contact sheet and the figures of a
+search or a population as PNG data, videos as MP4 data, the style inline), so it opens from a plain file on a
+laptop with no network and no Python. Nothing here imports matplotlib: the final report of `sweep run` is
+drawn in milliseconds (ui/svgplot.py).
 """
 
 from __future__ import annotations
 
 import base64
 import html
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -38,7 +39,7 @@ th { background: #f0f0f0; }
 .pareto th:last-child, .pareto td:last-child { text-align: left; }
 td pre { margin: 0; }
 figure { margin: 1.5em 0; }
-img, video { max-width: 100%; }
+img, video, figure svg { max-width: 100%; height: auto; }
 .videos { display: flex; flex-wrap: wrap; gap: 1em; }
 .warning { color: #a40; }
 .failed { color: #b00; }
@@ -75,9 +76,9 @@ def build(folder: SweepDir, groups: list[GroupRow], rows: list[ResultRow], warni
             parts += _confirmed(confirmed, trials[1].metric)
     if pbt:
         parts += _population(folder, pbt)
-    parts += _figures(folder, rows)
+    parts += _figures(folder, groups, rows)
     if decisions is not None:
-        parts += _decisions(folder, decisions)
+        parts += _decisions(decisions)
     if folder.contact_sheet.is_file():
         parts.append(_image_figure(folder.contact_sheet.read_bytes(), "the variants in their start pose"))
     videos = sorted(folder.videos.glob("*.mp4")) if folder.videos.is_dir() else []
@@ -216,21 +217,15 @@ def _population(folder: SweepDir, text: str) -> list[str]:
     return parts
 
 
-def _figures(folder: SweepDir, rows: list[ResultRow]) -> list[str]:
-    """The learning curves and final returns, drawn by `sweep plot`'s own code; none before any episode."""
-    from .plot import NothingToPlotError, plot_sweep
+def _figures(folder: SweepDir, groups: list[GroupRow], rows: list[ResultRow]) -> list[str]:
+    """The learning curves and final returns, as `sweep plot` draws them; none before any episode."""
+    from .report_figures import sweep_figures
 
-    with tempfile.TemporaryDirectory(prefix="mjsweep-report-") as tmp:
-        try:
-            written = plot_sweep(folder.path, rows, Path(tmp) / "curves.png")
-        except NothingToPlotError:
-            return []
-        captions = ["learning curves: mean over seeds, 95% bootstrap CI", "final evaluation return per run"]
-        return [_image_figure(path.read_bytes(), caption) for path, caption in zip(written, captions, strict=False)]
+    return [_svg_figure(figure.document(), caption) for figure, caption in sweep_figures(folder, groups, rows)]
 
 
-def _decisions(folder: SweepDir, decisions: Figures) -> list[str]:
-    """The figures `sweep report` drew into the sweep folder, then the verdict of every pair."""
+def _decisions(decisions: Figures) -> list[str]:
+    """The figures `sweep report` drew (as report.md's SVG files), then the verdict of every pair."""
     from ..results.compare import method
     from .decision_figures import MATRIX_CAPTION, PROFILE_CAPTION
 
@@ -240,8 +235,8 @@ def _decisions(folder: SweepDir, decisions: Figures) -> list[str]:
              "<p>P(A &gt; B): the chance that a seed of A beats a seed of B (ties count half), with its "
              f"{decisions.matrix.confidence:.0%} stratified-bootstrap interval.{html.escape(said)}</p>"]
     if decisions.drawn:
-        parts += [_image_figure(folder.report_matrix_png.read_bytes(), MATRIX_CAPTION),
-                  _image_figure(folder.report_profile_png.read_bytes(), PROFILE_CAPTION)]
+        parts += [_svg_figure(decisions.matrix_svg, MATRIX_CAPTION),
+                  _svg_figure(decisions.profile_svg, PROFILE_CAPTION)]
     else:
         parts.append(f"<p>No figures: {html.escape(str(decisions.why_no_figures))}.</p>")
     parts.append(f"<p>{html.escape(decisions.seeds_sentence())}</p>")
@@ -249,6 +244,11 @@ def _decisions(folder: SweepDir, decisions: Figures) -> list[str]:
     if verdicts:
         parts.append(f'<ul class="verdicts">{"".join(verdicts)}</ul>')
     return parts
+
+
+def _svg_figure(svg: str, caption: str) -> str:
+    """An inline <svg> (its own title and label name what it shows) under a caption."""
+    return f"<figure>{svg}<figcaption>{html.escape(caption)}</figcaption></figure>"
 
 
 def _image_figure(png: bytes, caption: str) -> str:

@@ -1,6 +1,7 @@
-"""`sweep plot`: learning curves (mean over seeds with a 95% band) and final returns per variant x grid point.
+"""`sweep plot`: learning curves (mean over seeds with a 95% band) and final returns per variant x grid point,
+as PNG. The curves are read here for report.html's SVG figures too (ui/report_figures.py).
 
-Imports matplotlib (Agg backend, no display needed) only when called.
+Imports matplotlib (Agg backend, no display needed) only when drawing.
 """
 
 from __future__ import annotations
@@ -83,13 +84,21 @@ def band(curves: list[Curve], points: int = CURVE_POINTS) -> Band:
     return Band(x, ys.mean(axis=0), np.atleast_1d(low), np.atleast_1d(high), len(curves))
 
 
-def plot_sweep(sweep_dir: Path, rows: list[ResultRow], output: Path) -> list[Path]:
-    """Write the learning curves to `output` and the final returns to <stem>_final.png; both paths."""
-    import matplotlib
+@dataclass(frozen=True)
+class SweepCurves:
+    """Every group's learning curve over its seeds, the groups in name order."""
 
-    matplotlib.use("Agg")
-    matplotlib.rcParams["text.parse_math"] = False  # names and grid values are user text: drawn, never parsed as math
-    folder = SweepDir(sweep_dir)
+    bands: dict[str, Band]
+    evaluated: bool
+    """True: the periodic evaluations' returns (evaluations.csv); False: training returns."""
+
+    @property
+    def ylabel(self) -> str:
+        return "mean evaluation return" if self.evaluated else "mean episode return (training)"
+
+
+def sweep_curves(folder: SweepDir, rows: list[ResultRow]) -> SweepCurves:
+    """The curves of `rows`' runs by group; NothingToPlotError when no run has logged an episode."""
     # Evaluation curves where the sweep evaluates periodically; training returns otherwise.
     evaluated = any(read_eval_curve(folder.run(row.run_id)) is not None for row in rows)
     read = read_eval_curve if evaluated else read_curve
@@ -99,12 +108,22 @@ def plot_sweep(sweep_dir: Path, rows: list[ResultRow], output: Path) -> list[Pat
         if curve is not None:
             by_group.setdefault(row.group, []).append(curve)
     if not by_group:
-        raise NothingToPlotError(f"{sweep_dir}: no run has logged an episode yet (progress.csv / monitor.csv)")
+        raise NothingToPlotError(f"{folder.path}: no run has logged an episode yet (progress.csv / monitor.csv)")
+    return SweepCurves({g: band(by_group[g]) for g in sorted(by_group)}, evaluated)
+
+
+def plot_sweep(sweep_dir: Path, rows: list[ResultRow], output: Path) -> list[Path]:
+    """Write the learning curves to `output` and the final returns to <stem>_final.png; both paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # names and grid values are user text: drawn, never parsed as math
+    folder = SweepDir(sweep_dir)
+    curves = sweep_curves(folder, rows)
     output.parent.mkdir(parents=True, exist_ok=True)
-    groups = sorted(by_group)
+    groups = list(curves.bands)
     colors = {g: _color(i, len(groups)) for i, g in enumerate(groups)}
-    _curves_figure({g: band(by_group[g]) for g in groups}, colors, folder.path.name, output,
-                   "mean evaluation return" if evaluated else "mean episode return (training)")
+    _curves_figure(curves.bands, colors, folder.path.name, output, curves.ylabel)
     written = [output]
     final = output.with_name(f"{output.stem}_final.png")
     if _final_figure(rows, colors, folder.path.name, final):

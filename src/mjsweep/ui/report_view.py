@@ -31,7 +31,7 @@ def _table(report: Report) -> None:
     figures = report.figures
     if figures is not None:
         folder = report.folder
-        print(f"figures: {folder.report_matrix_png}, {folder.report_profile_png}" if figures.drawn
+        print(f"figures: {folder.report_matrix_svg}, {folder.report_profile_svg}" if figures.drawn
               else f"no figures: {figures.why_no_figures}")
     if read.rounds:
         from ..results.seeding import explain
