@@ -169,3 +169,20 @@ def test_signalling_a_child_that_ended_and_was_reaped_is_harmless(sig):
     assert child.wait() == 0
     child.signal(sig)
     assert child.poll() == 0
+
+
+def test_a_child_of_a_launcher_that_ignores_sigint_gets_it_back(tmp_path):
+    # A shell script's `sweep run ... &` starts the launcher with SIGINT ignored, which exec would pass on:
+    # the child must see SIGINT (bit 2 of SigIgn in /proc) as a fresh process does.
+    out = tmp_path / "status.txt"
+    launcher = subprocess.run(python(f"""
+        import signal, sys
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        from mjsweep.childproc import Child
+        with open({str(out)!r}, "w") as status:
+            child = Child.start(["grep", "SigIgn", "/proc/self/status"], stdout=status)
+            sys.exit(child.wait(60))
+    """), capture_output=True, text=True, timeout=120)
+    assert launcher.returncode == 0, launcher.stderr
+    ignored = int(out.read_text().split()[1], 16)
+    assert not ignored & (1 << (signal.SIGINT - 1)), hex(ignored)

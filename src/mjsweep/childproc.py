@@ -52,11 +52,15 @@ def dying_with(parent_pid: int) -> Callable[[], None]:
 
 def _preexec(niceness: int) -> Callable[[], None]:
     die_with_parent = dying_with(os.getpid())
+    c_signal = ctypes.CDLL(None).signal  # looked up before the fork, as prctl is
 
     def preexec() -> None:
         # A child inherits its parent's signal mask, and Ray runs actor methods with SIGINT blocked: unblocked,
         # or the child never sees the SIGINT that asks it to stop.
         signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        # An ignored SIGINT survives exec, and a shell ignores it in a job started with `&` without job control
+        # (a script's `sweep run ... &`): back to the default, so that the child's own handler is installed.
+        c_signal(signal.SIGINT, signal.SIG_DFL)
         if niceness:
             os.nice(niceness)
         die_with_parent()
