@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -67,13 +68,19 @@ def assert_same_run(one: Path, other: Path) -> None:
 def stopped_and_resumed(folder: Path, data: dict) -> Path:
     """The run of `data` stopped by a SIGINT to `sweep run` once it has a checkpoint, then resumed."""
     spec = write_spec(folder, data)
-    launcher = start_sweep(spec, "--grace", "60")
     sweep_dir = folder / "runs" / "tiny"
-    [run_dir] = wait_for(lambda: [d for d in run_dirs(sweep_dir) if (d / "checkpoints" / "checkpoint.json").exists()
-                                  and status_of(d).get("state") == "running"], what="a checkpoint", timeout=WAIT)
-    os.kill(launcher.pid, signal.SIGINT)
-    assert launcher.wait(timeout=WAIT) == 130, launcher_output(spec)
-    checkpoint = json.loads((run_dir / "checkpoints" / "checkpoint.json").read_text())
+    for _ in range(3):
+        launcher = start_sweep(spec, "--grace", "60")
+        [run_dir] = wait_for(lambda: [d for d in run_dirs(sweep_dir) if (d / "checkpoints" / "checkpoint.json").exists()
+                                      and status_of(d).get("state") == "running"], what="a checkpoint", timeout=WAIT)
+        os.kill(launcher.pid, signal.SIGINT)
+        assert launcher.wait(timeout=WAIT) == 130, launcher_output(spec)
+        checkpoint = json.loads((run_dir / "checkpoints" / "checkpoint.json").read_text())
+        if checkpoint["timesteps"] % data["max_episode_steps"]:
+            break
+        # The stop landed on an episode's end (about one stop in max_episode_steps): this run would not test a
+        # resume mid-episode, so it starts over and is stopped again at another moment.
+        shutil.rmtree(sweep_dir)
     assert checkpoint["exact_file"] == f"exact_{checkpoint['timesteps']}.pkl"
     assert checkpoint["exact_file"] in checkpoint["sha256"]
     # mid-episode: the episodes are max_episode_steps long (or shorter), the checkpoint not at their end
