@@ -56,16 +56,23 @@ def information(n_a: int, n_b: int, max_seeds: int) -> float:
     return (n_a * n_b / (n_a + n_b)) / (max_seeds / 2)
 
 
+def _tails(d: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The values D takes above 0 (D = 0 is no difference at all), ascending, and at each the weight of D at
+    that value or more: paths counted, or with `weights` each D's own (a count of splits)."""
+    values, inverse = np.unique(d, return_inverse=True)
+    at = np.bincount(inverse, weights)
+    tail = np.cumsum(at[::-1])[::-1]
+    keep = (values > 0) & (at > 0)
+    return values[keep], tail[keep]
+
+
 @lru_cache(maxsize=1024)
 def _exact_tail(n_a: int, n_b: int) -> tuple[np.ndarray, np.ndarray]:
     """D's values (ascending, D > 0) at n_a vs n_b seeds without ties, and the exact null chance of each value
     or more."""
     counts = ranktest.untied_sums(n_a, n_b)  # doubled rank sums of A: 2U + n_a (n_a + 1)
-    d = np.abs(np.arange(len(counts)) - n_a * (n_a + 1) - n_a * n_b)
-    values = np.unique(d[counts > 0])
-    chance = np.array([counts[d >= v].sum() for v in values]) / counts.sum()
-    keep = values > 0  # D = 0 is no difference at all
-    return values[keep], chance[keep]
+    values, tail = _tails(np.abs(np.arange(len(counts)) - n_a * (n_a + 1) - n_a * n_b), counts)
+    return values, tail / counts.sum()
 
 
 @lru_cache(maxsize=256)
@@ -109,11 +116,9 @@ def boundaries(sizes: tuple[tuple[int, int], ...], level: float, max_seeds: int)
             # carry the true crossing chance above it.
             budget = share * PATHS
             allowed = budget - 2 * math.sqrt(budget) - crossed
-            d = paths[alive, k]
-            values, counts = np.unique(d, return_counts=True)
-            tail = np.cumsum(counts[::-1])[::-1]  # tail[v]: alive paths with D >= values[v]
-            fits = np.nonzero((tail <= allowed) & (values > 0))[0]  # D = 0 is no difference at all
-            boundary = float(values[fits[0]]) if len(fits) else NEVER
+            values, tail = _tails(paths[alive, k])  # tail[v]: alive paths with D >= values[v]
+            fits = values[tail <= allowed]
+            boundary = float(fits[0]) if len(fits) else NEVER
         out.append(boundary)
         if math.isfinite(boundary):
             newly = alive & (paths[:, k] >= boundary)
