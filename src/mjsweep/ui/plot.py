@@ -99,12 +99,14 @@ class SweepCurves:
 
 def sweep_curves(folder: SweepDir, rows: list[ResultRow]) -> SweepCurves:
     """The curves of `rows`' runs by group; NothingToPlotError when no run has logged an episode."""
-    # Evaluation curves where the sweep evaluates periodically; training returns otherwise.
-    evaluated = any(read_eval_curve(folder.run(row.run_id)) is not None for row in rows)
-    read = read_eval_curve if evaluated else read_curve
+    # Evaluation curves where the sweep evaluates periodically; training returns otherwise. Each file is read
+    # once: the final report.html draws these while the sweep waits.
+    curves = [read_eval_curve(folder.run(row.run_id)) for row in rows]
+    evaluated = any(curve is not None for curve in curves)
+    if not evaluated:
+        curves = [read_curve(folder.run(row.run_id)) for row in rows]
     by_group: dict[str, list[Curve]] = {}
-    for row in rows:
-        curve = read(folder.run(row.run_id))
+    for row, curve in zip(rows, curves, strict=True):
         if curve is not None:
             by_group.setdefault(row.group, []).append(curve)
     if not by_group:
