@@ -54,8 +54,10 @@ def final_svg(groups: list[GroupRow], rows: list[ResultRow], colors: dict[str, s
                    key=lambda g: (-(g.mean_return or 0.0), g.group))
     if not shown:
         return None
-    seeds = {g.group: [r.final_return for r in rows if r.group == g.group and r.final_return is not None]
-             for g in shown}
+    seeds: dict[str, list[float]] = {g.group: [] for g in shown}
+    for r in rows:  # one pass over the runs, however many groups
+        if r.group in seeds and r.final_return is not None:
+            seeds[r.group].append(r.final_return)
     values = [v for g in shown for v in (*seeds[g.group], g.mean_return, g.ci_low, g.ci_high) if v is not None]
     bottom_up = shown[::-1]
     y = svgplot.Scale.categories([f"{g.group} (n={g.succeeded})" for g in bottom_up])
