@@ -101,3 +101,11 @@ def test_the_figures_do_not_depend_on_how_many_cores_simulate_them():
     shared = decisions.run_stats(dataclasses.replace(config, jobs=2))
     assert [r.to_dict() for r in alone] == [r.to_dict() for r in shared]
     assert alone[0].null_adaptive.sweeps == 600
+
+
+def test_designs_are_tried_past_four_times_max_seeds():
+    # A fixed design that needs more than 4 x max seeds each still gets a figure (the cap is 6 x max).
+    config = decisions.StatsConfig(min_seeds=2, max_seeds=2, groups=(2,), effect=1.5, sweeps=100, power=0.8)
+    [result] = decisions.run_stats(config)[:1]
+    assert result.fixed_seeds is not None and result.fixed_seeds > 4 * config.max_seeds, result.fixed_seeds
+    assert result.fixed_seeds <= config.largest == 12
