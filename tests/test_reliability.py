@@ -45,6 +45,14 @@ def with_checkpoint(sweep_dir: Path, n: int = 1):
     return check
 
 
+def checkpoint_timesteps(run_dir: Path) -> float:
+    """The timesteps of the run's last checkpoint; infinite once the run's end has removed it."""
+    try:
+        return json.loads((run_dir / "checkpoints" / "checkpoint.json").read_text())["timesteps"]
+    except FileNotFoundError:
+        return float("inf")
+
+
 def assert_continuous_logs(run_dir: Path, total: int, episode_len: int = 100) -> None:
     progress = list(csv.DictReader((run_dir / "progress.csv").open()))
     steps = [int(r["timesteps"]) for r in progress]
@@ -91,12 +99,15 @@ def test_kill_9_of_the_launcher_leaves_no_orphan_and_a_rerun_completes(tmp_path,
     launcher = start_sweep(spec, "--workers", "2", "--start", start_with)
     sweep_dir = tmp_path / "runs" / "tiny"
 
-    def one_done_one_checkpointed():
+    def one_done_one_checkpointed_early():
+        # The checkpointed run must be far from its end: one that started beside the finished run ends a
+        # moment later, perhaps before the kill, and then no run would be left to resume.
         dirs = run_dirs(sweep_dir)
         done = [d for d in dirs if status_of(d).get("state") == "succeeded"]
-        return done if done and with_checkpoint(sweep_dir)() else None
+        early = [d for d in with_checkpoint(sweep_dir)() or [] if checkpoint_timesteps(d) <= 1024]
+        return done if done and early else None
 
-    done = wait_for(one_done_one_checkpointed, what="a finished run and a checkpointed one")
+    done = wait_for(one_done_one_checkpointed_early, what="a finished run and a checkpointed one")
     workers = worker_processes(sweep_dir)
     # A worker that just ended and is not reaped yet is a zombie without a command line: as_dict skips it.
     templates = [p for p in psutil.Process(launcher.pid).children()
