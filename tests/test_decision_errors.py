@@ -92,6 +92,19 @@ def test_the_bench_settings_report_each_design(tmp_path):
     assert first.fixed_seeds is not None and first.adaptive_seeds is not None and first.saving is not None
     table = decisions.render(results, config)
     assert table.count("\n| 2 | ") == 3 and "false sep., fixed" in table
+    # 3 vs 3 cannot reach 5% (2/20), 4 vs 4 can (2/70): no design saves more than 1 - 4 / fixed seeds.
+    assert first.fewest_seeds == 4 and first.most_saving == pytest.approx(max(0.0, 1 - 4 / first.fixed_seeds))
+    assert all(r.saving <= r.most_saving for r in results if r.saving is not None and r.most_saving is not None)
+
+
+def test_the_most_seeds_saved_follow_holms_first_level():
+    # Six groups: Holm's first level is 0.05 / 15; 5 vs 5 gives at best 2/252 = 0.0079, 6 vs 6 2/924 = 0.0022.
+    curve = [decisions.Outcome(f"fixed {n}", 6, "normal", 2.0, 100, 0, hits, float(n))
+             for n, hits in [(6, 0), (7, 50), (8, 100)]]
+    none = decisions.Outcome("fixed 10", 6, "normal", 0.0, 100, 0, 0, 10.0)
+    result = decisions.SettingResult(6, "normal", none, none, curve, [], 0.9)
+    assert result.fixed_seeds == pytest.approx(7.8)
+    assert result.fewest_seeds == 6 and result.most_saving == pytest.approx(1 - 6 / 7.8)
 
 
 def test_the_figures_do_not_depend_on_how_many_cores_simulate_them():

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ..results import ranktest
 from ..results.compare import separations
 from ..results.seeding import next_round
 from ..spec.sweepspec import AdaptiveSeeds
@@ -254,6 +255,7 @@ class SettingResult:
     alt_adaptive: list[Outcome]
     """Adaptive designs at increasing max under the alternative, up to the first past the target power."""
     power: float
+    confidence: float = 0.95
 
     @property
     def fixed_seeds(self) -> float | None:
@@ -275,11 +277,27 @@ class SettingResult:
         fixed_n, adaptive_n = self.fixed_seeds, self.adaptive_seeds
         return None if fixed_n is None or adaptive_n is None else 1.0 - adaptive_n / fixed_n
 
+    @property
+    def fewest_seeds(self) -> int:
+        """The fewest seeds each at which the rank test can separate a pair at the first level of Holm's
+        step-down (1 - confidence over every pair): every split of so few seeds is likelier than that."""
+        pairs = self.groups * (self.groups - 1) // 2
+        return ranktest.seeds_to_reach((1.0 - self.confidence) / pairs)
+
+    @property
+    def most_saving(self) -> float | None:
+        """The largest share adaptive seeds could save here, whatever their spending and max. Every group in play
+        gains a seed each round, so a sweep that separates the shifted group ends with every group at
+        `fewest_seeds` or more, and one that does not runs on to a max that is no smaller."""
+        fixed_n = self.fixed_seeds
+        return None if fixed_n is None else max(0.0, 1.0 - self.fewest_seeds / fixed_n)
+
     def to_dict(self) -> dict[str, Any]:
         return {"groups": self.groups, "distribution": self.distribution, "null_fixed": self.null_fixed.to_dict(),
                 "null_adaptive": self.null_adaptive.to_dict(), "alt_fixed": [o.to_dict() for o in self.alt_fixed],
                 "alt_adaptive": [o.to_dict() for o in self.alt_adaptive], "power": self.power,
-                "fixed_seeds": self.fixed_seeds, "adaptive_seeds": self.adaptive_seeds, "saving": self.saving}
+                "fixed_seeds": self.fixed_seeds, "adaptive_seeds": self.adaptive_seeds, "saving": self.saving,
+                "fewest_seeds": self.fewest_seeds, "most_saving": self.most_saving}
 
 
 def run_stats(config: StatsConfig, on_step: Callable[[str], None] = lambda line: None) -> list[SettingResult]:
@@ -325,7 +343,7 @@ def _setting(config: StatsConfig, groups: int, name: str, pool: np.ndarray | Non
         designs.append(run_adaptive(top, config.effect))
         top += 1
     return SettingResult(groups, name, run_fixed(config.max_seeds, 0.0), run_adaptive(config.max_seeds, 0.0),
-                         curve, designs, config.power)
+                         curve, designs, config.power, config.confidence)
 
 
 def render(results: list[SettingResult], config: StatsConfig) -> str:
@@ -336,10 +354,11 @@ def render(results: list[SettingResult], config: StatsConfig) -> str:
              f"{config.max_seeds} (group-sequential rank test, Holm), error {alpha:.0%}. The first group shifted by "
              f"{config.effect:g} x scale: the seeds each for {config.power:.0%} power (that group separated from "
              f"every other), fixed against adaptive (min {config.min_seeds}, the max that reaches it). "
-             f"{config.sweeps} simulated sweeps per design.", "",
+             f"At most: the most any spending or max could save, every group at least at the fewest seeds that can "
+             f"separate a pair at Holm's first level. {config.sweeps} simulated sweeps per design.", "",
              "| groups | returns | false sep., fixed | false sep., adaptive | fixed seeds | adaptive seeds (max) "
-             "| seeds saved |",
-             "|---|---|---|---|---|---|---|"]
+             "| seeds saved | at most |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in results:
         fixed_n, adaptive_n = r.fixed_seeds, r.adaptive_seeds
         top = f" (max {r.alt_adaptive[-1].design.split()[-2].split('-')[-1]})" if r.alt_adaptive else ""
@@ -347,8 +366,12 @@ def render(results: list[SettingResult], config: StatsConfig) -> str:
             f"| {r.groups} | {r.distribution} | {_rate(r.null_fixed)} | {_rate(r.null_adaptive)} "
             f"| {f'over {config.largest}' if fixed_n is None else f'{fixed_n:.2f}'} "
             f"| {'-' if adaptive_n is None else f'{adaptive_n:.2f}'}{top} "
-            f"| {'-' if r.saving is None else f'{r.saving:.0%}'} |")
+            f"| {_share(r.saving)} | {_share(r.most_saving)} |")
     return "\n".join(lines) + "\n"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
 
 
 def _rate(outcome: Outcome) -> str:
