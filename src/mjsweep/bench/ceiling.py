@@ -1,0 +1,130 @@
+"""How many seeds an ideal group-sequential design could save: the yardstick for `sweep bench --stats`.
+
+Two groups of normal returns with a known spread, compared by a z-test looked at after every seed from `min`
+to `max` each, its error spent over the looks by one of the usual spending families (Hwang-Shih-DeCani,
+power, Pocock type). Nothing is lost to ranks or to few seeds' coarse p-values, so no design of this kind on
+real returns saves more. For a fixed design that needs `fixed_seeds` each for the power asked, the effect is
+set so that it has exactly that power; every family and every max is tried, and the least expected seeds at
+that power is the ceiling. Run `python -m mjsweep.bench.ceiling 4.31 7.18 11.2` for the ceilings at those fixed
+seed counts (docs/statistics.md shows them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+Spending = Callable[[float], float]
+"""The share of the error spent by information fraction t (0 to 1)."""
+
+
+def _hwang_shih_decani(gamma: float) -> Spending:
+    return lambda t: (1 - math.exp(-gamma * t)) / (1 - math.exp(-gamma)) if gamma else t
+
+
+def _power(rho: float) -> Spending:
+    return lambda t: t ** rho
+
+
+FAMILIES: dict[str, Spending] = {
+    **{f"Hwang-Shih-DeCani {g:g}": _hwang_shih_decani(g) for g in (-4, -2, 0, 1, 2, 4)},
+    **{f"power {r:g}": _power(r) for r in (0.5, 0.75, 1.5, 2, 3)},
+    "Pocock type": lambda t: math.log1p((math.e - 1) * t),
+}
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    fixed_seeds: float
+    expected_seeds: float
+    """The least expected seeds each at the power asked, over every family and max."""
+    spending: str
+    max_seeds: int
+
+    @property
+    def saving(self) -> float:
+        return 1.0 - self.expected_seeds / self.fixed_seeds
+
+
+def z_paths(rng: np.random.Generator, paths: int, seeds: int, drift: float) -> np.ndarray:
+    """paths x seeds: |Z| after each seed of two groups' unit-variance returns whose means differ by `drift`."""
+    steps = rng.standard_normal((paths, seeds)) * math.sqrt(2.0) + drift
+    n = np.arange(1, seeds + 1)
+    return np.abs(np.cumsum(steps, axis=1) / np.sqrt(2.0 * n))
+
+
+def boundaries(null: np.ndarray, first: int, top: int, alpha: float, spending: Spending) -> np.ndarray:
+    """The |Z| each look from `first` to `top` seeds must reach, so that null paths cross no more often than
+    the error spent by then (each look spends what the earlier ones left)."""
+    alive = np.ones(len(null), dtype=bool)
+    crossed = 0
+    out = np.full(top - first + 1, np.inf)
+    for k, n in enumerate(range(first, top + 1)):
+        allowed = int(alpha * spending(n / top) * len(null)) - crossed
+        column = null[alive, n - 1]
+        if allowed < 1 or not len(column):
+            continue
+        out[k] = np.partition(column, len(column) - allowed)[len(column) - allowed] if allowed < len(column) \
+            else -np.inf
+        newly = alive & (null[:, n - 1] >= out[k])
+        crossed += int(newly.sum())
+        alive &= ~newly
+    return out
+
+
+def design(null: np.ndarray, alt: np.ndarray, first: int, top: int, alpha: float,
+           spending: Spending) -> tuple[float, float]:
+    """(power, expected seeds each) of the design from `first` to `top` seeds, on the alternative's paths."""
+    bounds = boundaries(null, first, top, alpha, spending)
+    looks = alt[:, first - 1:top] >= bounds
+    stopped = looks.any(axis=1)
+    seeds = np.where(stopped, first + looks.argmax(axis=1), top)
+    return float(stopped.mean()), float(seeds.mean())
+
+
+def ceiling(fixed_seeds: float, first: int = 3, alpha: float = 0.05, power: float = 0.9,
+            paths: int = 100_000, seed: int = 0) -> Ceiling:
+    """The least expected seeds each of any family and max at `power`, against a fixed design needing
+    `fixed_seeds` each (linear between two maxima, as the bench reads its designs)."""
+    normal = NormalDist()
+    drift = (normal.inv_cdf(1 - alpha / 2) + normal.inv_cdf(power)) * math.sqrt(2.0 / fixed_seeds)
+    largest = max(first + 1, math.ceil(4 * fixed_seeds))
+    rng = np.random.default_rng(seed)
+    null = z_paths(rng, paths, largest, 0.0)
+    alt = z_paths(rng, paths // 2, largest, drift)
+    best: Ceiling | None = None
+    for name, spending in FAMILIES.items():
+        below: tuple[float, float] | None = None
+        for top in range(max(first, math.floor(fixed_seeds)), largest + 1):
+            reached, seeds = design(null, alt, first, top, alpha, spending)
+            if reached >= power:
+                if below is not None:
+                    seeds = below[1] + (seeds - below[1]) * (power - below[0]) / (reached - below[0])
+                if best is None or seeds < best.expected_seeds:
+                    best = Ceiling(fixed_seeds, seeds, name, top)
+                break
+            below = (reached, seeds)
+    if best is None:
+        raise ValueError(f"no design up to {largest} seeds each reaches power {power}")
+    return best
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m mjsweep.bench.ceiling", description=__doc__.split("\n\n")[0])
+    parser.add_argument("fixed_seeds", nargs="+", type=float, help="seeds each the fixed design needs")
+    parser.add_argument("--min", type=int, default=3, help="the seeds each of the first look")
+    args = parser.parse_args(argv)
+    print("| fixed seeds | ideal adaptive seeds | seeds saved | spending | max |")
+    print("|---|---|---|---|---|")
+    for n in args.fixed_seeds:
+        c = ceiling(n, first=args.min)
+        print(f"| {n:g} | {c.expected_seeds:.2f} | {c.saving:.0%} | {c.spending} | {c.max_seeds} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
