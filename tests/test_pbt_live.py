@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.vec_env import VecNormalize
 
 from helpers.commands import write_spec
 from mjsweep.engine.sweep import prepare, write_run_dir
@@ -128,3 +129,24 @@ def test_sac_member_trains_with_its_perturbed_values_after_an_exploit(tmp_path, 
     seen = train_on(begun, checkpointer, 32)
     live()
     assert set(seen.lrs) == {2.5e-4}
+
+
+@pytest.mark.slow
+def test_a_normalized_member_discounts_returns_with_its_own_gamma_after_an_exploit(tmp_path, tiny_spec):
+    # Reward normalization divides by the spread of returns discounted by the run's gamma: the member's, not
+    # the one pickled with the donor's statistics.
+    tiny_spec["ppo"] = {"n_steps": 64, "batch_size": 32, "n_epochs": 2}
+    tiny_spec["normalize"] = True
+    _, donor_dir = segment(tmp_path, tiny_spec, "donor", {"gamma": 0.99}, 128)
+    train(donor_dir)
+    member, member_dir = segment(tmp_path, tiny_spec, "member", {"gamma": 0.9}, 256)
+    member = member.model_copy(update={"normalize": {**member.normalize, "gamma": 0.9}})  # as make_run plans it
+    write_run_dir(member_dir, member, None)
+    start_from(donor_dir, member_dir)
+    checkpointer = Checkpointer(member_dir, member.checkpoint_every, normalized=True, off_policy=False, at_end=True)
+    begun = start(member, member_dir, checkpointer, lambda: None)
+    assert begun.resume is not None and begun.resume.timesteps == 128
+    assert begun.venv.gamma == 0.9 and begun.model.gamma == 0.9 and begun.model.rollout_buffer.gamma == 0.9
+    copied = member_dir.checkpoints / begun.resume.vecnormalize_file
+    assert VecNormalize.load(str(copied), begun.venv.venv).gamma == 0.99  # what the donor's copy holds
+    begun.venv.close()

@@ -62,6 +62,9 @@ def normalized_env(spec: RunSpec, run: RunDir, monitored: VecMonitor, resume: Ch
     if resume and resume.vecnormalize_file:
         normalized = VecNormalize.load(str(run.checkpoints / resume.vecnormalize_file), monitored)
         normalized.training = True
+        # The run's own discount of the returns it normalizes rewards by, not the pickled one: a PBT member
+        # resumed from a donor's checkpoint may have explored another gamma.
+        normalized.gamma = spec.normalize.get("gamma", normalized.gamma)
         return normalized
     return VecNormalize(monitored, training=True, **spec.normalize)
 
