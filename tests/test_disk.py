@@ -25,7 +25,7 @@ from helpers.commands import run_dirs, run_sweep, status_of, sweep_exe, wait_for
 from helpers.fake_sweep import run_spec
 from helpers.models import TINY_XML
 from mjsweep.engine.sweep import prepare
-from mjsweep.plan.disk import Verdict, estimate, judge, model_bytes, replay_buffer_bytes, run_disk
+from mjsweep.plan.disk import Verdict, estimate, judge, model_bytes, population_estimate, replay_buffer_bytes, run_disk
 from mjsweep.robots.envs import EnvProbe, probe_env
 from mjsweep.spec.algos import ALGOS, algorithm_class
 
@@ -99,6 +99,19 @@ def test_the_peak_is_every_run_finished_but_the_largest_at_once_at_theirs():
     # monitor.csv: a row per episode of 1000 steps; progress.csv: one per PPO iteration of 2048 steps.
     assert run_disk(ppo, ANT, 2).kept.logs == 1000 * 32 + 489 * 64 + 48_000
     assert estimate([], {}, 2, 4).bytes == 0
+
+
+def test_a_population_holds_the_checkpoints_of_its_last_two_generations():
+    generations = [[run_spec("ant", member, algo="sac", total=(g + 1) * 10_000, ppo={}) for member in range(4)]
+                   for g in range(3)]
+    one = run_disk(generations[0][0], ANT, 2)
+    held = population_estimate(generations, {"ant": ANT}, 2, 4)
+    # 8 segments of the last two generations hold 2 checkpoints each; the 4 at once write one more each.
+    assert held.peak.buffers == (8 * 2 + 4) * one.buffer
+    assert held.runs == 12 and held.held == "2 checkpoints held by each segment of the last two generations"
+    # Every segment keeps its logs, which run from step 0 along its lineage.
+    assert held.peak.logs == sum(run_disk(run, ANT, 2).kept.logs for g in generations for run in g)
+    assert population_estimate(generations[:1], {"ant": ANT}, 2, 4).peak.buffers == (4 * 2 + 4) * one.buffer
 
 
 def test_more_than_the_free_space_is_refused_and_over_80_percent_warned():

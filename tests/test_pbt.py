@@ -163,6 +163,34 @@ def test_a_dry_run_says_what_the_population_trains_and_writes_nothing(tmp_path, 
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_dry_run_prices_the_segments_a_generation_at_a_time_and_weighs_their_disk(tmp_path, tiny_spec):
+    import mjsweep
+    from mjsweep.api import planning
+    from mjsweep.engine.sweep import prepare
+    from mjsweep.plan.cost import Source
+
+    data = pbt_spec(tiny_spec)
+    data.update(total_timesteps=256, runs_dir=str(tmp_path / "runs"))  # two generations of 2 segments, trained
+    mjsweep.run(data, workers=2)
+    data["total_timesteps"] = 512  # four: the first two's segments succeeded, the other two price from them
+    spec = write_spec(tmp_path, data)
+    plan = prepare(spec)
+    pricing = planning.price_population(plan, 2, "local", None)
+    cost = pricing.cost
+    assert (cost.runs, cost.env_steps, dict(cost.sources)) == (4, 4 * 128, {Source.OWN: 4})
+    one = planning.price_population(plan, 1, "local", None).cost
+    # Two segments a generation: side by side on 2 slots, one after the other on 1.
+    assert cost.wall_s is not None and one.wall_s is not None and one.wall_s == pytest.approx(2 * cost.wall_s)
+    disk = planning.check_disk(plan, [], 2).needed
+    assert disk.runs == 4 and disk.held.startswith("2 checkpoints held by each segment of the last two")
+
+    done = run_sweep("run", str(spec), "--dry-run", "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stdout.split())
+    assert "cost: 4 runs (PBT segments, a generation at a time), 512 env steps; about " in said
+    assert "disk: about " in said and "(4 PPO runs, 2 at once, 2 checkpoints held by each segment" in said
+
+
 def test_the_example_config_is_the_population_docs_search_md_describes(tmp_path):
     done = run_sweep("run", str(REPO / "configs" / "smoke_pbt.yaml"), "--runs-dir", str(tmp_path), "--dry-run")
     assert done.returncode == 0, done.stderr

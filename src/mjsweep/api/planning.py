@@ -52,6 +52,24 @@ def price(plan: SweepPlan, runs: Sequence[RunSpec], slots: int | None, backend: 
     return Pricing(estimate(runs, slots or 1, measurements, done_steps), top, where)
 
 
+def price_population(plan: SweepPlan, slots: int | None, backend: str, bench: BenchSpeed | None) -> Pricing:
+    """A `pbt:` sweep's dry run: the segments it has left, a generation at a time (the next one starts when
+    every segment of this one has ended), each segment priced by the env steps past its parent's checkpoint,
+    from the segments that succeeded or `bench`."""
+    from ..plan.cost import Measurements, estimate, total
+    from ..plan.speeds import earlier_runs
+    from ..search.pbt import segments_left
+
+    assert plan.spec.pbt is not None
+    left = segments_left(plan)
+    measurements = Measurements(earlier_runs(plan.sweep_dir, left.succeeded), bench)
+    trained = left.trained(plan.spec.pbt.interval)
+    where = None if slots is None else "on this machine" if backend == "local" else \
+        f"on the {backend} cluster at the speeds measured here"
+    generations = [estimate(g, slots or 1, measurements, trained) for g in left.generations]
+    return Pricing(total(generations, slots or 1, measurements), None, where)
+
+
 def price_planned(plan: SweepPlan, planned: list[PlannedRun], slots: int | None, backend: str,
                   bench: BenchSpeed | None, at_max: list[PlannedRun] | None = None) -> tuple[Pricing, int]:
     """A grid's dry run: the cost of the runs to start or resume, priced by those that succeeded, and how many
@@ -86,12 +104,20 @@ class DiskCheck:
 
 
 def check_disk(plan: SweepPlan, runs: Sequence[RunSpec], slots: int | None) -> DiskCheck:
-    """slots: runs at once; None: all of them (a cluster that sizes itself)."""
+    """slots: runs at once; None: all of them (a cluster that sizes itself). A `pbt:` sweep is weighed by the
+    segments it has left to train, not `runs` (a run per population)."""
     from ..engine.diskspace import room
-    from ..plan.disk import estimate, judge
+    from ..plan.disk import estimate, judge, population_estimate
 
-    needed = estimate(runs, {c.variant.name: c.probe for c in plan.checks}, plan.spec.checkpoints_kept,
-                      slots or len(runs))
+    probes = {c.variant.name: c.probe for c in plan.checks}
+    if plan.spec.pbt is not None:
+        from ..search.pbt import segments_left
+
+        generations = segments_left(plan).generations
+        widest = max((len(g) for g in generations), default=1)
+        needed = population_estimate(generations, probes, plan.spec.checkpoints_kept, slots or widest)
+    else:
+        needed = estimate(runs, probes, plan.spec.checkpoints_kept, slots or len(runs))
     free = room(plan.sweep_dir.path)
     return DiskCheck(needed, free, judge(needed.bytes, free.free))
 

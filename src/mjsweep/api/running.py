@@ -118,7 +118,7 @@ def _opener(plan: SweepPlan, order: Any, workers: int | None) -> Any:
     from ..plan.disk import Verdict, human_bytes
     from .planning import check_disk, open_runs, to_run
 
-    if plan.spec.search is None and plan.spec.pbt is None:  # these make their runs as they go
+    if plan.spec.search is None:  # a search makes its runs as it goes; a population's segments are known
         check = check_disk(plan, to_run(decide(plan)), workers or _cores())
         if check.verdict is Verdict.SHORT:
             raise InputError(f"{plan.sweep_dir.path}: needs about {human_bytes(check.needed.bytes)} at peak, "

@@ -119,6 +119,24 @@ def estimate(runs: Sequence[RunSpec], workers: int, measurements: Measurements,
                 max((s.overhead_s for s in used), default=0.0), measurements)
 
 
+def total(parts: Sequence[Cost], workers: int, measurements: Measurements) -> Cost:
+    """The cost of `parts` run one after another, each starting when the one before has ended (PBT's
+    generations): their runs, steps and wall times added."""
+    sources: dict[Source, int] = {}
+    for part in parts:
+        for source, count in part.sources.items():
+            sources[source] = sources.get(source, 0) + count
+    walls = [part.wall_s for part in parts]
+    lows = [part.fps_low for part in parts if part.fps_low is not None]
+    highs = [part.fps_high for part in parts if part.fps_high is not None]
+    return Cost(sum(p.runs for p in parts), sum(p.env_steps for p in parts), workers,
+                None if any(w is None for w in walls) else sum(w for w in walls if w is not None), sources,
+                tuple(dict.fromkeys(v for p in parts for v in p.unpriced)),
+                tuple(dict.fromkeys(k for p in parts for k in p.unpriced_kinds)),
+                min(lows, default=None), max(highs, default=None), max((p.overhead_s for p in parts), default=0.0),
+                measurements)
+
+
 def price(run: RunSpec, measurements: Measurements) -> tuple[Speed, Source] | None:
     """The speed a run is expected to train at, and where it comes from; None when nothing measured one."""
     earlier = measurements.earlier

@@ -17,6 +17,7 @@ when every other run has finished and the `at_once` runs with the most to add ar
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -94,6 +95,8 @@ class DiskEstimate:
     """Runs with a replay buffer."""
     largest_buffer: int
     algos: tuple[str, ...]
+    held: str = ""
+    """Which checkpoints are held, where that is not `kept_checkpoints` of every run (PBT's segments)."""
 
     @property
     def bytes(self) -> int:
@@ -112,6 +115,22 @@ def estimate(runs: Sequence[RunSpec], probes: Mapping[str, EnvProbe], kept_check
     return DiskEstimate(len(runs), min(max(1, at_once), len(runs)), kept_checkpoints, peak,
                         sum(d.buffer > 0 for d in disks), max((d.buffer for d in disks), default=0),
                         tuple(dict.fromkeys(ALGOS[run.algo].label for run in runs)))
+
+
+def population_estimate(generations: Sequence[Sequence[RunSpec]], probes: Mapping[str, EnvProbe],
+                        kept_checkpoints: int, at_once: int) -> DiskEstimate:
+    """The peak of PBT's segments, `generations` of them in order: every segment keeps its model, best model
+    and logs (which run from step 0 along its lineage); its checkpoints stay until every segment that resumed
+    from them has ended, so those of the last two generations are held at the end; and the `at_once` running
+    segments each write one more."""
+    runs = [run for generation in generations for run in generation]
+    base = estimate(runs, probes, 0, at_once)
+    held = Parts()
+    for run in (run for generation in generations[-2:] for run in generation):
+        probe = probes[run.variant]
+        held += run_disk(run, probe, kept_checkpoints).kept - run_disk(run, probe, 0).kept
+    return dataclasses.replace(base, peak=base.peak + held, kept_checkpoints=kept_checkpoints,
+                               held=f"{kept_checkpoints} checkpoints held by each segment of the last two generations")
 
 
 def run_disk(run: RunSpec, probe: EnvProbe, kept_checkpoints: int) -> RunDisk:

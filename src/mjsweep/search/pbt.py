@@ -21,7 +21,8 @@ from ..engine.sweep import Runs, RunsOpener, SweepPlan, write_run_dir
 from ..plan.planned import Action, PlannedRun, Reason
 from ..plan.runs import make_run
 from ..robots.variants import Variant
-from ..sweepdir.files import RunDir, append_line, read_lines, read_or_none, write_model
+from ..spec.sweepspec import SweepSpec
+from ..sweepdir.files import RunDir, SweepDir, append_line, read_lines, read_or_none, write_model
 from ..sweepdir.lineage import SegmentRecord
 from ..sweepdir.models import RunSpec, RunState
 from . import pbtpolicy
@@ -46,6 +47,16 @@ class Population:
         return [self.lines[generation, m] for m in sorted(m for g, m in self.lines if g == generation)]
 
 
+def populations_of(plan: SweepPlan) -> dict[str, Population]:
+    """A population per variant and grid point (the plan's run groups), none of its segments on record yet."""
+    populations: dict[str, Population] = {}
+    for run in plan.runs:
+        if run.group not in populations:
+            variant = next(c.variant for c in plan.checks if c.variant.name == run.variant)
+            populations[run.group] = Population(run.group, len(populations), variant, run.grid)
+    return populations
+
+
 class PbtSource:
     """The scheduler's RunSource for `pbt:`; built from pbt.jsonl, so a new one resumes the populations."""
 
@@ -53,11 +64,7 @@ class PbtSource:
         assert plan.spec.pbt is not None
         self.spec, self.pbt, self.sweep_dir, self.on_event = plan.spec, plan.spec.pbt, plan.sweep_dir, on_event
         self.generations = self.pbt.generations(plan.spec.total_timesteps_of(plan.spec.algos[0]))
-        self.populations: dict[str, Population] = {}
-        for run in plan.runs:
-            if run.group not in self.populations:
-                variant = next(c.variant for c in plan.checks if c.variant.name == run.variant)
-                self.populations[run.group] = Population(run.group, len(self.populations), variant, run.grid)
+        self.populations = populations_of(plan)
         for line in read_lines(self.sweep_dir.pbt_jsonl, SegmentRecord):
             population = self.populations.get(line.population)
             if population is not None:  # else a population the spec no longer has
@@ -175,13 +182,7 @@ class PbtSource:
                 self.outstanding.add(line.run)
 
     def _segment(self, population: Population, generation: int, member: int, values: dict[str, float]) -> RunSpec:
-        point = {**population.grid, **values, "total_timesteps": (generation + 1) * self.pbt.interval}
-        run = make_run(self.spec, population.variant, point, member)
-        run_id = f"m{member:02d}g{generation:02d}_{run.run_id}"
-        update: dict = {"run_id": run_id, "checkpoint_at_end": True}
-        if population.variant.xml_text is not None:
-            update["xml"] = str(self.sweep_dir.run(run_id).variant_xml)
-        return run.model_copy(update=update)
+        return segment_run(self.spec, self.sweep_dir, population, generation, member, values)
 
     def _xml_text(self, run: RunSpec) -> str | None:
         return next((p.variant.xml_text for p in self.populations.values() if p.variant.name == run.variant), None)
@@ -192,6 +193,57 @@ class PbtSource:
             return None
         result = self.sweep_dir.run(run_id).read_result()
         return result.eval_mean_return if result is not None else None
+
+
+def segment_run(spec: SweepSpec, sweep_dir: SweepDir, population: Population, generation: int, member: int,
+                values: dict[str, float]) -> RunSpec:
+    """The run of a member's segment: its values, trained to the end of `generation`, a checkpoint at its end."""
+    assert spec.pbt is not None
+    point = {**population.grid, **values, "total_timesteps": (generation + 1) * spec.pbt.interval}
+    run = make_run(spec, population.variant, point, member)
+    run_id = f"m{member:02d}g{generation:02d}_{run.run_id}"
+    update: dict = {"run_id": run_id, "checkpoint_at_end": True}
+    if population.variant.xml_text is not None:
+        update["xml"] = str(sweep_dir.run(run_id).variant_xml)
+    return run.model_copy(update=update)
+
+
+@dataclass(frozen=True)
+class SegmentsLeft:
+    """What a `pbt:` sweep has still to train, read from pbt.jsonl without writing anything: for a dry run's
+    cost and for the disk check."""
+
+    generations: list[list[RunSpec]]
+    """Each generation's segments not yet succeeded, in order. Generations not decided yet take the first
+    generation's values (they change a segment's speed and size little)."""
+    succeeded: list[RunSpec]
+    """The recorded segments that succeeded: what they measured prices the rest."""
+
+    def trained(self, interval: int) -> dict[str, int]:
+        """Run id -> the env steps the checkpoint each segment resumes from holds (its generation's start)."""
+        return {run.run_id: run.total_timesteps - interval for generation in self.generations for run in generation}
+
+
+def segments_left(plan: SweepPlan) -> SegmentsLeft:
+    pbt = plan.spec.pbt
+    assert pbt is not None
+    generations = pbt.generations(plan.spec.total_timesteps_of(plan.spec.algos[0]))
+    recorded = {(line.population, line.generation, line.member): line
+                for line in read_lines(plan.sweep_dir.pbt_jsonl, SegmentRecord)}
+    left: list[list[RunSpec]] = [[] for _ in range(generations)]
+    succeeded: list[RunSpec] = []
+    for population in populations_of(plan).values():
+        first = pbtpolicy.initial(pbt, population.index)
+        for generation in range(generations):
+            for member in range(pbt.population):
+                line = recorded.get((population.key, generation, member))
+                values = line.hyperparams if line is not None else first[member]
+                run = segment_run(plan.spec, plan.sweep_dir, population, generation, member, values)
+                if line is not None and run_succeeded(plan.sweep_dir, line.run):
+                    succeeded.append(run)
+                else:
+                    left[generation].append(run)
+    return SegmentsLeft([g for g in left if g], succeeded)
 
 
 def start_from(parent: RunDir, child: RunDir) -> None:

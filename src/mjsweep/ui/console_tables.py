@@ -162,9 +162,9 @@ def disk_needs(estimate: DiskEstimate) -> str:
         f"{estimate.runs} run{plural} ({', '.join(estimate.algos)})"
     buffers = (f"{size(peak.buffers)} replay buffers at {size(estimate.largest_buffer)} each, "
                if estimate.buffer_runs else "")
+    held = estimate.held or f"{estimate.kept_checkpoints} checkpoints kept each"
     return (f"about {size(estimate.bytes)} at peak ({runs}, {estimate.at_once} at once, "
-            f"{estimate.kept_checkpoints} checkpoints kept each: {buffers}{size(peak.models)} models, "
-            f"{size(peak.logs)} logs and run files)")
+            f"{held}: {buffers}{size(peak.models)} models, {size(peak.logs)} logs and run files)")
 
 
 def disk_line(estimate: DiskEstimate, room: Room) -> str:

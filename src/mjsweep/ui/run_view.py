@@ -35,6 +35,9 @@ def dry_run(out: Console, plan: SweepPlan, start: Order, workers: int | None, ba
         from ..search.pbt import dry_run_line
 
         out.print(dry_run_line(plan))
+        print_cost(out, planning.price_population(plan, at_once(workers, backend), backend, bench_speed()),
+                   note="PBT segments, a generation at a time")
+        check_disk(plan, [], workers, backend, out=out, refuse=False)
         return
     if plan.spec.adaptive_seeds is not None:
         _adaptive_dry_run(out, plan, start, workers, backend)
