@@ -122,6 +122,22 @@ def test_the_spec_refuses_what_a_population_cannot_explore(tmp_path, tiny_spec, 
     assert where in str(error.value) and says in str(error.value)
 
 
+@pytest.mark.parametrize(("train_freq", "where", "says"), [
+    (5, "pbt.interval", "multiple of train_freq * n_envs (5 * 1): a segment ends where a rollout ends"),
+    ([1, "episode"], "sac.train_freq", "give train_freq in steps"),
+])
+def test_an_off_policy_segment_must_end_where_a_rollout_ends(tmp_path, tiny_spec, train_freq, where, says):
+    data = pbt_spec(tiny_spec)
+    del data["ppo"]
+    data.update(algo="sac", sac={"train_freq": train_freq}, pbt={**data["pbt"], "space": {"sac.tau": {
+        "uniform": [0.01, 0.02]}}})
+    with pytest.raises(SpecError) as error:
+        load(write_spec(tmp_path, data))
+    assert where in str(error.value) and says in str(error.value)
+    data["sac"] = {"train_freq": 4}  # 128 steps are 32 rollouts of 4
+    assert load(write_spec(tmp_path, data)).pbt is not None
+
+
 def test_a_population_takes_no_seeds_and_a_schedule_covers_every_generation(tmp_path, tiny_spec):
     data = pbt_spec(tiny_spec)
     with pytest.raises(SpecError, match="seeds: pbt trains pbt.population members"):

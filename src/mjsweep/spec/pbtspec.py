@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .algos import ALGOS, key_problem, schedule_start, value_problem
+from .algos import ALGOS, Algo, key_problem, schedule_start, value_problem
 from .searchspace import Dimension
 
 LIVE = ("learning_rate", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "gae_lambda", "gamma", "tau")
@@ -105,6 +105,12 @@ def check(pbt: PbtSpec, algos: list[str], hyperparams: dict[str, Any], total_tim
     if pbt.schedule is not None and len(pbt.schedule) != pbt.generations(total_timesteps):
         raise error(("pbt", "schedule"), f"{len(pbt.schedule)} generations scheduled; total_timesteps / interval "
                                          f"is {pbt.generations(total_timesteps)}")
+    _check_segment_ends(pbt, algo, hyperparams, total_timesteps, n_envs, error)
+
+
+def _check_segment_ends(pbt: PbtSpec, algo: Algo, hyperparams: dict[str, Any], total_timesteps: int, n_envs: int,
+                        error: ErrorAt) -> None:
+    """Whole segments, each ending where the algorithm's training stops: at an iteration's or a rollout's end."""
     if total_timesteps % pbt.interval or total_timesteps < 2 * pbt.interval:
         raise error(("pbt", "interval"), f"total_timesteps ({total_timesteps}) must be a multiple of interval "
                                          f"({pbt.interval}), at least two segments")
@@ -112,3 +118,12 @@ def check(pbt: PbtSpec, algos: list[str], hyperparams: dict[str, Any], total_tim
     if pbt.interval % (steps * n_envs):
         raise error(("pbt", "interval"), f"interval must be a multiple of n_steps * n_envs ({steps} * {n_envs}): "
                                          "a segment ends where an iteration ends")
+    if algo.off_policy:
+        # SB3 collects train_freq steps per env before it checks the budget: a segment would overrun its end.
+        freq = hyperparams.get("train_freq", 1)
+        count, unit = (freq[0], freq[1]) if isinstance(freq, list) else (freq, "step")
+        if unit == "episode":
+            raise error((algo.name, "train_freq"), "pbt ends a segment at a step count: give train_freq in steps")
+        if pbt.interval % (count * n_envs):
+            raise error(("pbt", "interval"), f"interval must be a multiple of train_freq * n_envs ({count} * "
+                                             f"{n_envs}): a segment ends where a rollout ends")
