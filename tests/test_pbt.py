@@ -225,6 +225,25 @@ def test_the_python_api_trains_a_population_as_sweep_run_does(tmp_path, tiny_spe
     assert sorted(run.run_id for run in sweep.runs) == sorted(line["run"] for line in lines)
 
 
+@pytest.mark.slow
+def test_sweep_verify_trains_a_segment_again_with_its_lineage_and_it_reproduces(tmp_path, tiny_spec):
+    import mjsweep
+
+    data = pbt_spec(tiny_spec, population=2)
+    data.update(total_timesteps=256, runs_dir=str(tmp_path / "runs"))
+    mjsweep.run(data, workers=2)
+    sweep_dir = tmp_path / "runs" / "tiny"
+    lines = lineage(sweep_dir)
+    [last] = [line for line in lines if (line["generation"], line["member"]) == (1, 0)]
+    done = run_sweep("verify", str(sweep_dir), last["run"], "--scratch", str(tmp_path / "scratch"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = " ".join(done.stdout.split())
+    # Its parent first, from scratch; then the segment, from the parent's retrained final checkpoint.
+    assert f"{last['parent']}: training again in" in said and f"from {last['parent']}" in said
+    assert f"{last['run']}: exact" in said
+    assert sorted(p.name for p in (tmp_path / "scratch").iterdir()) == sorted([last["parent"], last["run"]])
+
+
 def lineage(sweep_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (sweep_dir / "pbt.jsonl").read_text().splitlines()]
 

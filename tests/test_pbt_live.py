@@ -16,9 +16,9 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from helpers.commands import write_spec
 from mjsweep.engine.sweep import prepare, write_run_dir
-from mjsweep.search.pbt import start_from
 from mjsweep.spec.algos import ALGOS
 from mjsweep.sweepdir.files import RunDir
+from mjsweep.sweepdir.lineage import start_from
 from mjsweep.sweepdir.models import RunSpec
 from mjsweep.worker.checkpoints import Checkpointer
 from mjsweep.worker.iterations import IterationRecorder

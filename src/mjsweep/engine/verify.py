@@ -1,5 +1,6 @@
-"""`sweep verify SWEEP_DIR [RUN ...]`: finished runs trained again from scratch, one at a time, in a scratch
-folder with the same spec.json, and compared with what the sweep folder holds: monitor.csv episode by
+"""`sweep verify SWEEP_DIR [RUN ...]`: finished runs trained again from scratch (a PBT segment with the
+segments it descends from), one at a time, in a scratch folder with the same spec.json, and compared with what
+the sweep folder holds: monitor.csv episode by
 episode, evaluations.csv row by row, and the final model's parameters and optimizer state. On the same
 machine and libraries, on the CPU, a run reproduces exactly, however often it was stopped and resumed
 (docs/reliability.md, "Exact resume"). Nothing is written into the sweep folder."""
@@ -20,6 +21,7 @@ from ..errors import InputError
 from ..launchers.spawn import spawn_worker, worker_command
 from ..sweepdir.csvfiles import read_evaluation_cells, read_monitor_cells
 from ..sweepdir.files import RunDir, SweepDir
+from ..sweepdir.lineage import segment_chain, start_from
 
 STOP_GRACE_S = 10.0
 """From a Ctrl-C to the kill of a retraining: as long as `sweep run` gives its runs by default."""
@@ -52,23 +54,44 @@ def chosen_runs(sweep_dir: Path, run_ids: list[str], sample: int | None) -> list
 
 
 def verify(runs: list[RunDir], scratch: Path, say: Callable[[str], None]) -> list[Verdict]:
-    """Each run trained again in scratch/<run id>, then compared; a verdict each, said as it comes."""
+    """Each run trained again in scratch/<run id>, then compared; a verdict each, said as it comes. A PBT
+    segment is trained again with its whole lineage, each segment resuming the retrained one before it, as the
+    sweep trained them (an ancestor two chosen segments share is trained once)."""
     verdicts = []
+    retrained: dict[str, tuple[RunDir, int]] = {}
     for run in runs:
-        again = RunDir(scratch / run.path.name)
-        again.path.mkdir(parents=True)
-        shutil.copyfile(run.spec_json, again.spec_json)
-        say(f"{run.path.name}: training again in {again.path}")
-        worker = spawn_worker(worker_command(again.path), again.path, again.log, child_env())
-        try:
-            code = worker.wait()
-        finally:  # a Ctrl-C: the retraining saves its checkpoint and ends, or is killed after the grace period
-            worker.stop(STOP_GRACE_S)
-        difference = f"the retraining exited with code {code} (see {again.log})" if code else first_difference(
-            run, again)
+        parent: RunDir | None = None
+        failed = None
+        for segment in segment_chain(run):
+            name = segment.path.name
+            if name not in retrained:
+                again = RunDir(scratch / name)
+                say(f"{name}: training again in {again.path}" + (f", from {parent.path.name}" if parent else ""))
+                retrained[name] = again, _train_again(segment, again, parent)
+            again, code = retrained[name]
+            if code:
+                whose = "the retraining" if name == run.path.name else f"the retraining of its ancestor {name}"
+                failed = f"{whose} exited with code {code} (see {again.log})"
+                break
+            parent = again
+        difference = failed if failed is not None else first_difference(run, retrained[run.path.name][0])
         verdicts.append(Verdict(run.path.name, difference))
         say(verdicts[-1].line)
     return verdicts
+
+
+def _train_again(run: RunDir, again: RunDir, parent: RunDir | None) -> int:
+    """The run's spec trained in `again` (from the retrained parent's final checkpoint, a PBT segment's); its
+    exit code."""
+    again.path.mkdir(parents=True)
+    shutil.copyfile(run.spec_json, again.spec_json)
+    if parent is not None:
+        start_from(parent, again)
+    worker = spawn_worker(worker_command(again.path), again.path, again.log, child_env())
+    try:
+        return worker.wait()
+    finally:  # a Ctrl-C: the retraining saves its checkpoint and ends, or is killed after the grace period
+        worker.stop(STOP_GRACE_S)
 
 
 def first_difference(run: RunDir, again: RunDir) -> str | None:
@@ -111,7 +134,8 @@ def verify_sweep(sweep_dir: Path, run_ids: list[str], sample: int | None, scratc
     if scratch is not None:
         if scratch.resolve().is_relative_to(sweep_dir.resolve()):
             raise InputError(f"{scratch}: the scratch folder must lie outside the sweep folder")
-        taken = [run.path.name for run in runs if (scratch / run.path.name).exists()]
+        taken = list(dict.fromkeys(segment.path.name for run in runs for segment in segment_chain(run)
+                                   if (scratch / segment.path.name).exists()))
         if taken:
             raise InputError(f"{scratch}: already holds {', '.join(taken)}; give another --scratch")
     folder = scratch_folder(scratch)

@@ -22,8 +22,8 @@ from ..plan.planned import Action, PlannedRun, Reason
 from ..plan.runs import make_run
 from ..robots.variants import Variant
 from ..spec.sweepspec import SweepSpec
-from ..sweepdir.files import RunDir, SweepDir, append_line, read_lines, read_or_none, write_model
-from ..sweepdir.lineage import SegmentRecord
+from ..sweepdir.files import RunDir, SweepDir, append_line, read_lines
+from ..sweepdir.lineage import SegmentRecord, start_from
 from ..sweepdir.models import RunSpec, RunState
 from . import pbtpolicy
 from .studies import run_succeeded
@@ -244,26 +244,6 @@ def segments_left(plan: SweepPlan) -> SegmentsLeft:
                 else:
                     left[generation].append(run)
     return SegmentsLeft([g for g in left if g], succeeded)
-
-
-def start_from(parent: RunDir, child: RunDir) -> None:
-    """The parent segment's final checkpoint and its logs up to it, copied into the child's folder: the child's
-    first attempt resumes from them. checkpoint.json is written last, so a copy cut short is done again."""
-    if child.checkpoint_json.exists():
-        return  # copied already; the child's own checkpoints may have followed
-    checkpoint = read_or_none(parent.read_checkpoint)
-    if checkpoint is None:
-        return  # nothing to copy: the child starts from 0 (its parent failed before any checkpoint)
-    child.checkpoints.mkdir(exist_ok=True)
-    for name in checkpoint.files():
-        shutil.copyfile(parent.checkpoints / name, child.checkpoints / name)
-    for source, target, size in ((parent.monitor_csv, child.monitor_csv, checkpoint.monitor_bytes),
-                                 (parent.progress_csv, child.progress_csv, checkpoint.progress_bytes),
-                                 (parent.evaluations_csv, child.evaluations_csv, checkpoint.evaluations_bytes)):
-        if source.exists():
-            with open(source, "rb") as fh:
-                target.write_bytes(fh.read(size))
-    write_model(child.checkpoint_json, checkpoint.model_copy(update={"earlier": [], "best_timesteps": None}))
 
 
 def release(run_dir: RunDir) -> None:

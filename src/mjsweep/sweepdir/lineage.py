@@ -1,10 +1,14 @@
 """pbt.jsonl: population-based training's lineage, one line per member and generation (search/pbt.py appends
-each generation's lines before any of its segments starts, and replays them on resume)."""
+each generation's lines before any of its segments starts, and replays them on resume); a segment's folder
+seeded with its parent's final checkpoint; a segment's chain of parents back to generation 0."""
 
 from __future__ import annotations
 
+import shutil
+
 from pydantic import Field
 
+from .files import RunDir, SweepDir, read_lines, read_or_none, write_model
 from .models import FileModel
 
 
@@ -33,3 +37,34 @@ class SegmentRecord(FileModel):
     """Its own previous segment's final evaluation (None: that segment failed, or generation 0)."""
     donor_score: float | None = None
     """The copied member's previous segment's final evaluation."""
+
+
+def start_from(parent: RunDir, child: RunDir) -> None:
+    """The parent segment's final checkpoint and its logs up to it, copied into the child's folder: the child's
+    first attempt resumes from them. checkpoint.json is written last, so a copy cut short is done again."""
+    if child.checkpoint_json.exists():
+        return  # copied already; the child's own checkpoints may have followed
+    checkpoint = read_or_none(parent.read_checkpoint)
+    if checkpoint is None:
+        return  # nothing to copy: the child starts from 0 (its parent failed before any checkpoint)
+    child.checkpoints.mkdir(exist_ok=True)
+    for name in checkpoint.files():
+        shutil.copyfile(parent.checkpoints / name, child.checkpoints / name)
+    for source, target, size in ((parent.monitor_csv, child.monitor_csv, checkpoint.monitor_bytes),
+                                 (parent.progress_csv, child.progress_csv, checkpoint.progress_bytes),
+                                 (parent.evaluations_csv, child.evaluations_csv, checkpoint.evaluations_bytes)):
+        if source.exists():
+            with open(source, "rb") as fh:
+                target.write_bytes(fh.read(size))
+    write_model(child.checkpoint_json, checkpoint.model_copy(update={"earlier": [], "best_timesteps": None}))
+
+
+def segment_chain(run: RunDir) -> list[RunDir]:
+    """The run's segments from generation 0 to itself, each resuming the one before (pbt.jsonl's parents, in
+    the run's sweep folder); [run] for a run that is no PBT segment."""
+    folder = SweepDir(run.path.parent)
+    parents = {line.run: line.parent for line in read_lines(folder.pbt_jsonl, SegmentRecord)}
+    chain = [run]
+    while (parent := parents.get(chain[0].path.name)) is not None and len(chain) <= len(parents):
+        chain.insert(0, folder.run(parent))
+    return chain
