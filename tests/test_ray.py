@@ -176,6 +176,24 @@ def test_a_pbt_population_trains_on_the_cluster_from_copied_checkpoints(cluster,
         assert read_json(sweep_dir / line["run"] / "result.json")["resumed_from"] == 512
 
 
+@pytest.mark.slow
+def test_warm_runs_start_on_the_nodes_from_their_sources_shipped_files(cluster, tmp_path):
+    """A node that shares no filesystem cannot read a warm start's source: its files travel with the run."""
+    source_spec = one_variant_spec(tmp_path / "source", "ray-source", total=512)
+    done = run_sweep("run", str(source_spec), "--workers", "2", timeout=WAIT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [source, _] = run_dirs(tmp_path / "source" / "runs" / "ray-source")
+    spec = one_variant_spec(tmp_path, "ray-warm", total=512)
+    spec = write_spec(tmp_path, {**yaml.safe_load(spec.read_text()), "warm_start": {"from": str(source)}})
+    done = run_sweep("run", str(spec), "--backend", "ray", "--address", cluster.address, timeout=WAIT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for run in run_dirs(tmp_path / "runs" / "ray-warm"):
+        assert f"warm start from {source.name} (512 timesteps), its files shipped with the run" in \
+            (run / "log.txt").read_text()
+        assert read_json(run / "result.json")["warm_start"]["run_dir"] == str(source)  # the source, not the copy
+        assert not (run / "warm_source").exists()  # the copy stays on the node
+
+
 def wait_until_both_train(sweep_dir: Path) -> tuple[list[str], list[Path]]:
     """Both runs training on their nodes: their ids and the nodes' copies of their run dirs."""
     wait_for(lambda: len(run_dirs(sweep_dir)) == 2 and all(

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,9 @@ from pydantic import ValidationError
 from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
 from helpers.fake_sweep import run_spec
 from helpers.models import TINY_XML, XML_DIR, legs_variant
+from mjsweep.engine.sweep import prepare
 from mjsweep.engine.warmstart import saved_shapes
+from mjsweep.launchers.filesync import local_run_dir, pack_model, pack_warm_source
 from mjsweep.search.journal import replay
 from mjsweep.search.nearest import distance, nearest, starts_cold
 from mjsweep.spec.searchspace import Dimension
@@ -63,6 +67,26 @@ def test_a_warm_runs_first_evaluation_is_its_sources_last(tmp_path, algo):
         assert "with its replay buffer" in (run / "log.txt").read_text()
     cold = train(tmp_path, spec_data(tmp_path, "source", algo))  # the same settings, cold: not the warm run
     assert run.name != source.name and run_dirs(cold) == [source]
+
+
+@pytest.mark.slow
+def test_a_node_that_cannot_see_the_source_warm_starts_from_the_files_shipped_with_the_run(tmp_path):
+    # What the Ray launcher ships: the run's folder and its source's files; the node then reads no source path.
+    (source,) = run_dirs(train(tmp_path, spec_data(tmp_path, "source", "sac")))
+    expected = result_of(source)["eval_mean_return"]
+    plan = prepare(write_spec(tmp_path, spec_data(tmp_path, "warm", "sac", warm_start={
+        "from": str(source), "replay_buffer": True}), "warm.yaml"))
+    [run] = plan.runs
+    shipped = pack_warm_source(run.warm_start)
+    assert sorted(shipped) == sorted(["warm_source/model.zip", "warm_source/vecnormalize.pkl",
+                                      "warm_source/checkpoints/checkpoint.json",
+                                      f"warm_source/checkpoints/{RunDir(source).read_checkpoint().replay_buffer_file}"])
+    node = local_run_dir(tmp_path / "node", run.model_dump(mode="json"), shipped, pack_model(Path(run.xml)))
+    source.rename(tmp_path / "elsewhere")  # the source's folder is out of the node's reach
+    done = subprocess.run([sys.executable, "-m", "mjsweep.worker", str(node)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "with its replay buffer, its files shipped with the run" in done.stdout
+    assert read_evaluations(node / "evaluations.csv")[0].mean_return == expected  # the source's own policy
 
 
 @pytest.mark.slow

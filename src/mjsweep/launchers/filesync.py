@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..sweepdir.files import IN_RUN, RunDir, write_bytes_atomic
+from ..sweepdir.models import WarmSource
 from .base import OomFacts
 
 APPEND_ONLY = (".csv", ".txt")
@@ -142,6 +143,23 @@ def pack_model(xml: Path) -> ModelFiles:
     base = Path(os.path.commonpath([p.parent for p in paths]))
     return ModelFiles({p.relative_to(base).as_posix(): p.read_bytes() for p in paths},
                       paths[0].relative_to(base).as_posix())
+
+
+def pack_warm_source(source: WarmSource) -> dict[str, bytes]:
+    """The files a warm start loads from its source (model.zip, the normalization statistics, and where asked
+    the last checkpoint's replay buffer), keyed by their place under the warm run's warm_source/, for a node
+    that cannot read the source's folder."""
+    run, into = RunDir(Path(source.run_dir)), IN_RUN.warm_source
+    files = {into / "model.zip": run.model_zip}
+    if run.vecnormalize.is_file():
+        files[into / "vecnormalize.pkl"] = run.vecnormalize
+    if source.replay_buffer:
+        checkpoint = run.read_checkpoint()
+        buffer = checkpoint.replay_buffer_file if checkpoint is not None else None
+        if buffer is not None:
+            files[into / "checkpoints" / "checkpoint.json"] = run.checkpoint_json
+            files[into / "checkpoints" / buffer] = run.checkpoints / buffer
+    return {rel.as_posix(): path.read_bytes() for rel, path in files.items()}
 
 
 def local_run_dir(root: Path, spec: dict, files: dict[str, bytes], model: ModelFiles) -> Path:

@@ -24,7 +24,7 @@ from ..errors import LauncherConfigError, LaunchError
 from ..sweepdir.files import RunDir, read_or_none
 from ..sweepdir.models import RunSpec
 from .base import Launcher, OomFacts, RunExit
-from .filesync import Shipment, apply, pack_model, run_files
+from .filesync import Shipment, apply, pack_model, pack_warm_source, run_files
 from .ray_task import LAUNCHER_OWNED, RunAttempt
 
 CONNECT_TIMEOUT_S = 10.0
@@ -132,6 +132,8 @@ class RayLauncher(Launcher):
     def start(self, run: RunSpec, run_dir: RunDir) -> RayHandle:
         spec = json.loads(run_dir.spec_json.read_text(encoding="utf-8"))
         files = {rel: path.read_bytes() for rel, path in run_files(run_dir.path, LAUNCHER_OWNED)}
+        if run.warm_start is not None:  # the node may not see the source's folder: its files travel along
+            files.update(pack_warm_source(run.warm_start))
         cuda = run.device == "cuda"
         try:
             options = {"num_cpus": run.cpus, "num_gpus": (1 / self.runs_per_gpu) if cuda else 0}

@@ -186,6 +186,8 @@ class RunDir:
     resume_json = property(lambda self: self.path / "resume.json")
     variant_xml = property(lambda self: self.path / "variant.xml")
     tensorboard = property(lambda self: self.path / "tensorboard")
+    warm_source = property(lambda self: self.path / "warm_source")
+    """A copy of a warm start's source files, laid out as its run folder, where a Ray node sees no source."""
 
     def checkpoint_model(self, timesteps: int) -> Path:
         """Where the checkpoint taken at `timesteps` keeps its model."""

@@ -75,7 +75,7 @@ def start(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, stop_if_reques
     venv = normalized_env(spec, run, monitored_env(spec, run, None), None)
     model = build_model(spec, venv, checkpointer, None)
     if spec.warm_start is not None:
-        load_source(model, spec.warm_start, spec.device)
+        load_source(model, spec.warm_start, spec.device, run)
     return Start(venv, model, None)
 
 

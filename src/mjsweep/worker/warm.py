@@ -19,10 +19,12 @@ from ..sweepdir.files import RunDir
 from ..sweepdir.models import WarmSource
 
 
-def load_source(model: BaseAlgorithm, source: WarmSource, device: str) -> None:
+def load_source(model: BaseAlgorithm, source: WarmSource, device: str, warm_run: RunDir) -> None:
     """Loads the source's weights and optimizer states (and SAC's entropy coefficient) into `model`; its
-    statistics into the model's VecNormalize; its last checkpoint's replay buffer when the source asks."""
-    run = RunDir(Path(source.run_dir))
+    statistics into the model's VecNormalize; its last checkpoint's replay buffer when the source asks. From
+    the copy shipped into the warm run's folder where there is one (a Ray node), else the source's folder."""
+    shipped = warm_run.warm_source.is_dir()
+    run = RunDir(warm_run.warm_source if shipped else Path(source.run_dir))
     _, params, variables = load_from_zip_file(run.model_zip, device=device, print_system_info=False)
     assert params is not None, "SB3 saves a model's parameters in every model.zip"
     # exact_match: a network of another shape is an error here, never a partial load
@@ -39,7 +41,8 @@ def load_source(model: BaseAlgorithm, source: WarmSource, device: str) -> None:
     if source.replay_buffer and isinstance(model, OffPolicyAlgorithm):  # the spec's check: off-policy only
         model.load_replay_buffer(_replay_buffer(run))
     print(f"mjsweep.worker: warm start from {source.run_id} ({source.timesteps} timesteps)"
-          f"{' with its replay buffer' if source.replay_buffer else ''}", flush=True)
+          f"{' with its replay buffer' if source.replay_buffer else ''}"
+          f"{', its files shipped with the run' if shipped else ''}", flush=True)
 
 
 def _copy_statistics(path: Path, normalizer: VecNormalize) -> None:
