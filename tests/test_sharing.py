@@ -205,7 +205,7 @@ def test_a_policy_is_not_evaluated_on_a_variant_with_other_spaces(trained, tmp_p
                                "targets": [{"variant": "planar", "env": "HalfCheetah-v5",
                                             "xml": str(TINY_XML.with_name("planar_walker.xml")), "env_kwargs": {},
                                             "max_episode_steps": 50, "result": str(result)}]}))
-    proc = subprocess.run([sys.executable, "-m", "mjsweep.crosseval.worker", str(job)], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "mjsweep.crosseval.evaluator", str(job)], capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stderr
     written = json.loads(result.read_text())

@@ -1,4 +1,4 @@
-"""Stands in for `python -m mjsweep.crosseval.worker JOB.json` where only its contract with the scheduler
+"""Stands in for `python -m mjsweep.crosseval.evaluator JOB.json` where only its contract with the scheduler
 matters. What it does is the word in behaviour.txt beside the trained model: "ok" writes every pair's result
 and its "cross: " line; "die-once" kills itself with SIGKILL at its first attempt, then does "ok"; "fail"
 says "boom" and exits 1; "forget" exits 0 without writing a result; "stubborn" ignores SIGINT and waits."""

@@ -20,14 +20,14 @@ from ..sweepdir.models import RunSpec
 from .pairs import PolicyJob, read_result
 
 JOB_JSON = "job.json"
-"""A cross-evaluation run's job, in its scratch run folder (crosseval/worker.py reads it)."""
+"""A cross-evaluation run's job, in its scratch run folder (crosseval/evaluator.py reads it)."""
 GRACE_S = 5.0
 """Between the interrupt and the kill when evaluations are stopped: an evaluation keeps nothing half-done."""
 POLL_S = 0.2
 
 
 def evaluation_command(run_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "mjsweep.crosseval.worker", str(run_dir / JOB_JSON)]
+    return [sys.executable, "-m", "mjsweep.crosseval.evaluator", str(run_dir / JOB_JSON)]
 
 
 def run_jobs(todo: list[PolicyJob], episodes: int, deterministic: bool, workers: int, say: Callable[[str], None],

@@ -1,4 +1,4 @@
-"""`python -m mjsweep.crosseval.worker JOB.json`: one trained policy evaluated on several variants.
+"""`python -m mjsweep.crosseval.evaluator JOB.json`: one trained policy evaluated on several variants.
 
 JOB.json: {"model", "vecnormalize", "algo", "seed", "episodes", "deterministic", "targets": [{"variant", "env",
 "xml", "env_kwargs", "max_episode_steps", "result"}]}. Each target's result file (sweepdir.models.CrossResult)
