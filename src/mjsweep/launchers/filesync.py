@@ -149,17 +149,14 @@ def pack_warm_source(source: WarmSource) -> dict[str, bytes]:
     """The files a warm start loads from its source (model.zip, the normalization statistics, and where asked
     the last checkpoint's replay buffer), keyed by their place under the warm run's warm_source/, for a node
     that cannot read the source's folder."""
-    run, into = RunDir(Path(source.run_dir)), IN_RUN.warm_source
-    files = {into / "model.zip": run.model_zip}
-    if run.vecnormalize.is_file():
-        files[into / "vecnormalize.pkl"] = run.vecnormalize
+    run = RunDir(Path(source.run_dir))
+    files = [run.model_zip, *([run.vecnormalize] if run.vecnormalize.is_file() else [])]
     if source.replay_buffer:
         checkpoint = run.read_checkpoint()
         buffer = checkpoint.replay_buffer_file if checkpoint is not None else None
         if buffer is not None:
-            files[into / "checkpoints" / "checkpoint.json"] = run.checkpoint_json
-            files[into / "checkpoints" / buffer] = run.checkpoints / buffer
-    return {rel.as_posix(): path.read_bytes() for rel, path in files.items()}
+            files += [run.checkpoint_json, run.checkpoints / buffer]
+    return {(IN_RUN.warm_source / path.relative_to(run.path)).as_posix(): path.read_bytes() for path in files}
 
 
 def local_run_dir(root: Path, spec: dict, files: dict[str, bytes], model: ModelFiles) -> Path:
