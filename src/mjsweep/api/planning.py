@@ -46,10 +46,8 @@ def price(plan: SweepPlan, runs: Sequence[RunSpec], slots: int | None, backend: 
     from ..plan.speeds import earlier_runs
 
     measurements = Measurements(earlier_runs(plan.sweep_dir, measured), bench)
-    where = None if slots is None else "on this machine" if backend == "local" else \
-        f"on the {backend} cluster at the speeds measured here"
     top = estimate(at_max, slots or 1, measurements, done_steps) if at_max is not None else None
-    return Pricing(estimate(runs, slots or 1, measurements, done_steps), top, where)
+    return Pricing(estimate(runs, slots or 1, measurements, done_steps), top, _where(slots, backend))
 
 
 def price_population(plan: SweepPlan, slots: int | None, backend: str, bench: BenchSpeed | None) -> Pricing:
@@ -64,10 +62,14 @@ def price_population(plan: SweepPlan, slots: int | None, backend: str, bench: Be
     left = segments_left(plan)
     measurements = Measurements(earlier_runs(plan.sweep_dir, left.succeeded), bench)
     trained = left.trained(plan.spec.pbt.interval)
-    where = None if slots is None else "on this machine" if backend == "local" else \
-        f"on the {backend} cluster at the speeds measured here"
     generations = [estimate(g, slots or 1, measurements, trained) for g in left.generations]
-    return Pricing(total(generations, slots or 1, measurements), None, where)
+    return Pricing(total(generations, slots or 1, measurements), None, _where(slots, backend))
+
+
+def _where(slots: int | None, backend: str) -> str | None:
+    """Where a priced wall time holds: None when a cluster sizes itself and no --workers says how many."""
+    return None if slots is None else "on this machine" if backend == "local" else \
+        f"on the {backend} cluster at the speeds measured here"
 
 
 def price_planned(plan: SweepPlan, planned: list[PlannedRun], slots: int | None, backend: str,
