@@ -19,6 +19,8 @@ from statistics import NormalDist
 
 import numpy as np
 
+from ..results import sequential
+
 Spending = Callable[[float], float]
 """The share of the error spent by information fraction t (0 to 1)."""
 
@@ -34,7 +36,7 @@ def _power(rho: float) -> Spending:
 FAMILIES: dict[str, Spending] = {
     **{f"Hwang-Shih-DeCani {g:g}": _hwang_shih_decani(g) for g in (-4, -2, 0, 1, 2, 4)},
     **{f"power {r:g}": _power(r) for r in (0.5, 0.75, 1.5, 2, 3)},
-    "Pocock type": lambda t: math.log1p((math.e - 1) * t),
+    "Pocock type": lambda t: sequential.spent(1.0, t),  # what adaptive seeds spend
 }
 
 
