@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from helpers.commands import run_sweep
 from helpers.fake_sweep import make_run, result, run_spec
-from mjsweep.results import stats
+from mjsweep.results import effectsize, stats
 from mjsweep.results.compare import compare, matrix, pick, profiles
 from mjsweep.sweepdir.models import RunState
 from mjsweep.ui import svgplot
@@ -26,18 +26,18 @@ def test_groups_far_apart_are_separated_and_the_verdict_names_the_test_the_bette
     [c] = compare(FAR)
     assert c.separated and c.p == 1.0 and c.seeds_needed is None
     assert c.p_value == pytest.approx(2 / 252) and c.adjusted == c.p_value and c.family == 1
-    assert c.verdict() == "good > bad (rank test p = 0.0079; P = 1.00 [1.00, 1.00], 5 seeds each)"
+    assert c.verdict() == "good > bad (rank test p = 0.0079; P = 1.00 [0.64, 1.00], 5 seeds each)"
     [reverse] = compare(FAR, [("bad", "good")])
-    assert reverse.verdict() == "good > bad (rank test p = 0.0079; P = 1.00 [1.00, 1.00], 5 seeds each)"
+    assert reverse.verdict() == "good > bad (rank test p = 0.0079; P = 1.00 [0.64, 1.00], 5 seeds each)"
 
 
 def test_seeds_too_few_to_reach_the_level_say_so_and_name_the_count_that_could():
     # Every seed of good beats every seed of bad, yet 3 vs 3 seeds cannot give a p below 2/20 = 0.1.
     [three] = compare({"good": [10.0, 11.0, 12.0], "bad": [0.0, 1.0, 2.0]})
-    assert (three.low, three.high, three.p_value) == (1.0, 1.0, pytest.approx(0.1))
+    assert (three.high, three.p_value) == (1.0, pytest.approx(0.1)) and 0.50 < three.low < 0.51
     assert not three.separated and not three.reachable and three.seeds_could == 4
     assert three.verdict() == ("good vs bad: not separated with 3 seeds each (rank test p = 0.1; P(good > bad) = "
-                               "1.00 [1.00, 1.00]); 3 vs 3 seeds cannot separate anything at 95%: the smallest "
+                               "1.00 [0.50, 1.00]); 3 vs 3 seeds cannot separate anything at 95%: the smallest "
                                "p-value they can give is 0.1; 4 seeds each could")
     [four] = compare({"good": [10.0, 11.0, 12.0, 13.0], "bad": [0.0, 1.0, 2.0, 3.0]})
     assert four.separated and four.p_value == pytest.approx(2 / 70)
@@ -84,8 +84,8 @@ def test_the_matrix_holds_every_ordered_pair_and_its_mirror_adds_up_to_one():
             assert cell.p == pytest.approx(stats.probability_of_improvement(THREE[a], THREE[b]))
             assert cell.p == pytest.approx(1 - mirror.p) and cell.separated == mirror.separated
             assert (cell.low, cell.high) == pytest.approx((1 - mirror.high, 1 - mirror.low))
-            if i < j:  # bootstrapped as compare() does: the interval is stats' own
-                assert (cell.low, cell.high) == stats.improvement_interval(THREE[a], THREE[b])
+            if i < j:  # found as compare() finds it: the interval is effectsize's own
+                assert (cell.low, cell.high) == effectsize.improvement_interval(THREE[a], THREE[b])
     lone = [m.cells[3][j] for j in range(3)] + [m.cells[i][3] for i in range(3)]
     assert all(c is not None and c.p is None and c.low is None for c in lone)
     assert [c.verdict() for c in m.comparisons()] == [c.verdict() for c in compare(THREE)]
@@ -129,12 +129,12 @@ def test_sweep_report_compare_prints_the_verdicts_and_json_and_report_md_carry_t
     sweep_of_two_variants(tmp_path)
     table = run_sweep("report", str(tmp_path), "--compare")
     assert table.returncode == 0, table.stderr
-    assert "good > bad (rank test p = 0.0079; P = 1.00 [1.00, 1.00], 5 seeds each)" in table.stdout
+    assert "good > bad (rank test p = 0.0079; P = 1.00 [0.64, 1.00], 5 seeds each)" in table.stdout
     assert "- good > bad (rank test p = 0.0079; P = 1.00" in (tmp_path / "report.md").read_text()
     data = json.loads(run_sweep("report", str(tmp_path), "--compare", "bad", "good", "--format", "json").stdout)
     [c] = data["comparisons"]
-    assert (c["a"], c["b"], c["p"], c["low"], c["high"], c["seeds_a"], c["separated"]) == \
-        ("bad", "good", 0.0, 0.0, 0.0, 5, True)
+    assert (c["a"], c["b"], c["p"], c["low"], c["seeds_a"], c["separated"]) == ("bad", "good", 0.0, 0.0, 5, True)
+    assert c["high"] == effectsize.improvement_interval(FAR["bad"], FAR["good"])[1] == pytest.approx(0.357, abs=1e-3)
     assert (c["p_value"], c["adjusted"], c["family"]) == (pytest.approx(2 / 252), pytest.approx(2 / 252), 1)
     assert "comparisons" not in json.loads(run_sweep("report", str(tmp_path), "--format", "json").stdout)
 
@@ -199,7 +199,7 @@ def test_json_carries_the_matrix_and_the_profiles_as_stats_computes_them(tmp_pat
                 assert m["p"][i][j] is None and m["low"][i][j] is None
             elif i < j:
                 assert m["p"][i][j] == stats.probability_of_improvement(LADDER[a], LADDER[b])
-                assert (m["low"][i][j], m["high"][i][j]) == stats.improvement_interval(LADDER[a], LADDER[b])
+                assert (m["low"][i][j], m["high"][i][j]) == effectsize.improvement_interval(LADDER[a], LADDER[b])
             else:
                 assert (m["p"][i][j], m["low"][i][j], m["high"][i][j]) == \
                     pytest.approx((1 - m["p"][j][i], 1 - m["high"][j][i], 1 - m["low"][j][i]))

@@ -150,7 +150,9 @@ def test_the_matrix_outlines_and_bolds_the_separated_cells_and_hatches_the_pairs
     assert len(separated) == 4  # close and good each beat ODD, both ways round
     assert len(of_class(root, "rect", "separated")) == len(separated)
     bold = [t for t in root.iter("text") if t.get("font-weight") == "bold"]
-    assert sorted("".join(t.itertext()) for t in bold) == ["0.00[0.00,0.00]"] * 2 + ["1.00[1.00,1.00]"] * 2
+    # 5 vs 5 and 4 vs 5 seeds, every one of ODD's below: score intervals that are not points.
+    assert sorted("".join(t.itertext()) for t in bold) == \
+        ["0.00[0.00,0.36]", "0.00[0.00,0.39]", "1.00[0.61,1.00]", "1.00[0.64,1.00]"]
     hatched = of_class(root, "rect", "na")
     assert len(hatched) == 2 * (len(RETURNS) - 1) and {r.get("fill") for r in hatched} == {"url(#matrix-hatch)"}
     assert root.find("defs/pattern[@id='matrix-hatch']") is not None

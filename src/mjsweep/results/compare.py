@@ -5,7 +5,7 @@ A pair is separated when a test says so at the report's level, with the family-w
 pair compared: with fixed seeds, the exact rank test of results/ranktest.py with Holm's step-down over the
 pairs; with adaptive seeds, the group-sequential test the seeds were granted by (results/seeding.py, its
 verdicts read from seeds.jsonl), since a test for one look would overstate data gathered by looking.
-P(A > B) and its stratified-bootstrap interval say how large the difference is; they decide nothing.
+P(A > B) and its score interval (results/effectsize.py) say how large the difference is; they decide nothing.
 
 `matrix()` holds P(row > column) for every ordered pair, and `profiles()` each group's performance profile:
 the numbers `sweep report` draws and writes as JSON, so that figure and file never disagree.
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import ranktest, stats
+from . import effectsize, ranktest, stats
 
 MIN_SEEDS = 2
 """Seeds a group needs before it is compared: one seed says nothing of the spread."""
@@ -135,7 +135,7 @@ def compare(returns: dict[str, list[float]], pairs: list[tuple[str, str]] | None
         if (a, b) not in adjusted:
             out.append(Comparison(a, b, len(x), len(y), None, None, None, confidence))
             continue
-        low, high = stats.improvement_interval(x, y, confidence=confidence)
+        low, high = effectsize.improvement_interval(x, y, confidence=confidence)
         p_value, holm_p = adjusted[(a, b)]
         base = Comparison(a, b, len(x), len(y), stats.probability_of_improvement(x, y), low, high, confidence,
                           p_value=p_value, adjusted=holm_p, family=len(adjusted), separated=holm_p <= alpha + 1e-12)
@@ -156,7 +156,7 @@ def rank_tests(returns: dict[str, list[float]], pairs: list[tuple[str, str]]
 
 def separations(returns: dict[str, list[float]], confidence: float = stats.CONFIDENCE) -> set[frozenset[str]]:
     """The pairs a fixed-seed report separates, every pair of groups tested: what `compare()` decides,
-    without the bootstrap of the effect sizes."""
+    without the intervals of the effect sizes."""
     tests = rank_tests(returns, list(itertools.combinations(returns, 2)))
     return {frozenset(pair) for pair, (_, holm_p) in tests.items() if holm_p <= 1.0 - confidence + 1e-12}
 
@@ -201,7 +201,7 @@ class Matrix:
 
 def matrix(returns: dict[str, list[float]], confidence: float = stats.CONFIDENCE,
            sequential: dict[frozenset[str], SequentialVerdict] | None = None) -> Matrix:
-    """Every ordered pair of groups. Each pair is tested and bootstrapped once, above the diagonal, as
+    """Every ordered pair of groups. Each pair is tested and its interval found once, above the diagonal, as
     `compare()` does; below it the same pair is read the other way, so a cell and its mirror always add up to 1."""
     groups = list(returns)
     cells: list[list[Comparison | None]] = [[None] * len(groups) for _ in groups]
@@ -279,8 +279,8 @@ def method(comparisons: list[Comparison]) -> str:
         test = "an exact two-sided rank test (Mann-Whitney U, every split of the seeds counted)"
     return (f"A pair is separated when {test} rejects at {first.alpha:.0%} with Holm's step-down over the "
             f"{first.family} pairs, so that the chance of any false separation among groups that do not differ is "
-            f"at most {first.alpha:.0%}. P(A > B) over seeds, with its {first.confidence:.0%} stratified-bootstrap "
-            "interval, says how large the difference is.")
+            f"at most {first.alpha:.0%}. P(A > B) over seeds, with its {first.confidence:.0%} score interval "
+            "(Newcombe's), says how large the difference is.")
 
 
 def to_markdown(comparisons: list[Comparison]) -> str:

@@ -233,7 +233,7 @@ def _decisions(decisions: Figures) -> list[str]:
     said = f" {method(comparisons)}" if comparisons else ""
     parts = ["<h2>which group beats which</h2>",
              "<p>P(A &gt; B): the chance that a seed of A beats a seed of B (ties count half), with its "
-             f"{decisions.matrix.confidence:.0%} stratified-bootstrap interval.{html.escape(said)}</p>"]
+             f"{decisions.matrix.confidence:.0%} score interval.{html.escape(said)}</p>"]
     if decisions.drawn:
         parts += [_svg_figure(decisions.matrix_svg, MATRIX_CAPTION),
                   _svg_figure(decisions.profile_svg, PROFILE_CAPTION)]
