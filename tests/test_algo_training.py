@@ -261,6 +261,7 @@ def move_schedules(model_zip: Path, module: str) -> None:
             z.writestr(name, content)
 
 
+@pytest.mark.slow
 def test_a_checkpoint_resumes_though_its_schedules_class_has_moved(tmp_path, tiny_spec):
     tiny_spec.update({"total_timesteps": 256, "checkpoint_every": 256,
                       "ppo": {**tiny_spec["ppo"], "learning_rate": "lin_1e-3", "clip_range": "lin_0.2"}})

@@ -105,6 +105,7 @@ def test_a_damaged_exact_state_resumes_from_its_checkpoint_re_seeded_and_says_so
     assert run.result()["timesteps"] == 768
 
 
+@pytest.mark.slow
 def test_a_damaged_newest_model_falls_back_to_the_one_before_and_says_so(tmp_path, spec):
     run = Run(tmp_path, spec)
     run.attempt(512)

@@ -135,6 +135,7 @@ def test_a_video_of_a_recurrent_policy_is_drawn(contrib_sweep):
     assert len(frames) == 10 and frames[0].std() > 10  # 20 frames a simulated second, not blank
 
 
+@pytest.mark.slow
 def test_a_stopped_tqc_run_resumes_with_its_replay_buffer(tmp_path, tiny_spec):
     from stable_baselines3.common.save_util import load_from_pkl
 

@@ -66,6 +66,7 @@ def hopper_spec(tmp_path, **ppo) -> dict:
 
 
 @pytest.mark.skipif(__import__("importlib").util.find_spec("rl_zoo3") is None, reason="needs rl_zoo3")
+@pytest.mark.slow
 def test_zoo_true_takes_rl_zoo_values_with_the_spec_keys_over_them(tmp_path):
     data = {**hopper_spec(tmp_path, n_epochs=2), "total_timesteps": 5000}
     plan = prepare(write_spec(tmp_path, data))
@@ -80,6 +81,7 @@ def test_zoo_true_takes_rl_zoo_values_with_the_spec_keys_over_them(tmp_path):
 
 
 @pytest.mark.skipif(__import__("importlib").util.find_spec("rl_zoo3") is None, reason="needs rl_zoo3")
+@pytest.mark.slow
 def test_zoo_true_reads_each_algorithms_own_file(tmp_path):
     """sac.yml, td3.yml (noise, train_freq, policy_kwargs text), trpo.yml (n_envs, normalize), and RL Zoo's
     ppo_lstm.yml for recurrent_ppo; each run takes its algorithm's values."""
