@@ -156,7 +156,15 @@ def test_evaluate_reads_the_cross_evaluations_already_done(search_sweep):
     proc = run_sweep("evaluate", "--cross", str(sweep_dir), "--episodes", "1", "--workers", "1")
     assert proc.returncode == 0, proc.stderr
     assert "0 pairs to evaluate" in proc.stderr  # every pair's result was read back, none evaluated again
-    assert list(csv.DictReader((sweep_dir / "cross" / "matrix.csv").open())) == before
+    after = list(csv.DictReader((sweep_dir / "cross" / "matrix.csv").open()))
+    # The same pairs, seeds and means; the interval is now Student's t of the same means, not a bootstrap.
+    columns = ("train", "test", "seeds", "mean", "skipped")
+    assert [{k: row[k] for k in columns} for row in after] == [{k: row[k] for k in columns} for row in before]
+    for row in after:
+        if row["mean"] and row["seeds"] != "1":
+            low, high = float(row["ci95_low"]), float(row["ci95_high"])
+            assert low < float(row["mean"]) < high and high - float(row["mean"]) == pytest.approx(
+                float(row["mean"]) - low, rel=1e-4)
 
 
 def test_evaluate_says_an_old_sweep_has_no_model_to_evaluate(old_sweep):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..results.stats import bootstrap_ci
+from ..results.stats import mean_interval
 from ..sweepdir.csvfiles import CrossMatrixRow, csv_text
 from ..sweepdir.files import RunDir, SweepDir, read_model, read_or_none
 from ..sweepdir.models import CrossResult, RunSpec, succeeded
@@ -82,7 +82,7 @@ class Cell:
 
 
 def matrix(sweep: SweepDir, trained: list[RunSpec]) -> list[Cell]:
-    """Mean over seeds (and its 95% bootstrap CI) of each trained group's return on each variant."""
+    """Mean over seeds (and its 95% Student's t interval) of each trained group's return on each variant."""
     returns: dict[tuple[str, str], list[float]] = {}
     skipped: dict[tuple[str, str], str] = {}
     for run in trained:
@@ -99,8 +99,8 @@ def matrix(sweep: SweepDir, trained: list[RunSpec]) -> list[Cell]:
     for key in sorted(set(returns) | set(skipped)):
         values = returns.get(key, [])
         if values:
-            low, high = bootstrap_ci(values)
-            cells.append(Cell(*key, len(values), sum(values) / len(values), float(low), float(high)))
+            low, high = mean_interval(values)
+            cells.append(Cell(*key, len(values), sum(values) / len(values), low, high))
         else:
             cells.append(Cell(*key, 0, None, None, None, skipped[key]))
     return cells

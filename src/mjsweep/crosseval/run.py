@@ -73,7 +73,7 @@ def _heatmap(cells: list[Cell], title: str, output: Path) -> bool:
                 color="black" if bright else "white")
     ax.set_xticks(range(len(tests)), tests, rotation=30, ha="right")
     ax.set_yticks(range(len(trains)), trains)
-    ax.set(xlabel="evaluated on", ylabel="trained on", title=f"{title}: mean return over seeds, 95% bootstrap CI")
+    ax.set(xlabel="evaluated on", ylabel="trained on", title=f"{title}: mean return over seeds, 95% t interval")
     fig.colorbar(image, ax=ax, label="mean return")
     fig.savefig(output, dpi=120, bbox_inches="tight")
     plt.close(fig)

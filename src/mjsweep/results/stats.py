@@ -1,5 +1,6 @@
-"""Statistics over seeds: mean, std, the interquartile mean with its stratified-bootstrap interval, the
-probability of improvement, performance profiles; all with rliable's definitions (Agarwal et al. 2021).
+"""Statistics over seeds: mean, std and the mean's Student's t interval, the interquartile mean with its
+stratified-bootstrap interval, the probability of improvement, performance profiles; all but the mean's
+interval with rliable's definitions (Agarwal et al. 2021).
 
 Pure functions of their inputs. The bootstrap draws from a generator seeded by the caller (default 0),
 so the same returns always give the same interval, in every report and plot.
@@ -7,6 +8,7 @@ so the same returns always give the same interval, in every report and plot.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,7 +28,7 @@ class Summary:
     """Interquartile mean: the mean of the middle half, robust to one lucky or broken seed."""
     ci_low: float
     ci_high: float
-    """Percentile-bootstrap 95% confidence interval of the mean."""
+    """Student's t 95% confidence interval of the mean (mean_interval); [value, value] for one value."""
 
 
 def iqm(values: Sequence[float] | Sequence[Sequence[float]] | np.ndarray) -> float:
@@ -53,11 +55,52 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, confidence: float = CONFI
     return _percentiles(x[idx].mean(axis=1), confidence)
 
 
-def summarize(values: Sequence[float], seed: int = 0) -> Summary:
+def t_quantile(confidence: float, df: int) -> float:
+    """The t with P(|T| <= t) = confidence for Student's t with `df` degrees of freedom."""
+    low, high = 0.0, 1.0
+    while _t_central(high, df) < confidence:
+        high *= 2
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if _t_central(middle, df) < confidence else (low, middle)
+    return high
+
+
+def _t_central(t: float, df: int) -> float:
+    """P(|T| <= t) for Student's t with an integer df, in closed form (Abramowitz and Stegun 26.7.3-4): a
+    finite series in cos(theta), theta = atan(t / sqrt(df))."""
+    theta = math.atan(t / math.sqrt(df))
+    c2, term, total = math.cos(theta) ** 2, 1.0, 1.0
+    if df % 2 == 0:
+        for k in range(2, df, 2):  # 1 + (1/2) c^2 + (1*3)/(2*4) c^4 + ...
+            term *= c2 * (k - 1) / k
+            total += term
+        return math.sin(theta) * total
+    if df == 1:
+        return 2 * theta / math.pi
+    for k in range(3, df, 2):  # cos + (2/3) cos^3 + (2*4)/(3*5) cos^5 + ...
+        term *= c2 * (k - 1) / k
+        total += term
+    return 2 / math.pi * (theta + math.sin(theta) * math.cos(theta) * total)
+
+
+def mean_interval(values: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Student's t interval of the mean over seeds: mean +- t(n - 1) s / sqrt(n). Exact for normal returns at
+    every seed count, where a percentile bootstrap of 2 to 5 seeds holds the mean in 45-87% of sweeps
+    (docs/statistics.md); [value, value] for a single value."""
+    x = np.asarray(values, dtype=float)
+    mean = float(x.mean())
+    if x.size < 2:
+        return mean, mean
+    half = t_quantile(confidence, x.size - 1) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    return mean - half, mean + half
+
+
+def summarize(values: Sequence[float]) -> Summary:
     x = np.asarray(values, dtype=float)
     if x.size == 0:
         raise ValueError("summary of no values")
-    low, high = bootstrap_ci(x, seed=seed)
+    low, high = mean_interval(x)
     return Summary(n=int(x.size), mean=float(x.mean()), std=float(x.std(ddof=1)) if x.size > 1 else 0.0,
                    iqm=iqm(x.tolist()), ci_low=float(low), ci_high=float(high))
 

@@ -12,7 +12,7 @@ import math
 from functools import lru_cache
 from pathlib import Path
 
-from ..results.stats import bootstrap_ci, iqm, mean_over_span
+from ..results.stats import iqm, mean_interval, mean_over_span
 from ..robots.variants import compile_model, design_metrics
 from ..spec.searchspace import COST_METRICS, INFO_PREFIX, MODEL_METRICS, info_key
 from ..sweepdir.csvfiles import read_evaluations
@@ -84,11 +84,10 @@ def _design(xml: str) -> dict[str, float] | None:
 
 
 def confidence(values: list[float]) -> tuple[float, float] | None:
-    """The 95% bootstrap interval of the mean over seeds; None for fewer than two."""
+    """The 95% Student's t interval of the mean over seeds; None for fewer than two."""
     if len(values) < 2:
         return None
-    low, high = bootstrap_ci(values)
-    return float(low), float(high)
+    return mean_interval(values)
 
 
 def evaluations(path: Path) -> list[tuple[int, float]]:

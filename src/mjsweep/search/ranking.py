@@ -29,7 +29,7 @@ class TrialRow:
     """Seeds with a value (succeeded runs)."""
     seeds: int
     ci: tuple[float, float] | None
-    """The first objective's 95% bootstrap interval over seeds."""
+    """The first objective's 95% Student's t interval of the mean over seeds."""
     pareto_rank: int | None = None
     """A complete trial's front within its study, 0 for the Pareto front (multi-objective searches)."""
     cpu_s: float | None = None

@@ -63,7 +63,7 @@ def build(folder: SweepDir, groups: list[GroupRow], rows: list[ResultRow], warni
     parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sweep {name}</title>",
              f"<style>{STYLE}</style></head><body>", f"<h1>sweep {name}</h1>", *_state(state),
              f"<p>{sum(g.succeeded for g in groups)} of {len(rows)} runs succeeded; final evaluation return over "
-             "seeds, best first (IQM: interquartile mean; CI: 95% percentile bootstrap of the mean).</p>",
+             "seeds, best first (IQM: interquartile mean; CI: 95% Student's t interval of the mean).</p>",
              _table(groups)]
     parts += [f'<p class="failed">failed: {html.escape(run_id)}: {html.escape(cause)}</p>'
               for run_id, cause in failed_runs(rows)]

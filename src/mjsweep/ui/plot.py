@@ -192,7 +192,7 @@ def _final_figure(rows: list[ResultRow], colors: dict, title: str, output: Path)
                     fmt="D", color=color, capsize=5, markersize=7, zorder=3)
     ax.set_ylim(-0.6, len(groups) - 0.4)
     ax.set_yticks(range(len(groups)), [f"{g.group} (n={g.succeeded})" for g in reversed(groups)])
-    ax.set(xlabel="final eval return (dots: seeds; diamond and bar: mean, 95% bootstrap CI)",
+    ax.set(xlabel="final eval return (dots: seeds; diamond and bar: mean, 95% t interval)",
            title=f"{title}: final returns")
     ax.grid(axis="x", alpha=0.3)
     fig.savefig(output, dpi=120, bbox_inches="tight")

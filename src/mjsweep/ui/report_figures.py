@@ -62,7 +62,7 @@ def final_svg(groups: list[GroupRow], rows: list[ResultRow], colors: dict[str, s
     bottom_up = shown[::-1]
     y = svgplot.Scale.categories([f"{g.group} (n={g.succeeded})" for g in bottom_up])
     axes = svgplot.chart(FINAL_CAPTION, [f"{title}: final returns"], svgplot.Scale.numeric(values), y,
-                         "final eval return (dots: seeds; diamond and bar: mean, 95% bootstrap CI)", "",
+                         "final eval return (dots: seeds; diamond and bar: mean, 95% t interval)", "",
                          size=(svgplot.PLOT_SIZE[0], 24.0 + 34.0 * len(shown)), grid="x", ids="final")
     for at, g in enumerate(bottom_up):
         hue = colors.get(g.group, "#000000")
