@@ -70,6 +70,7 @@ def test_sac_td3_and_a2c_train_evaluate_and_report_by_algorithm(algo_sweep, tmp_
     assert (tmp_path / "curves.png").stat().st_size > 0 and (tmp_path / "curves_final.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_cross_evaluation_loads_each_runs_own_algorithm(algo_sweep):
     done = run_sweep("evaluate", str(algo_sweep), "--cross", "--episodes", "1")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -436,7 +436,8 @@ def test_the_launch_figures_are_in_the_summary_and_the_json():
     assert base.template_launch_ratio is None and "through the template" not in render(base)
 
 
-@pytest.mark.parametrize("start_with", ["exec", "template"])
+# The template is the default start; exec is tested with the slow tests.
+@pytest.mark.parametrize("start_with", [pytest.param("exec", marks=pytest.mark.slow), "template"])
 def test_a_real_launch_is_timed_to_its_first_run_and_first_env_step(tmp_path: Path, start_with):
     config = BenchConfig(env="HalfCheetah-v5", steps=STEPS, ppo={"n_steps": N_STEPS}, max_episode_steps=100)
     figures = measure_launch(config, TINY_XML, tmp_path / "launch", start_with)

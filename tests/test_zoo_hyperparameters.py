@@ -108,6 +108,7 @@ def test_zoo_true_reads_each_algorithms_own_file(tmp_path):
     assert run.policy == "MlpLstmPolicy" and run.hyperparams["gamma"] == 0.999 and run.normalize is not None
 
 
+@pytest.mark.slow
 @needs_rl_zoo
 def test_each_zoo_algorithm_of_a_grid_takes_its_own_n_envs_normalize_and_timesteps(tmp_path):
     """RL Zoo normalizes Hopper for PPO and TRPO, not for SAC, and gives TRPO 2 envs: each run takes its own
