@@ -7,6 +7,7 @@ import fcntl
 import importlib.util
 import io
 import json
+import math
 import os
 import pty
 import re
@@ -112,12 +113,12 @@ def test_live_view_on_a_real_terminal(tmp_path, tiny_spec):
 
 
 def hand_summary(returns: list[float]) -> dict:
-    """Two seeds, by hand: IQM is the mean; a bootstrap resample is all-low, mixed or all-high with
-    chances 1/4, 1/2, 1/4, so its 2.5% and 97.5% percentiles are the two returns themselves."""
+    """Two seeds, by hand: IQM is the mean; the mean's 95% interval is Student's t with 1 degree of freedom,
+    mean +- t s / sqrt(2) with t = tan(0.975 pi - pi / 2) = 12.7062 (the Cauchy quantile)."""
     assert len(returns) == 2
-    mean = sum(returns) / 2
-    return {"mean_return": mean, "std_return": abs(returns[0] - returns[1]) / 2 ** 0.5, "iqm_return": mean,
-            "ci_low": min(returns), "ci_high": max(returns)}
+    mean, std = sum(returns) / 2, abs(returns[0] - returns[1]) / 2 ** 0.5
+    half = math.tan(0.475 * math.pi) * std / 2 ** 0.5
+    return {"mean_return": mean, "std_return": std, "iqm_return": mean, "ci_low": mean - half, "ci_high": mean + half}
 
 
 @pytest.mark.slow
