@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -55,8 +56,10 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, confidence: float = CONFI
     return _percentiles(x[idx].mean(axis=1), confidence)
 
 
+@lru_cache(maxsize=256)
 def t_quantile(confidence: float, df: int) -> float:
-    """The t with P(|T| <= t) = confidence for Student's t with `df` degrees of freedom."""
+    """The t with P(|T| <= t) = confidence for Student's t with `df` degrees of freedom (cached: a report asks
+    for the same few hundred times)."""
     low, high = 0.0, 1.0
     while _t_central(high, df) < confidence:
         high *= 2
