@@ -92,6 +92,7 @@ def test_each_checkpoint_keeps_the_one_before_with_the_sha256_of_every_file(tmp_
     assert record["earlier"][0]["progress_bytes"] < record["progress_bytes"]
 
 
+@pytest.mark.slow
 def test_a_damaged_exact_state_resumes_from_its_checkpoint_re_seeded_and_says_so(tmp_path, spec):
     run = Run(tmp_path, spec)
     run.attempt(512)

@@ -121,6 +121,7 @@ def test_recurrent_ppo_carries_its_lstm_state_through_evaluation_and_cross_evalu
         assert returns != pytest.approx(forgotten, abs=1e-5), "the state made no difference: the test shows nothing"
 
 
+@pytest.mark.slow
 @needs_gl
 def test_a_video_of_a_recurrent_policy_is_drawn(contrib_sweep):
     import imageio.v2 as imageio

@@ -147,7 +147,8 @@ def _failed_run(tmp_path, spec: dict, attempts: int = 1) -> tuple:
 @pytest.mark.parametrize(("env_kwargs", "expected"), [
     # 100-step episodes: step 651 is the 51st of episode 7.
     ({"after": 650, "observation_index": 3}, "non-finite observation[3] = nan from the env at step 651 (episode 7)"),
-    ({"after": 620, "reward": "nan"}, "non-finite reward = nan from the env at step 621 (episode 7)"),
+    pytest.param({"after": 620, "reward": "nan"}, "non-finite reward = nan from the env at step 621 (episode 7)",
+                 marks=pytest.mark.slow),
 ])
 def test_a_run_whose_env_goes_non_finite_fails_once_naming_it_and_keeps_its_checkpoint(tmp_path, tiny_spec,
                                                                                          env_kwargs, expected):

@@ -60,7 +60,7 @@ def test_read_json_reports_corrupt_files(tmp_path):
 
 @pytest.mark.parametrize(("junk", "problem"), [
     (b'{"eval_mean_ret', "not valid JSON"),  # truncated by a crash of some other tool
-    (bytes(range(256)), "unreadable"),  # garbled by a failing disk
+    pytest.param(bytes(range(256)), "unreadable", marks=pytest.mark.slow),  # garbled by a failing disk
 ])
 def test_run_and_report_name_corrupt_files(tmp_path, tiny_spec, junk, problem):
     spec = write_spec(tmp_path, tiny_spec)
