@@ -1,22 +1,28 @@
-"""How often the 95% interval of P(A > B) that every comparison shows holds the true P, simulated.
+"""How often the 95% intervals the reports show hold what they estimate, simulated.
 
-Two groups of seeds, A's returns shifted by `effect` times the returns' spread (bench/decisions.py's normal,
-heavy-tailed and bimodal returns, the same units as `sweep bench --stats`), drawn `sweeps` times at each seed
-count; the share of sweeps whose interval holds the true P (itself from 2,000,000 pairs of draws) is its
-coverage. Both intervals side by side: the score interval the reports use (results/effectsize.py) and the
-stratified percentile bootstrap they used before (results/stats.py, rliable's). Run
-`python -m mjsweep.bench.coverage` for the table in docs/statistics.md (about two minutes on 2 cores).
+Returns are bench/decisions.py's normal, heavy-tailed and bimodal ones (the same units as `sweep bench
+--stats`), drawn `sweeps` times at each seed count; the share of simulated sweeps whose interval holds the true
+value is its coverage. Each table sets the interval the reports use beside the percentile bootstrap they used
+before; `python -m mjsweep.bench.coverage --table NAME` prints the table in docs/statistics.md:
+- `improvement`: P(A > B) between two groups, A's returns shifted by `effect` times the returns' spread, the
+  true P from 2,000,000 pairs of draws; Newcombe's score interval (results/effectsize.py) against the
+  stratified bootstrap (rliable's), about two minutes on 2 cores;
+- `mean`: a group's mean return; Student's t interval (stats.mean_interval) against the bootstrap of the mean;
+- `gap`: the optimism gap of a confirmed search trial, where the tuned and the fresh seeds train one
+  configuration (the true gap 0); Yuen's interval of a difference of IQMs (stats.iqm_difference_interval)
+  against a bootstrap that resamples each side apart.
 """
 
 from __future__ import annotations
 
 import argparse
 import zlib
+from functools import lru_cache
 
 import numpy as np
 
-from ..results import effectsize
-from .decisions import DISTRIBUTIONS, draw, scale
+from ..results import effectsize, stats
+from .decisions import DISTRIBUTIONS, FAILING, draw, scale
 
 SEEDS = (2, 3, 4, 5, 6, 8, 10, 15, 20)
 EFFECTS = (0.0, 0.5, 1.0, 2.0)
@@ -29,6 +35,7 @@ def _rng(*key: object) -> np.random.Generator:
     return np.random.default_rng(zlib.crc32(repr(key).encode()))
 
 
+@lru_cache(maxsize=64)
 def true_p(distribution: str, effect: float) -> float:
     """P(A > B) for A's returns shifted by `effect` spreads, from 2,000,000 independent pairs."""
     rng = _rng("truth", distribution, effect)
@@ -43,10 +50,9 @@ def _sweeps(distribution: str, effect: float, seeds: int, sweeps: int, seed: int
 
 
 def _estimates(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """P(A > B) over the last two axes' pairs, ties counting half."""
-    greater = (a[..., :, None] > b[..., None, :]).mean(axis=(-2, -1))
-    ties = (a[..., :, None] == b[..., None, :]).mean(axis=(-2, -1))
-    return greater + 0.5 * ties
+    """P(A > B) of each row of seeds (the last axis), as the reports count it."""
+    rows = a.shape[:-1]
+    return stats.improvements(a.reshape(-1, a.shape[-1], 1), b.reshape(-1, b.shape[-1], 1)).reshape(rows)
 
 
 def score_coverage(distribution: str, effect: float, seeds: int, sweeps: int = 4000, seed: int = 0) -> float:
@@ -71,20 +77,91 @@ def bootstrap_coverage(distribution: str, effect: float, seeds: int, sweeps: int
     return held / sweeps
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m mjsweep.bench.coverage", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sweeps", type=int, default=4000, help="simulated sweeps per cell, score interval")
-    parser.add_argument("--bootstrap-sweeps", type=int, default=1000, help="simulated sweeps per cell, bootstrap")
-    args = parser.parse_args(argv)
+TRUE_MEAN = {"normal": 0.0, "heavy": 0.0, "bimodal": FAILING * -4.0}
+"""Each distribution's mean: Student's t with 2 degrees of freedom has one (0), though not a variance."""
+
+
+def mean_coverage(distribution: str, seeds: int, sweeps: int = 4000, seed: int = 0, bootstrap: bool = False
+                  ) -> float:
+    """The share of simulated groups whose mean interval (t, or the bootstrap's) holds the true mean."""
+    values = draw(distribution, _rng(seed, "mean", distribution, seeds), (sweeps, seeds))
+    truth = TRUE_MEAN[distribution]
+    if bootstrap:
+        lows, highs = np.array([stats.bootstrap_ci(v, resamples=BOOTSTRAP_RESAMPLES) for v in values]).T
+    else:
+        lows, highs = np.array([stats.mean_interval(v) for v in values]).T
+    return float(((lows <= truth) & (truth <= highs)).mean())
+
+
+def gap_coverage(distribution: str, tuned: int, fresh: int, sweeps: int = 4000, seed: int = 0,
+                 bootstrap: bool = False) -> float:
+    """The share of simulated confirmations (`tuned` seeds against `fresh` ones of one configuration) whose
+    interval of IQM(tuned) - IQM(fresh) holds 0."""
+    rng = _rng(seed, "gap", distribution, tuned, fresh)
+    a, b = draw(distribution, rng, (sweeps, tuned)), draw(distribution, rng, (sweeps, fresh))
+    if not bootstrap:
+        bounds = [stats.iqm_difference_interval(x, y) or (-np.inf, np.inf) for x, y in zip(a, b, strict=True)]
+        return float(np.mean([low <= 0.0 <= high for low, high in bounds]))
+    boot = _rng("bootstrap", seed)
+    held = 0
+    for x, y in zip(a, b, strict=True):
+        draws = stats.trimmed_iqm(x[boot.integers(0, tuned, (BOOTSTRAP_RESAMPLES, tuned))]) - \
+            stats.trimmed_iqm(y[boot.integers(0, fresh, (BOOTSTRAP_RESAMPLES, fresh))])
+        low, high = np.percentile(draws, [2.5, 97.5])
+        held += int(low <= 0.0 <= high)
+    return held / sweeps
+
+
+def _row(cells: list[float]) -> str:
+    return " | ".join(f"{c:.1%}" for c in cells) + " |"
+
+
+def improvement_table(sweeps: int, bootstrap_sweeps: int) -> None:
     print("| returns | effect | true P(A > B) | interval | " + " | ".join(f"{n} seeds" for n in SEEDS) + " |")
     print("|---|---|---|---|" + "---|" * len(SEEDS))
     for distribution in DISTRIBUTIONS:
         for effect in EFFECTS:
             head = f"| {distribution} | {effect:g} | {true_p(distribution, effect):.3f}"
-            score = [score_coverage(distribution, effect, n, args.sweeps) for n in SEEDS]
-            print(f"{head} | score | " + " | ".join(f"{c:.1%}" for c in score) + " |", flush=True)
-            boot = [bootstrap_coverage(distribution, effect, n, args.bootstrap_sweeps) for n in SEEDS]
-            print(f"{head} | bootstrap | " + " | ".join(f"{c:.1%}" for c in boot) + " |", flush=True)
+            score = [score_coverage(distribution, effect, n, sweeps) for n in SEEDS]
+            print(f"{head} | score | " + _row(score), flush=True)
+            boot = [bootstrap_coverage(distribution, effect, n, bootstrap_sweeps) for n in SEEDS]
+            print(f"{head} | bootstrap | " + _row(boot), flush=True)
+
+
+MEAN_SEEDS = (2, 3, 5, 10)
+GAP_SEEDS = ((1, 3), (1, 5), (1, 8), (2, 5), (3, 3), (3, 5), (5, 5), (5, 8))
+"""(tuned, fresh) seeds: a search trial's seeds, then `confirm: {seeds: ...}`."""
+
+
+def mean_table(sweeps: int, bootstrap_sweeps: int) -> None:
+    print("| returns | interval | " + " | ".join(f"{n} seeds" for n in MEAN_SEEDS) + " |")
+    print("|---|---|" + "---|" * len(MEAN_SEEDS))
+    for distribution in DISTRIBUTIONS:
+        print(f"| {distribution} | t | " + _row([mean_coverage(distribution, n, sweeps) for n in MEAN_SEEDS]))
+        print(f"| {distribution} | bootstrap | " +
+              _row([mean_coverage(distribution, n, bootstrap_sweeps, bootstrap=True) for n in MEAN_SEEDS]), flush=True)
+
+
+def gap_table(sweeps: int, bootstrap_sweeps: int) -> None:
+    print("| returns | interval | " + " | ".join(f"{t} vs {f}" for t, f in GAP_SEEDS) + " |")
+    print("|---|---|" + "---|" * len(GAP_SEEDS))
+    for distribution in DISTRIBUTIONS:
+        print(f"| {distribution} | Yuen | " + _row([gap_coverage(distribution, t, f, sweeps) for t, f in GAP_SEEDS]))
+        print(f"| {distribution} | bootstrap | " + _row([gap_coverage(distribution, t, f, bootstrap_sweeps,
+                                                                    bootstrap=True) for t, f in GAP_SEEDS]),
+              flush=True)
+
+
+TABLES = {"improvement": improvement_table, "mean": mean_table, "gap": gap_table}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m mjsweep.bench.coverage", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--table", choices=sorted(TABLES), default="improvement", help="which intervals")
+    parser.add_argument("--sweeps", type=int, default=4000, help="simulated sweeps per cell, the reports' interval")
+    parser.add_argument("--bootstrap-sweeps", type=int, default=1000, help="simulated sweeps per cell, bootstrap")
+    args = parser.parse_args(argv)
+    TABLES[args.table](args.sweeps, args.bootstrap_sweeps)
 
 
 if __name__ == "__main__":

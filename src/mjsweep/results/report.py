@@ -32,7 +32,7 @@ class GroupRow:
     iqm_return: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
-    """95% percentile-bootstrap interval of the mean return over seeds (stats.bootstrap_ci, seed 0)."""
+    """Student's t 95% interval of the mean return over seeds (stats.mean_interval)."""
     iqm_ci_low: float | None = None
     iqm_ci_high: float | None = None
     """95% stratified-bootstrap interval of the IQM over seeds (stats.iqm_interval, seed 0)."""

@@ -1,6 +1,6 @@
 """Statistics over seeds: mean, std and the mean's Student's t interval, the interquartile mean with its
-stratified-bootstrap interval, the probability of improvement, performance profiles; all but the mean's
-interval with rliable's definitions (Agarwal et al. 2021).
+stratified-bootstrap interval, Yuen's interval of a difference of IQMs, the probability of improvement,
+performance profiles; all but the t and Yuen intervals with rliable's definitions (Agarwal et al. 2021).
 
 Pure functions of their inputs. The bootstrap draws from a generator seeded by the caller (default 0),
 so the same returns always give the same interval, in every report and plot.
@@ -89,14 +89,48 @@ def _t_central(t: float, df: int) -> float:
 
 def mean_interval(values: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Student's t interval of the mean over seeds: mean +- t(n - 1) s / sqrt(n). Exact for normal returns at
-    every seed count, where a percentile bootstrap of 2 to 5 seeds holds the mean in 45-87% of sweeps
-    (docs/statistics.md); [value, value] for a single value."""
+    every seed count, where a percentile bootstrap of 2 to 5 seeds holds the mean in about 50-83% of sweeps
+    (`python -m mjsweep.bench.coverage --table mean`); [value, value] for a single value."""
     x = np.asarray(values, dtype=float)
     mean = float(x.mean())
     if x.size < 2:
         return mean, mean
     half = t_quantile(confidence, x.size - 1) * float(x.std(ddof=1)) / math.sqrt(x.size)
     return mean - half, mean + half
+
+
+def iqm_difference_interval(a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE
+                            ) -> tuple[float, float] | None:
+    """Yuen's interval of IQM(A) - IQM(B), each side's seeds apart: the difference of the 25%-trimmed means
+    (floor(n/4) seeds dropped at each end, as `iqm`) +- t * sqrt(d_a + d_b), where d = (n - 1) s_w^2 / (h (h - 1))
+    estimates a trimmed mean's variance from the winsorized variance s_w^2 of its h = n - 2 floor(n/4) kept
+    seeds, and t has Welch's degrees of freedom, rounded down (Yuen 1974; scipy's ttest_ind with trim=0.25).
+    A side of one seed (its return untrimmed) has no spread of its own: its variance is the other side's
+    sample variance, which holds where both sides train one configuration, and t has that side's n - 1 degrees
+    of freedom. None when neither side has two seeds."""
+    x, y = np.sort(np.asarray(a, dtype=float)), np.sort(np.asarray(b, dtype=float))
+    if min(x.size, y.size) == 0 or max(x.size, y.size) < 2:
+        return None
+    difference = iqm(x) - iqm(y)
+    if x.size == 1 or y.size == 1:
+        many = y if x.size == 1 else x
+        d, _ = _trimmed_variance(many)
+        se, df = math.sqrt(float(many.var(ddof=1)) + d), many.size - 1
+    else:
+        (d_x, h_x), (d_y, h_y) = _trimmed_variance(x), _trimmed_variance(y)
+        se = math.sqrt(d_x + d_y)
+        df = max(1, math.floor((d_x + d_y) ** 2 / (d_x ** 2 / (h_x - 1) + d_y ** 2 / (h_y - 1)))) if se > 0 else 1
+    half = t_quantile(confidence, df) * se
+    return difference - half, difference + half
+
+
+def _trimmed_variance(sorted_values: np.ndarray) -> tuple[float, int]:
+    """(d, h) of Yuen's interval for one side's sorted seeds (at least two)."""
+    n = sorted_values.size
+    g = n // 4
+    h = n - 2 * g
+    winsorized = np.clip(sorted_values, sorted_values[g], sorted_values[n - g - 1])
+    return float((n - 1) * winsorized.var(ddof=1) / (h * (h - 1))), h
 
 
 def summarize(values: Sequence[float]) -> Summary:
@@ -157,11 +191,11 @@ def probability_of_improvement(x: Sequence[float] | Sequence[Sequence[float]],
                                y: Sequence[float] | Sequence[Sequence[float]]) -> float:
     """P(X > Y): the chance that a run of X beats a run of Y, ties counting half, averaged over tasks
     (rliable's probability_of_improvement: the Mann-Whitney U statistic of each task over m x n)."""
-    return float(_improvement(_scores(x)[None], _scores(y)[None])[0])
+    return float(improvements(_scores(x)[None], _scores(y)[None])[0])
 
 
-def _improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """P(X > Y) of each resample: x is resamples x m x tasks, y resamples x n x tasks."""
+def improvements(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """P(X > Y) of each row (a resample, or a simulated sweep): x is rows x m x tasks, y rows x n x tasks."""
     greater = (x[:, :, None, :] > y[:, None, :, :]).mean(axis=(1, 2))
     ties = (x[:, :, None, :] == y[:, None, :, :]).mean(axis=(1, 2))
     return (greater + 0.5 * ties).mean(axis=1)
@@ -176,7 +210,7 @@ def improvement_interval(x: Sequence[float] | Sequence[Sequence[float]],
     a, b = _scores(x), _scores(y)
     if a.shape[1] != b.shape[1]:
         raise ValueError("X and Y must have the same tasks")
-    return _percentile_interval(_improvement(_stratified(a, rng, resamples), _stratified(b, rng, resamples)),
+    return _percentile_interval(improvements(_stratified(a, rng, resamples), _stratified(b, rng, resamples)),
                                 confidence)
 
 

@@ -232,23 +232,19 @@ def _values(sweep_dir: SweepDir, run_ids: list[str], metric: str) -> list[float]
 
 
 def optimism_gap(tuned: list[float], fresh: list[float], tuned_value: float | None, fresh_value: float | None,
-                 maximize: bool, resamples: int = 10_000, seed: int = 0
-                 ) -> tuple[float | None, float | None, float | None]:
-    """tuned - confirmed (confirmed - tuned when minimizing), each the IQM over its seeds, with a 95%
-    percentile-bootstrap interval that resamples each side's seeds apart."""
+                 maximize: bool) -> tuple[float | None, float | None, float | None]:
+    """tuned - confirmed (confirmed - tuned when minimizing), each the IQM over its seeds, with Yuen's 95%
+    interval of that difference over both sides' seeds (stats.iqm_difference_interval: a percentile bootstrap
+    of one tuned seed and five fresh ones held the true gap in about half of simulated searches)."""
     if tuned_value is None or fresh_value is None:
         return None, None, None
     sign = 1.0 if maximize else -1.0
     gap = sign * (tuned_value - fresh_value)
-    if not tuned or not fresh:
+    interval = stats.iqm_difference_interval(tuned, fresh)
+    if interval is None:
         return gap, None, None
-    rng = np.random.default_rng(seed)
-    a, b = np.asarray(tuned, dtype=float), np.asarray(fresh, dtype=float)
-    ia = rng.integers(0, len(a), size=(resamples, len(a)))
-    ib = rng.integers(0, len(b), size=(resamples, len(b)))
-    draws = sign * (stats.trimmed_iqm(a[ia]) - stats.trimmed_iqm(b[ib]))
-    low, high = np.percentile(draws, [2.5, 97.5])
-    return gap, float(low), float(high)
+    low, high = sorted(sign * bound for bound in interval)
+    return gap, low, high
 
 
 def kendall_tau(x: list[float], y: list[float]) -> float:
@@ -265,8 +261,8 @@ def to_markdown(confirmations: list[StudyConfirmation], metric: str) -> str:
     """report.md's section: tuned against confirmed for every confirmed trial."""
     lines = ["## Confirmed on fresh seeds", "",
              f"Each study's best trials trained again on seeds no trial used; {metric} as the IQM over seeds. The "
-             "optimism gap is tuned minus confirmed (in the direction of the objective), with a 95% bootstrap "
-             "interval over both sides' seeds.", "",
+             "optimism gap is tuned minus confirmed (in the direction of the objective), with Yuen's 95% "
+             "interval of a difference of IQMs over both sides' seeds.", "",
              "| study | trial | tuned | confirmed | gap | 95% CI | fresh seeds | parameters |",
              "|---|---|---|---|---|---|---|---|"]
     for study in confirmations:

@@ -201,8 +201,8 @@ def _confirmed(confirmations: list[StudyConfirmation], metric: str) -> list[str]
     held = "".join(f"<li>{html.escape(line)}</li>" for line in summary_lines(confirmations))
     return ["<h2>confirmed on fresh seeds</h2>",
             f"<p>Each study's best trials trained again on seeds no trial used; {html.escape(metric)} as the IQM over "
-            "seeds. The optimism gap is tuned minus confirmed (in the direction of the objective), with a 95% "
-            "bootstrap interval over both sides' seeds.</p>",
+            "seeds. The optimism gap is tuned minus confirmed (in the direction of the objective), with Yuen's "
+            "95% interval of a difference of IQMs over both sides' seeds.</p>",
             f'<table class="confirmed"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>',
             f"<ul>{held}</ul>"]
 
