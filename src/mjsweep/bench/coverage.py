@@ -8,6 +8,8 @@ before; `python -m mjsweep.bench.coverage --table NAME` prints the table in docs
   true P from 2,000,000 pairs of draws; Newcombe's score interval (results/effectsize.py) against the
   stratified bootstrap (rliable's), about two minutes on 2 cores;
 - `mean`: a group's mean return; Student's t interval (stats.mean_interval) against the bootstrap of the mean;
+- `iqm`: a group's interquartile mean; Tukey and McLaughlin's trimmed-mean t interval (stats.iqm_t_interval)
+  against rliable's stratified bootstrap (stats.iqm_interval);
 - `gap`: the optimism gap of a confirmed search trial, where the tuned and the fresh seeds train one
   configuration (the true gap 0); Yuen's interval of a difference of IQMs (stats.iqm_difference_interval)
   against a bootstrap that resamples each side apart.
@@ -93,6 +95,24 @@ def mean_coverage(distribution: str, seeds: int, sweeps: int = 4000, seed: int =
     return float(((lows <= truth) & (truth <= highs)).mean())
 
 
+@lru_cache(maxsize=8)
+def true_iqm(distribution: str) -> float:
+    """The distribution's interquartile mean (its mean between the quartiles), from 2,000,000 draws."""
+    values = np.sort(draw(distribution, _rng("truth iqm", distribution), (2_000_000,)))
+    return float(values[500_000:1_500_000].mean())
+
+
+def iqm_coverage(distribution: str, seeds: int, sweeps: int = 4000, seed: int = 0, bootstrap: bool = False
+                 ) -> float:
+    """The share of simulated groups whose IQM interval (Tukey-McLaughlin's t, or rliable's bootstrap) holds
+    the distribution's interquartile mean."""
+    values = draw(distribution, _rng(seed, "iqm", distribution, seeds), (sweeps, seeds))
+    interval = (lambda v: stats.iqm_interval(v, resamples=BOOTSTRAP_RESAMPLES)) if bootstrap else stats.iqm_t_interval
+    lows, highs = np.array([interval(v) for v in values]).T
+    truth = true_iqm(distribution)
+    return float(((lows <= truth) & (truth <= highs)).mean())
+
+
 def gap_coverage(distribution: str, tuned: int, fresh: int, sweeps: int = 4000, seed: int = 0,
                  bootstrap: bool = False) -> float:
     """The share of simulated confirmations (`tuned` seeds against `fresh` ones of one configuration) whose
@@ -142,6 +162,19 @@ def mean_table(sweeps: int, bootstrap_sweeps: int) -> None:
               _row([mean_coverage(distribution, n, bootstrap_sweeps, bootstrap=True) for n in MEAN_SEEDS]), flush=True)
 
 
+IQM_SEEDS = (2, 3, 4, 5, 8, 10, 20)
+
+
+def iqm_table(sweeps: int, bootstrap_sweeps: int) -> None:
+    print("| returns | true IQM | interval | " + " | ".join(f"{n} seeds" for n in IQM_SEEDS) + " |")
+    print("|---|---|---|" + "---|" * len(IQM_SEEDS))
+    for distribution in DISTRIBUTIONS:
+        head = f"| {distribution} | {true_iqm(distribution):.3f}"
+        print(f"{head} | t | " + _row([iqm_coverage(distribution, n, sweeps) for n in IQM_SEEDS]))
+        print(f"{head} | bootstrap | " +
+              _row([iqm_coverage(distribution, n, bootstrap_sweeps, bootstrap=True) for n in IQM_SEEDS]), flush=True)
+
+
 def gap_table(sweeps: int, bootstrap_sweeps: int) -> None:
     print("| returns | interval | " + " | ".join(f"{t} vs {f}" for t, f in GAP_SEEDS) + " |")
     print("|---|---|" + "---|" * len(GAP_SEEDS))
@@ -152,7 +185,7 @@ def gap_table(sweeps: int, bootstrap_sweeps: int) -> None:
               flush=True)
 
 
-TABLES = {"improvement": improvement_table, "mean": mean_table, "gap": gap_table}
+TABLES = {"improvement": improvement_table, "mean": mean_table, "iqm": iqm_table, "gap": gap_table}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -35,7 +35,7 @@ class GroupRow:
     """Student's t 95% interval of the mean return over seeds (stats.mean_interval)."""
     iqm_ci_low: float | None = None
     iqm_ci_high: float | None = None
-    """95% stratified-bootstrap interval of the IQM over seeds (stats.iqm_interval, seed 0)."""
+    """95% interval of the IQM over seeds (stats.iqm_t_interval: Tukey and McLaughlin's trimmed-mean t)."""
     model: ModelStats | None = None
     """Total mass, bodies, joints, actuators of the variant's compiled model; None if it does not compile."""
     mean_eval_s: float | None = None
@@ -107,7 +107,7 @@ def _group_row(name: str, members: list[ResultRow], model: ModelStats | None,
     cpu_s = [r.cpu_s for r in ok]
     steps = [r.timesteps for r in ok]
     summary = stats.summarize(returns) if returns else None
-    iqm_ci = stats.iqm_interval(returns) if returns else None
+    iqm_ci = stats.iqm_t_interval(returns) if returns else None
     return GroupRow(
         group=name, variant=members[0].variant, grid=members[0].grid, runs=len(members),
         succeeded=len(returns), failed=sum(1 for m in members if m.state == DisplayState.FAILED),

@@ -99,6 +99,21 @@ def mean_interval(values: Sequence[float] | np.ndarray, confidence: float = CONF
     return mean - half, mean + half
 
 
+def iqm_t_interval(values: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The IQM's interval over seeds by Tukey and McLaughlin (1963): IQM +- t(h - 1) sqrt(d), with d and h as in
+    Yuen's interval below (the IQM is the 25%-trimmed mean). Under 4 seeds nothing is trimmed and it is the
+    mean's t interval; [value, value] for a single value. Where rliable's stratified bootstrap (`iqm_interval`)
+    held the interquartile mean in about half of simulated groups of 2 seeds, this holds it in 93-96% of groups
+    of 2-20 seeds with symmetric returns (`python -m mjsweep.bench.coverage --table iqm`)."""
+    x = np.sort(np.asarray(values, dtype=float))
+    middle = iqm(x)
+    if x.size < 2:
+        return middle, middle
+    d, h = _trimmed_variance(x)
+    half = t_quantile(confidence, h - 1) * math.sqrt(d)
+    return middle - half, middle + half
+
+
 def iqm_difference_interval(a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE
                             ) -> tuple[float, float] | None:
     """Yuen's interval of IQM(A) - IQM(B), each side's seeds apart: the difference of the 25%-trimmed means
