@@ -85,6 +85,16 @@ def test_bootstrap_per_column():
     assert low.shape == (2,) and low[1] == high[1] == 10.0 and 0.0 <= low[0] < 2.0 < high[0] <= 4.0
 
 
+def test_a_learning_curves_band_is_the_mean_interval_at_each_point():
+    curves = np.array([[0.0, 10.0, 1.0], [2.0, 10.0, 5.0], [4.0, 10.0, 3.0]])
+    low, high = stats.mean_band(curves)
+    for column in range(3):
+        assert (low[column], high[column]) == pytest.approx(stats.mean_interval(curves[:, column]))
+    assert low[1] == high[1] == 10.0
+    one_low, one_high = stats.mean_band(curves[:1])
+    assert list(one_low) == list(one_high) == [0.0, 10.0, 1.0]
+
+
 def fake_sweep(folder):
     for seed, ret in enumerate(RETURNS_A):
         make_run(folder, run_spec("a", seed, xml=str(TINY_XML)), RunState.SUCCEEDED,

@@ -135,7 +135,7 @@ def test_html_report_opens_in_chromium_with_table_figures_pictures_and_videos(tr
             "return [...document.querySelectorAll('figure svg')].map(s => [s.getAttribute('aria-label'), "
             "s.getBoundingClientRect().width, s.getBoundingClientRect().height, "
             "s.querySelectorAll('path, circle, rect').length])")
-        assert [label for label, *_ in figures] == ["learning curves: mean over seeds, 95% bootstrap CI",
+        assert [label for label, *_ in figures] == ["learning curves: mean over seeds, 95% t interval",
                                                     "final evaluation return per run",
                                                     "P(row > column) over seeds, with its 95% interval",
                                                     "performance profiles: the fraction of each group's runs above "

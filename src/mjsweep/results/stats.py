@@ -148,6 +148,16 @@ def _trimmed_variance(sorted_values: np.ndarray) -> tuple[float, int]:
     return float((n - 1) * winsorized.var(ddof=1) / (h * (h - 1))), h
 
 
+def mean_band(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
+    """`mean_interval` of each column of seeds x points (a learning curve's band); the mean itself with one seed."""
+    x = np.asarray(values, dtype=float)
+    mean = x.mean(axis=0)
+    if x.shape[0] < 2:
+        return mean, mean.copy()
+    half = t_quantile(confidence, x.shape[0] - 1) * x.std(axis=0, ddof=1) / math.sqrt(x.shape[0])
+    return mean - half, mean + half
+
+
 def summarize(values: Sequence[float]) -> Summary:
     x = np.asarray(values, dtype=float)
     if x.size == 0:

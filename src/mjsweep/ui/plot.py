@@ -75,12 +75,12 @@ def _monitor_curve(path: Path) -> Curve | None:
 
 
 def band(curves: list[Curve], points: int = CURVE_POINTS) -> Band:
-    """Mean over seeds and its bootstrap 95% interval, on the timesteps every seed's curve covers."""
+    """Mean over seeds and its 95% t interval, on the timesteps every seed's curve covers."""
     start = max(float(c.timesteps[0]) for c in curves)
     end = min(float(c.timesteps[-1]) for c in curves)
     x = np.linspace(start, end, points) if end > start else np.array([end])
     ys = np.stack([np.interp(x, c.timesteps, c.returns) for c in curves])
-    low, high = stats.bootstrap_ci(ys, resamples=2000)
+    low, high = stats.mean_band(ys)
     return Band(x, ys.mean(axis=0), np.atleast_1d(low), np.atleast_1d(high), len(curves))
 
 
@@ -167,7 +167,7 @@ def _curves_figure(bands: dict[str, Band], colors: dict, title: str, output: Pat
                 marker="o" if len(b.mean) == 1 else None)  # a lone point would be invisible as a line
         ax.fill_between(b.timesteps, b.low, b.high, color=colors[group], alpha=0.2, linewidth=0)
     ax.set(xlabel="timesteps", ylabel=ylabel,
-           title=f"{title}: learning curves, mean over seeds, 95% bootstrap CI")
+           title=f"{title}: learning curves, mean over seeds, 95% t interval")
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
     fig.savefig(output, dpi=120, bbox_inches="tight")

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..results.rows import ResultRow
     from ..sweepdir.files import SweepDir
 
-CURVES_CAPTION = "learning curves: mean over seeds, 95% bootstrap CI"
+CURVES_CAPTION = "learning curves: mean over seeds, 95% t interval"
 FINAL_CAPTION = "final evaluation return per run"
 
 
@@ -37,7 +37,7 @@ def curves_svg(curves: SweepCurves, colors: dict[str, str], title: str) -> svgpl
     x = svgplot.Scale.numeric([t for b in bands for t in b.timesteps], pad=0.02)
     y = svgplot.Scale.numeric([v for b in bands for part in (b.mean, b.low, b.high) for v in part])
     legend = [(f"{group} (n={b.seeds})", colors[group]) for group, b in curves.bands.items()]
-    axes = svgplot.chart(CURVES_CAPTION, [f"{title}: learning curves, mean over seeds, 95% bootstrap CI"], x, y,
+    axes = svgplot.chart(CURVES_CAPTION, [f"{title}: learning curves, mean over seeds, 95% t interval"], x, y,
                          "timesteps", curves.ylabel, legend=legend, ids="curves")
     for group, b in curves.bands.items():  # every band first, so that no band hides another group's line
         axes.band(b.timesteps, b.low, b.high, colors[group], group)
