@@ -3,10 +3,13 @@ by hand, and against rliable itself where it imports (it does not beside pandas 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 from mjsweep.results.stats import (
+    clopper_pearson,
     improvement_interval,
     iqm,
     iqm_interval,
@@ -50,7 +53,28 @@ def test_the_performance_profile_is_the_fraction_of_runs_strictly_above_each_thr
     fractions, lows, highs = performance_profile([1, 2, 3, 4], [0, 2, 4])
     assert fractions.tolist() == [1.0, 0.5, 0.0]  # 2 is not above 2; nothing is above 4
     assert (lows <= fractions).all() and (fractions <= highs).all()
-    assert lows[0] == highs[0] == 1.0 and lows[2] == highs[2] == 0.0
+    # Clopper-Pearson at 4 of 4, 2 of 4 and 0 of 4: never a point, as the bootstrap's [1, 1] and [0, 0] were.
+    assert (lows[0], highs[0]) == pytest.approx((0.025 ** 0.25, 1.0))
+    assert (lows[1], highs[1]) == pytest.approx((0.0676, 0.9324), abs=1e-4)
+    assert (lows[2], highs[2]) == pytest.approx((0.0, 1 - 0.025 ** 0.25))
+
+
+def test_clopper_pearson_is_scipys_beta_quantiles():
+    beta = pytest.importorskip("scipy.stats").beta
+    for hits, n in [(0, 3), (3, 3), (1, 4), (2, 5), (7, 20), (19, 20)]:
+        low = 0.0 if hits == 0 else beta.ppf(0.025, hits, n - hits + 1)
+        high = 1.0 if hits == n else beta.ppf(0.975, hits + 1, n - hits)
+        assert clopper_pearson(hits, n) == pytest.approx((low, high), abs=1e-12)
+
+
+def test_clopper_pearson_holds_every_true_fraction_at_its_level():
+    # Counted exactly, not simulated: for each true p the chance that the interval of the hits holds p.
+    for n in range(1, 26):
+        bounds = [clopper_pearson(k, n) for k in range(n + 1)]
+        for p in np.linspace(0.0, 1.0, 401):
+            held = sum(math.comb(n, k) * p ** k * (1 - p) ** (n - k)
+                       for k, (low, high) in enumerate(bounds) if low <= p <= high)
+            assert held >= 0.95 - 1e-9, (n, p, held)
 
 
 RLIABLE_CASES = {
@@ -68,11 +92,10 @@ def test_the_numbers_are_rliables_on_the_same_arrays():
     assert iqm(x) == pytest.approx(metrics.aggregate_iqm(x))
     assert probability_of_improvement(x, y) == pytest.approx(metrics.probability_of_improvement(x, y))
     taus = np.linspace(0.0, 20.0, 9)
-    ours, lows, highs = performance_profile(x, taus)
-    theirs, theirs_ci = rly.create_performance_profile({"x": x}, taus, reps=20_000)
-    assert ours == pytest.approx(theirs["x"])
+    ours, _, _ = performance_profile(x, taus)
+    theirs, _ = rly.create_performance_profile({"x": x}, taus, reps=20_000)
+    assert ours == pytest.approx(theirs["x"])  # the band is Clopper-Pearson's now, not rliable's bootstrap
     # Intervals from other random draws agree to within bootstrap noise.
-    assert lows == pytest.approx(theirs_ci["x"][0], abs=0.06) and highs == pytest.approx(theirs_ci["x"][1], abs=0.06)
     _, cis = rly.get_interval_estimates({"x": x}, lambda s: np.array([metrics.aggregate_iqm(s)]), reps=20_000)
     assert iqm_interval(x) == pytest.approx((cis["x"][0][0], cis["x"][1][0]), rel=0.05)
     _, poi_cis = rly.get_interval_estimates({"x,y": (x, y)}, lambda a, b: np.array([

@@ -53,7 +53,7 @@ class Decisions:
                       f"{folder.report_matrix_svg.name}: P(row > column) with its 95% interval, a bold, outlined "
                       "cell when the pair's test separates it (the family-wise error held at 5%); "
                       f"{folder.report_profile_svg.name}: the fraction of each group's runs whose final return is "
-                      "above tau, with a 95% stratified-bootstrap band."]
+                      "above tau, with its exact (Clopper-Pearson) 95% band."]
         else:
             lines.append(f"No figures: {self.why_no_figures}.")
         return "\n".join(lines + ["", self.seeds_sentence()]) + "\n"
@@ -117,10 +117,10 @@ def _matrix_cell(cell: comparelib.Comparison, n: int) -> svgplot.Cell:
 
 
 def profile_svg(profiles: comparelib.Profiles, title: str) -> svgplot.Svg:
-    """Each group's fraction of runs above tau as a step line, with its stratified-bootstrap band."""
+    """Each group's fraction of runs above tau as a step line, with its Clopper-Pearson band."""
     count = len(profiles.groups)
     legend = [(label(p.group, p.seeds), svgplot.color(k, count)) for k, p in enumerate(profiles.groups)]
-    axes = svgplot.chart(PROFILE_CAPTION, [f"{title}: performance profiles, 95% stratified-bootstrap band"],
+    axes = svgplot.chart(PROFILE_CAPTION, [f"{title}: performance profiles, exact 95% band"],
                          svgplot.Scale.numeric(profiles.taus), svgplot.Scale.numeric([], limits=(-0.02, 1.02)),
                          "final evaluation return τ", "fraction of runs with a return above τ", legend=legend,
                          ids="profile")
