@@ -15,8 +15,9 @@ from helpers.fake_launcher import FakeClock, FakeLauncher, Script
 from helpers.fake_sweep import make_run, result
 from helpers.models import REPO, TINY_XML
 from mjsweep.errors import SpecError
+from mjsweep.results import stats
 from mjsweep.robots import variants as variantlib
-from mjsweep.search import prune
+from mjsweep.search import objective, prune
 from mjsweep.search.journal import replay
 from mjsweep.search.ranking import best_block, ranked, to_dicts, to_markdown
 from mjsweep.search.samplers import RandomSampler, SobolSampler, make_sampler
@@ -266,6 +267,19 @@ def test_ranked_trials_and_the_best_block(tmp_path):
     assert markdown.splitlines()[4].startswith("| 1 | walker | 1 | complete | 5.00 | - | 1/1 |")
     assert markdown.rstrip().endswith("```") and best_block(rows[0]).rstrip() in markdown
     assert [(d["rank"], d["number"], d["value"]) for d in to_dicts(rows)] == [(1, 1, 5.0), (2, 2, 3.0), (3, 0, 1.0)]
+
+
+def test_a_trials_interval_is_its_objectives_the_iqms(tmp_path):
+    source, spec, sweep_dir = source_for(tmp_path, trials=1, seeds_per_trial=5)
+    runs = [source.next_run() for _ in range(5)]
+    for run, value in zip(runs, (1.0, 2.0, 3.0, 4.0, 50.0), strict=True):
+        finish(sweep_dir, source, run, value)
+    (sweep_dir.path / "sweep.yaml").write_text(yaml.safe_dump(spec.model_dump(mode="json")))
+    [row] = ranked(sweep_dir, spec.search)
+    # The objective is the IQM (2, 3, 4: 3.0), and its interval is the IQM's, not the mean's (12.0 +- 27).
+    assert row.value == 3.0 and row.ci == stats.iqm_t_interval([1.0, 2.0, 3.0, 4.0, 50.0])
+    assert row.ci is not None and row.ci[0] < 3.0 < row.ci[1] < 12.0
+    assert objective.confidence([1.0, 2.0], "cpu_seconds") is None  # a cost is a total, not an estimate
 
 
 def test_a_grid_splits_the_search_into_studies_and_searched_labels_make_families(tmp_path):

@@ -12,7 +12,7 @@ import math
 from functools import lru_cache
 from pathlib import Path
 
-from ..results.stats import iqm, mean_interval, mean_over_span
+from ..results.stats import iqm, iqm_t_interval, mean_over_span
 from ..robots.variants import compile_model, design_metrics
 from ..spec.searchspace import COST_METRICS, INFO_PREFIX, MODEL_METRICS, info_key
 from ..sweepdir.csvfiles import read_evaluations
@@ -83,11 +83,13 @@ def _design(xml: str) -> dict[str, float] | None:
         return None
 
 
-def confidence(values: list[float]) -> tuple[float, float] | None:
-    """The 95% Student's t interval of the mean over seeds; None for fewer than two."""
-    if len(values) < 2:
+def confidence(values: list[float], metric: str) -> tuple[float, float] | None:
+    """The 95% interval of a trial's objective over its seeds: the IQM's trimmed-mean t interval (the mean's t
+    interval under 4 seeds), as the objective is their IQM; None for fewer than two seeds, and for a cost
+    metric, whose objective is what the seeds cost in all, not an estimate."""
+    if len(values) < 2 or metric in COST_METRICS:
         return None
-    return mean_interval(values)
+    return iqm_t_interval(values)
 
 
 def evaluations(path: Path) -> list[tuple[int, float]]:

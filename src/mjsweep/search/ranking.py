@@ -29,7 +29,7 @@ class TrialRow:
     """Seeds with a value (succeeded runs)."""
     seeds: int
     ci: tuple[float, float] | None
-    """The first objective's 95% Student's t interval of the mean over seeds."""
+    """The first objective's 95% interval over seeds (objective.confidence)."""
     pareto_rank: int | None = None
     """A complete trial's front within its study, 0 for the Pareto front (multi-objective searches)."""
     cpu_s: float | None = None
@@ -67,7 +67,7 @@ def ranked(sweep_dir: SweepDir, search: SearchSpec) -> list[TrialRow]:
     rows = []
     for rec in replay(sweep_dir.trials_jsonl):
         values = [v for run_id in rec.runs if (v := run_value(sweep_dir.run(run_id), search.metric)) is not None]
-        rows.append(TrialRow(rec, len(values), len(rec.runs), confidence(values),
+        rows.append(TrialRow(rec, len(values), len(rec.runs), confidence(values, search.metric),
                              cpu_s=_cost(sweep_dir, rec, "cpu_seconds"), env_steps=_cost(sweep_dir, rec, "env_steps")))
     if search.multi:
         rows = _with_fronts(rows, [o.maximize for o in search.objective])
