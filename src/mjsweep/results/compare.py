@@ -220,7 +220,7 @@ class Profile:
     fraction: list[float]
     low: list[float]
     high: list[float]
-    """The fraction's percentile interval over stratified-bootstrap resamples of the group's runs."""
+    """The fraction's exact (Clopper-Pearson) interval over the group's runs."""
 
 
 @dataclass(frozen=True)

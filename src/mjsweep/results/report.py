@@ -177,8 +177,9 @@ def failed_runs(rows: list[ResultRow]) -> list[tuple[str, str]]:
 
 def to_markdown(groups: list[GroupRow], title: str, warnings: list[str],
                 failed: list[tuple[str, str]] | None = None) -> str:
-    lines = [f"# {title}", "", "Final evaluation return over seeds, best first (95% CI: percentile bootstrap).",
-             "", "| " + " | ".join(ReportRow.columns()) + " |", "|" + "---|" * len(ReportRow.columns())]
+    lines = [f"# {title}", "", "Final evaluation return over seeds, best first (95% CI: Student's t interval of "
+             "the mean; IQM 95% CI: trimmed-mean t interval).", "",
+             "| " + " | ".join(ReportRow.columns()) + " |", "|" + "---|" * len(ReportRow.columns())]
     lines += ["| " + " | ".join(c.replace("|", "\\|") or "-" for c in cells) + " |" for cells in
               (row.cells() for row in report_rows(groups))]
     if failed:

@@ -169,7 +169,7 @@ def report(
 
     folder = SweepDir(sweep_dir)
     view = read_sweep(folder.path)
-    # The figures cost a second or two (matplotlib, the bootstrap of every pair): drawn when asked for, and for
+    # The figures cost time (every pair's interval, every profile): drawn when asked for, and for
     # report.html, which draws figures anyway and is what a sweep's results are shared as.
     report = reportapi.build(folder, status_warnings=[str(w) for w in view.warnings], all_specs=all_specs,
                              rank=rank, compare=compare, names=names,
