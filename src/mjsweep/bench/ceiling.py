@@ -7,6 +7,11 @@ real returns saves more. For a fixed design that needs `fixed_seeds` each for th
 set so that it has exactly that power; every family and every max is tried, and the least expected seeds at
 that power is the ceiling. Run `python -m mjsweep.bench.ceiling 4.31 7.18 11.2` for the ceilings at those fixed
 seed counts (docs/statistics.md shows them).
+
+With `--spread estimated` the spread is not known: both designs use the two-sample t statistic, the spread
+estimated from the seeds at hand, still on normal returns (the test a parametric design would use, and the
+best one there). The effect is the one above; the fixed design is the t-test's at that effect (the seeds each
+it needs for the power, linear between seed counts), and the saving is against it.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from ..results import sequential
+from ..results import sequential, stats
 
 Spending = Callable[[float], float]
 """The share of the error spent by information fraction t (0 to 1)."""
@@ -60,6 +65,33 @@ def z_paths(rng: np.random.Generator, paths: int, seeds: int, drift: float) -> n
     return np.abs(np.cumsum(steps, axis=1) / np.sqrt(2.0 * n))
 
 
+def t_paths(rng: np.random.Generator, paths: int, seeds: int, drift: float) -> np.ndarray:
+    """paths x seeds: |t| after each seed of two groups of unit-variance normal returns whose means differ by
+    `drift`, the pooled spread estimated from the seeds so far (0 at one seed, where it has none)."""
+    a = rng.standard_normal((paths, seeds)) + drift
+    b = rng.standard_normal((paths, seeds))
+    n = np.arange(1, seeds + 1)
+    out = np.zeros((paths, seeds))
+    mean_a, mean_b = np.cumsum(a, axis=1) / n, np.cumsum(b, axis=1) / n
+    squares = np.cumsum(a * a, axis=1) + np.cumsum(b * b, axis=1) - n * (mean_a ** 2 + mean_b ** 2)
+    more = n > 1
+    pooled = squares[:, more] / (2 * n[more] - 2)
+    out[:, more] = np.abs(mean_a - mean_b)[:, more] / np.sqrt(pooled * 2 / n[more])
+    return out
+
+
+def fixed_t_seeds(alt: np.ndarray, alpha: float, power: float) -> float | None:
+    """The seeds each a fixed two-sample t-test needs for `power` on the alternative's t paths (linear between
+    seed counts, as the bench reads its fixed designs); None if the paths are too short."""
+    below: tuple[int, float] | None = None
+    for n in range(2, alt.shape[1] + 1):
+        reached = float((alt[:, n - 1] >= stats.t_quantile(1 - alpha, 2 * n - 2)).mean())
+        if reached >= power:
+            return float(n) if below is None else below[0] + (power - below[1]) / (reached - below[1])
+        below = (n, reached)
+    return None
+
+
 def boundaries(null: np.ndarray, first: int, top: int, alpha: float, spending: Spending) -> np.ndarray:
     """The |Z| each look from `first` to `top` seeds must reach, so that null paths cross no more often than
     the error spent by then (each look spends what the earlier ones left)."""
@@ -90,15 +122,22 @@ def design(null: np.ndarray, alt: np.ndarray, first: int, top: int, alpha: float
 
 
 def ceiling(fixed_seeds: float, first: int = 3, alpha: float = 0.05, power: float = 0.9,
-            paths: int = 100_000, seed: int = 0) -> Ceiling:
+            paths: int = 100_000, seed: int = 0, spread_known: bool = True) -> Ceiling:
     """The least expected seeds each of any family and max at `power`, against a fixed design needing
-    `fixed_seeds` each (linear between two maxima, as the bench reads its designs)."""
+    `fixed_seeds` each (linear between two maxima, as the bench reads its designs). With the spread not known,
+    both designs use the t statistic at the same effect, and the fixed design is the t-test's."""
     normal = NormalDist()
     drift = (normal.inv_cdf(1 - alpha / 2) + normal.inv_cdf(power)) * math.sqrt(2.0 / fixed_seeds)
     largest = max(first + 1, math.ceil(4 * fixed_seeds))
     rng = np.random.default_rng(seed)
-    null = z_paths(rng, paths, largest, 0.0)
-    alt = z_paths(rng, paths // 2, largest, drift)
+    if spread_known:
+        null, alt = z_paths(rng, paths, largest, 0.0), z_paths(rng, paths // 2, largest, drift)
+    else:
+        null, alt = t_paths(rng, paths, largest, 0.0), t_paths(rng, paths // 2, largest, drift)
+        t_fixed = fixed_t_seeds(alt, alpha, power)
+        if t_fixed is None:
+            raise ValueError(f"no fixed t design up to {largest} seeds each reaches power {power}")
+        fixed_seeds = t_fixed
     best: Ceiling | None = None
     for name, spending in FAMILIES.items():
         below: tuple[float, float] | None = None
@@ -120,12 +159,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m mjsweep.bench.ceiling", description=__doc__.split("\n\n")[0])
     parser.add_argument("fixed_seeds", nargs="+", type=float, help="seeds each the fixed design needs")
     parser.add_argument("--min", type=int, default=3, help="the seeds each of the first look")
+    parser.add_argument("--spread", choices=["known", "estimated"], default="known",
+                        help="z-test with the spread known, or t-test with it estimated from the seeds")
     args = parser.parse_args(argv)
-    print("| fixed seeds | ideal adaptive seeds | seeds saved | spending | max |")
-    print("|---|---|---|---|---|")
+    known = args.spread == "known"
+    print(f"| z-test's fixed seeds | {'fixed seeds' if known else 't-test fixed seeds'} | ideal adaptive seeds | "
+          "seeds saved | spending | max |")
+    print("|---|---|---|---|---|---|")
     for n in args.fixed_seeds:
-        c = ceiling(n, first=args.min)
-        print(f"| {n:g} | {c.expected_seeds:.2f} | {c.saving:.0%} | {c.spending} | {c.max_seeds} |", flush=True)
+        c = ceiling(n, first=args.min, spread_known=known)
+        print(f"| {n:g} | {c.fixed_seeds:.2f} | {c.expected_seeds:.2f} | {c.saving:.0%} | {c.spending} | "
+              f"{c.max_seeds} |", flush=True)
 
 
 if __name__ == "__main__":
