@@ -60,6 +60,7 @@ def test_a_sweep_run_from_python_is_read_back_compared_and_its_best_policy_acts(
     assert len(policy.rollout(20, seed=0)) == 20
 
 
+@pytest.mark.slow
 def test_a_normalized_off_policy_and_a_recurrent_policy_act_through_the_api(tmp_path):
     pytest.importorskip("sb3_contrib")
     spec = {**tiny_sweep(), "variants": [{"name": "walker", "xml": str(TINY_XML)}], "seeds": 1, "normalize": True,

@@ -290,6 +290,7 @@ def test_recommendation_is_kept_per_machine_kind(tmp_path: Path, monkeypatch):
     assert recommend.load(2) is None  # a broken cache never stops a sweep
 
 
+@pytest.mark.slow
 def test_sweep_run_uses_the_measured_workers_and_says_so(tmp_path: Path, tiny_spec):
     cores = len(os.sched_getaffinity(0))
     recommend.save(1, cores, "HalfCheetah-v5", 100.0)  # into this test's private cache (conftest)

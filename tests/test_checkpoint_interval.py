@@ -37,6 +37,7 @@ def _train(tmp_path: Path, tiny_spec: dict, name: str, every_s: float | None) ->
     return run_dir
 
 
+@pytest.mark.slow
 def test_a_run_shorter_than_checkpoint_every_checkpoints_by_time_and_computes_the_same(tmp_path, tiny_spec):
     """checkpoint_every (1,000,000) is far beyond the run (512 steps); a tiny time interval still gives it
     resume points, and saving them changes nothing the run computes."""

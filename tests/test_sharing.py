@@ -79,6 +79,7 @@ def shadowed_far_floor(frame: np.ndarray, edge: int = 3) -> int:
     return int(np.sum((band >= 12) & (band < 30) & ~near_black))
 
 
+@pytest.mark.slow
 @needs_gl
 def test_video_of_each_variant_has_the_frames_its_seconds_ask_for(trained):
     import imageio.v2 as imageio
