@@ -265,8 +265,13 @@ def clopper_pearson(hits: int, n: int, confidence: float = CONFIDENCE) -> tuple[
 
 
 def _binomial_at_least(k: int, n: int, p: float) -> float:
-    """P(X >= k) for X ~ Binomial(n, p)."""
-    return math.fsum(math.comb(n, j) * p ** j * (1 - p) ** (n - j) for j in range(k, n + 1))
+    """P(X >= k) for X ~ Binomial(n, p), 0 < p < 1, its terms summed in logs (C(n, j) outgrows a float
+    beyond about a thousand runs)."""
+    log_factorial = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, n + 1)))])
+    j = np.arange(k, n + 1)
+    log_terms = (log_factorial[n] - log_factorial[j] - log_factorial[n - j]
+                 + j * math.log(p) + (n - j) * math.log1p(-p))
+    return float(np.exp(log_terms).sum())
 
 
 def _solve(increasing: Callable[[float], float]) -> float:
