@@ -62,13 +62,10 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, confidence: float = CONFI
 def t_quantile(confidence: float, df: int) -> float:
     """The t with P(|T| <= t) = confidence for Student's t with `df` degrees of freedom (cached: a report asks
     for the same few hundred times)."""
-    low, high = 0.0, 1.0
+    high = 1.0
     while _t_central(high, df) < confidence:
         high *= 2
-    for _ in range(100):
-        middle = (low + high) / 2
-        low, high = (middle, high) if _t_central(middle, df) < confidence else (low, middle)
-    return high
+    return _solve(lambda t: _t_central(t, df) - confidence, high=high, steps=100)
 
 
 def _t_central(t: float, df: int) -> float:
@@ -93,12 +90,8 @@ def mean_interval(values: Sequence[float] | np.ndarray, confidence: float = CONF
     """Student's t interval of the mean over seeds: mean +- t(n - 1) s / sqrt(n). Exact for normal returns at
     every seed count, where a percentile bootstrap of 2 to 5 seeds holds the mean in about 50-83% of sweeps
     (`python -m mjsweep.bench.coverage --table mean`); [value, value] for a single value."""
-    x = np.asarray(values, dtype=float)
-    mean = float(x.mean())
-    if x.size < 2:
-        return mean, mean
-    half = t_quantile(confidence, x.size - 1) * float(x.std(ddof=1)) / math.sqrt(x.size)
-    return mean - half, mean + half
+    low, high = mean_band(np.asarray(values, dtype=float)[:, None], confidence)
+    return float(low[0]), float(high[0])
 
 
 def iqm_t_interval(values: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -151,7 +144,8 @@ def _trimmed_variance(sorted_values: np.ndarray) -> tuple[float, int]:
 
 
 def mean_band(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
-    """`mean_interval` of each column of seeds x points (a learning curve's band); the mean itself with one seed."""
+    """Student's t interval of the mean of each column of seeds x points, mean +- t(n - 1) s / sqrt(n): a
+    learning curve's band, one per timestep (`mean_interval` is one column); the mean itself with one seed."""
     x = np.asarray(values, dtype=float)
     mean = x.mean(axis=0)
     if x.shape[0] < 2:
@@ -274,13 +268,14 @@ def _binomial_at_least(k: int, n: int, p: float) -> float:
     return float(np.exp(log_terms).sum())
 
 
-def _solve(increasing: Callable[[float], float]) -> float:
-    """The root in [0, 1] of a function increasing in p, by bisection to a float's resolution."""
-    low, high = 0.0, 1.0
-    for _ in range(60):
+def _solve(increasing: Callable[[float], float], high: float = 1.0, steps: int = 60) -> float:
+    """The root in [0, high] of an increasing function, by bisection: the upper end of the last bracket, which
+    60 halvings of [0, 1] bring to a float's resolution."""
+    low = 0.0
+    for _ in range(steps):
         middle = (low + high) / 2
         low, high = (middle, high) if increasing(middle) < 0 else (low, middle)
-    return (low + high) / 2
+    return high
 
 
 def mean_over_span(timesteps: Sequence[float], returns: Sequence[float]) -> float | None:
