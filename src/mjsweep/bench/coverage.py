@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import zlib
+from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -79,6 +81,12 @@ def bootstrap_coverage(distribution: str, effect: float, seeds: int, sweeps: int
     return held / sweeps
 
 
+def _share_holding(intervals: Iterable[tuple[Any, Any]], truth: float) -> float:
+    """The share of the (low, high) intervals that hold `truth`."""
+    lows, highs = np.array(list(intervals), dtype=float).T
+    return float(((lows <= truth) & (truth <= highs)).mean())
+
+
 TRUE_MEAN = {"normal": 0.0, "heavy": 0.0, "bimodal": FAILING * -4.0}
 """Each distribution's mean: Student's t with 2 degrees of freedom has one (0), though not a variance."""
 
@@ -87,12 +95,8 @@ def mean_coverage(distribution: str, seeds: int, sweeps: int = 4000, seed: int =
                   ) -> float:
     """The share of simulated groups whose mean interval (t, or the bootstrap's) holds the true mean."""
     values = draw(distribution, _rng(seed, "mean", distribution, seeds), (sweeps, seeds))
-    truth = TRUE_MEAN[distribution]
-    if bootstrap:
-        lows, highs = np.array([stats.bootstrap_ci(v, resamples=BOOTSTRAP_RESAMPLES) for v in values]).T
-    else:
-        lows, highs = np.array([stats.mean_interval(v) for v in values]).T
-    return float(((lows <= truth) & (truth <= highs)).mean())
+    interval = (lambda v: stats.bootstrap_ci(v, resamples=BOOTSTRAP_RESAMPLES)) if bootstrap else stats.mean_interval
+    return _share_holding(map(interval, values), TRUE_MEAN[distribution])
 
 
 @lru_cache(maxsize=8)
@@ -108,9 +112,7 @@ def iqm_coverage(distribution: str, seeds: int, sweeps: int = 4000, seed: int = 
     the distribution's interquartile mean."""
     values = draw(distribution, _rng(seed, "iqm", distribution, seeds), (sweeps, seeds))
     interval = (lambda v: stats.iqm_interval(v, resamples=BOOTSTRAP_RESAMPLES)) if bootstrap else stats.iqm_t_interval
-    lows, highs = np.array([interval(v) for v in values]).T
-    truth = true_iqm(distribution)
-    return float(((lows <= truth) & (truth <= highs)).mean())
+    return _share_holding(map(interval, values), true_iqm(distribution))
 
 
 def gap_coverage(distribution: str, tuned: int, fresh: int, sweeps: int = 4000, seed: int = 0,
@@ -120,8 +122,8 @@ def gap_coverage(distribution: str, tuned: int, fresh: int, sweeps: int = 4000, 
     rng = _rng(seed, "gap", distribution, tuned, fresh)
     a, b = draw(distribution, rng, (sweeps, tuned)), draw(distribution, rng, (sweeps, fresh))
     if not bootstrap:
-        bounds = [stats.iqm_difference_interval(x, y) or (-np.inf, np.inf) for x, y in zip(a, b, strict=True)]
-        return float(np.mean([low <= 0.0 <= high for low, high in bounds]))
+        return _share_holding((stats.iqm_difference_interval(x, y) or (-np.inf, np.inf)
+                               for x, y in zip(a, b, strict=True)), 0.0)
     boot = _rng("bootstrap", seed)
     held = 0
     for x, y in zip(a, b, strict=True):
