@@ -25,6 +25,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ..results import sequential, stats
+from .decisions import seeds_for_power
 
 Spending = Callable[[float], float]
 """The share of the error spent by information fraction t (0 to 1)."""
@@ -83,13 +84,9 @@ def t_paths(rng: np.random.Generator, paths: int, seeds: int, drift: float) -> n
 def fixed_t_seeds(alt: np.ndarray, alpha: float, power: float) -> float | None:
     """The seeds each a fixed two-sample t-test needs for `power` on the alternative's t paths (linear between
     seed counts, as the bench reads its fixed designs); None if the paths are too short."""
-    below: tuple[int, float] | None = None
-    for n in range(2, alt.shape[1] + 1):
-        reached = float((alt[:, n - 1] >= stats.t_quantile(1 - alpha, 2 * n - 2)).mean())
-        if reached >= power:
-            return float(n) if below is None else below[0] + (power - below[1]) / (reached - below[1])
-        below = (n, reached)
-    return None
+    points = [(float(n), float((alt[:, n - 1] >= stats.t_quantile(1 - alpha, 2 * n - 2)).mean()))
+              for n in range(2, alt.shape[1] + 1)]
+    return seeds_for_power(points, power)
 
 
 def boundaries(null: np.ndarray, first: int, top: int, alpha: float, spending: Spending) -> np.ndarray:

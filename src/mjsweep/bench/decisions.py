@@ -209,7 +209,12 @@ def _adaptive_block(groups: int, policy: AdaptiveSeeds, sample: Sampler, shift: 
 def equal_power_seeds(curve: list[Outcome], power: float) -> float | None:
     """The seeds each a fixed design needs for `power`, read off fixed designs at increasing seed counts
     (linear between two counts); None when the largest does not reach it."""
-    points = [(o.seeds_per_group, o.power or 0.0) for o in curve]
+    return seeds_for_power([(o.seeds_per_group, o.power or 0.0) for o in curve], power)
+
+
+def seeds_for_power(points: list[tuple[float, float]], power: float) -> float | None:
+    """The seeds each for `power`, read off (seeds each, power) points at increasing seed counts, however their
+    power was found (linear between two counts); None when the last does not reach it."""
     for (n0, p0), (n1, p1) in zip(points, points[1:], strict=False):
         if p0 >= power:
             return n0
