@@ -139,6 +139,7 @@ def test_cli_report_formats_and_files(tmp_path):
     assert rows[1]["grid"] == "ppo.gamma=0.9" and rows[1]["failed"] == "1"
     md = (tmp_path / "report.md").read_text()
     assert md.count("\n| ") == 4 and "| a | - | 4 | 4 | 0 | 40 | 40.8248 | 25 |" in md
+    assert "95% CI: Student's t interval of the mean; IQM 95% CI: trimmed-mean t interval" in md
 
     assert runner.invoke(app, ["report", str(tmp_path), "-f", "csv"]).stdout == (tmp_path / "report.csv").read_text()
     table = runner.invoke(app, ["report", str(tmp_path)]).stdout
