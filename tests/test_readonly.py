@@ -72,9 +72,11 @@ disk = sys.argv[1]
 sweep = SweepDir(Path(disk) / "sweep")
 run = run_spec("walker", 0)
 make_run(sweep.path, run)
-# The worker writes its result, then the disk goes read-only under the launcher, as a failing disk does.
+# The worker writes its result, then the disk goes read-only under the launcher, as a failing disk does. A
+# remount fails (EBUSY, exit 32) while a file on the disk is open for writing, as the launcher's status file
+# is for an instant: it is tried again until it takes.
 finish = ("echo '{\\"eval_mean_return\\": 1.0}' > result.json && exec >/dev/null 2>&1 && "
-          f"mount -o remount,ro {disk}")
+          f"for i in $(seq 100); do mount -o remount,ro {disk} && exit 0; sleep 0.05; done; exit 32")
 events = []
 options = SchedulerOptions(max_workers=1, poll_s=0.05, memory_guard=False)
 outcome = Scheduler(LocalLauncher(command=lambda run_dir: ["sh", "-c", finish]), sweep, options,
