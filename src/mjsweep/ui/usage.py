@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import typer
-from typer import Abort
-from typer._click.exceptions import BadParameter, ClickException, MissingParameter, NoArgsIsHelpError, UsageError
+from typer import Abort, BadParameter
 from typer.core import TyperGroup
 
 from ..errors import InputError, os_words
@@ -21,6 +20,23 @@ from . import console_tables as tables
 
 EXIT_FAILED = 1
 EXIT_INVALID = 2
+
+
+def _click_base(name: str) -> type[Exception]:
+    """click's exception class `name` among typer's public BadParameter's bases: typer depends on click before
+    0.26 and vendors it since, so no one import path names these classes in every version the bounds allow."""
+    return next(cls for cls in BadParameter.__mro__ if cls.__name__ == name)
+
+
+ClickException: Any = _click_base("ClickException")  # Any: mypy takes neither as a type
+UsageError: Any = _click_base("UsageError")
+
+
+def _is_a(exc: BaseException, name: str) -> bool:
+    """Whether `exc` is of click's class `name` (MissingParameter, NoArgsIsHelpError: subclasses of the
+    bases above, so not reachable from them; NoArgsIsHelpError is new in click 8.2)."""
+    return any(cls.__name__ == name for cls in type(exc).__mro__)
+
 
 NOT_ONE_OF = re.compile(r"is not one of (.*?)\.?$")
 
@@ -75,10 +91,10 @@ def parse_interval(text: str) -> float | None:
     return None if text in ("0", "off") else parse_duration(text) or None
 
 
-def usage_line(exc: ClickException, args: Sequence[str]) -> str:
+def usage_line(exc: Any, args: Sequence[str]) -> str:
     """The line after `error: ` for a parsing error; `args` is the command line it came from, where the value
     a BadParameter refused is found (the error itself does not always carry it)."""
-    if isinstance(exc, BadParameter) and not isinstance(exc, MissingParameter) and exc.param is not None:
+    if isinstance(exc, BadParameter) and not _is_a(exc, "MissingParameter") and exc.param is not None:
         hint = exc.param_hint if isinstance(exc.param_hint, str) else _hint(exc.param.opts)
         value = given(args, exc.param.opts, exc.param.envvar)
         shown = f" {value!r}" if value is not None else ""
@@ -87,9 +103,9 @@ def usage_line(exc: ClickException, args: Sequence[str]) -> str:
     return text[:1].lower() + text[1:]
 
 
-def usage_exit(exc: ClickException) -> bool:
+def usage_exit(exc: Exception) -> bool:
     """Whether `exc` is a usage error said in one line (no arguments at all shows the help instead)."""
-    return isinstance(exc, UsageError) and not isinstance(exc, NoArgsIsHelpError)
+    return isinstance(exc, UsageError) and not _is_a(exc, "NoArgsIsHelpError")
 
 
 def given(args: Sequence[str], opts: Sequence[str], envvar: str | Sequence[str] | None = None) -> str | None:
