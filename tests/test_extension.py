@@ -20,6 +20,7 @@ from mjsweep.plan.planned import Action, Reason
 from mjsweep.robots.variants import Variant
 from mjsweep.spec.loading import parse
 from mjsweep.spec.locator import SpecLocator
+from mjsweep.sweepdir.csvfiles import short_last_row
 from mjsweep.sweepdir.files import RunDir, SweepDir, write_model
 from mjsweep.sweepdir.models import CheckpointRecord, RunSpec, RunState, Timing
 
@@ -101,6 +102,18 @@ def test_the_dry_run_prices_only_the_steps_past_the_checkpoint_at_the_finished_r
     assert pricing.cost.wall_s == pytest.approx((8192 - 3072 + 8192) / 512.0)  # the finished runs' speed
 
 
+def test_a_finished_runs_short_last_progress_row_is_found_and_no_other():
+    header = b"iteration,timesteps,wall_s,fps,ep_rew_mean,ep_len_mean,rollout_s,train_s\r\n"
+    rows = [b"1,1000,1.0,1000.0,,,0.5,0.5\r\n", b"2,2000,2.0,1000.0,,,0.5,0.5\r\n", b"3,2048,2.1,1000.0,,,0.0,0.0\r\n"]
+    data = header + b"".join(rows)
+    assert short_last_row(data, 2048, 1000) == len(data) - len(rows[-1])
+    assert short_last_row(data, 2000, 1000) is None  # not the row at the checkpoint's timesteps
+    assert short_last_row(data, 2048, 1) is None  # PPO's rows: one per iteration, however long
+    assert short_last_row(header + rows[0], 1000, 1000) is None  # a whole row
+    assert short_last_row(header + b"1,96,0.1,960.0,,,0.1,0.0\r\n", 96, 1000) == len(header)
+    assert short_last_row(header, 0, 1000) is None
+
+
 def columns(path: Path, *names: str) -> list[tuple[str, ...]]:
     return [tuple(row[n] for n in names) for row in csv.DictReader(path.open())]
 
@@ -163,6 +176,9 @@ def test_a_sac_run_extended_from_4096_to_8192_steps_reproduces_the_run_trained_t
                       "checkpoint_every": 1024, "normalize": True, "eval": {"episodes": 1, "every": 2048}})
     extended, fresh = extended_and_verified(tmp_path, tiny_spec, 4096, 8192)
     assert json.loads((extended / "result.json").read_text())["replay_buffer_resumed"] == 4096
+    # a row per 1,000 timesteps, as the fresh run writes them: not the finished run's last row, at 4,096
+    assert columns(extended / "progress.csv", "iteration", "timesteps") == \
+        columns(fresh / "progress.csv", "iteration", "timesteps")
     assert columns(extended / "evaluations.csv", "timesteps", "returns") == \
         columns(fresh / "evaluations.csv", "timesteps", "returns")
     assert checkpoints_at(extended) == checkpoints_at(fresh) == [7168, 8192]

@@ -417,7 +417,8 @@ def _write_sweep_files(plan: SweepPlan, runs: list[RunSpec], extends: dict[str, 
         run_dir = plan.sweep_dir.run(run.run_id)
         write_run_dir(run_dir, run, generated.get(run.variant))
         if run.run_id in extends:
-            start_from(plan.sweep_dir.run(extends[run.run_id]), run_dir, keep_best=True)
+            start_from(plan.sweep_dir.run(extends[run.run_id]), run_dir, keep_best=True,
+                       row_steps=ALGOS[run.algo].row_steps)
 
 
 def write_run_dir(run_dir: RunDir, run: RunSpec, xml_text: str | None) -> None:

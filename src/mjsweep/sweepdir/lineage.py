@@ -9,6 +9,7 @@ import shutil
 
 from pydantic import Field
 
+from .csvfiles import short_last_row
 from .files import RunDir, SweepDir, read_lines, read_or_none, write_model
 from .models import FileModel
 
@@ -40,11 +41,13 @@ class SegmentRecord(FileModel):
     """The copied member's previous segment's final evaluation."""
 
 
-def start_from(parent: RunDir, child: RunDir, *, keep_best: bool = False) -> None:
+def start_from(parent: RunDir, child: RunDir, *, keep_best: bool = False, row_steps: int | None = None) -> None:
     """The parent's final checkpoint and its logs up to it, copied into the child's folder: the child's first
     attempt resumes from them. checkpoint.json is written last, so a copy cut short is done again. keep_best:
     the best evaluation's model as the checkpoint saw it comes too (a run extended to more steps, whose best so
-    far is its own); a PBT segment's best starts afresh."""
+    far is its own); a PBT segment's best starts afresh. row_steps (a run extended to more steps): the parent's
+    last progress row is left out where it was the short row of its last iteration, which the longer run never
+    writes (its resume continues the row under way)."""
     if child.checkpoint_json.exists():
         return  # copied already; the child's own checkpoints may have followed
     checkpoint = read_or_none(parent.read_checkpoint)
@@ -53,19 +56,24 @@ def start_from(parent: RunDir, child: RunDir, *, keep_best: bool = False) -> Non
     child.checkpoints.mkdir(exist_ok=True)
     for name in checkpoint.files():
         shutil.copyfile(parent.checkpoints / name, child.checkpoints / name)
+    update: dict = {"earlier": []} if keep_best else {"earlier": [], "best_timesteps": None}
     for source, target, size in ((parent.monitor_csv, child.monitor_csv, checkpoint.monitor_bytes),
                                  (parent.progress_csv, child.progress_csv, checkpoint.progress_bytes),
                                  (parent.evaluations_csv, child.evaluations_csv, checkpoint.evaluations_bytes)):
         if source.exists():
             with open(source, "rb") as fh:
-                target.write_bytes(fh.read(size))
+                data = fh.read(size)
+            if target == child.progress_csv and row_steps is not None \
+                    and (cut := short_last_row(data, checkpoint.timesteps, row_steps)) is not None:
+                data = data[:cut]
+                update.update(progress_bytes=cut, iteration=checkpoint.iteration - 1)
+            target.write_bytes(data)
     at = checkpoint.best_timesteps
     if keep_best and at is not None:  # the child's resume makes it its best (BestModel.rewind)
         child.best.mkdir(exist_ok=True)
         for source in (parent.best_model(at), parent.best_vecnormalize_at(at)):
             if source.exists():
                 shutil.copyfile(source, child.best / source.name)
-    update: dict = {"earlier": []} if keep_best else {"earlier": [], "best_timesteps": None}
     write_model(child.checkpoint_json, checkpoint.model_copy(update=update))
 
 
