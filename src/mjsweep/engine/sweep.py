@@ -236,20 +236,22 @@ def decide(plan: SweepPlan) -> list[PlannedRun]:
     if spec.search is not None or spec.pbt is not None or spec.adaptive_seeds is not None \
             or not any(p.action is Action.START for p in decided):
         return decided  # those hand out their runs as they go: each starts from 0 (or its segment's parent)
-    finished = extension.by_key(_finished_runs(plan.sweep_dir, {r.run_id for r in plan.runs}))
+    keys = {extension.shorter_key(p.run) for p in decided if p.action is Action.START} - {None}
+    finished = extension.by_key(_finished_runs(plan.sweep_dir, {r.run_id for r in plan.runs}, keys))
     return [_extended(p, extension.extension_of(p.run, finished)) if p.action is Action.START else p
             for p in decided]
 
 
-def _finished_runs(sweep_dir: SweepDir, planned: set[str]) -> list[extension.Finished]:
-    """The runs of the folder that succeeded and this plan does not include, each with its newest checkpoint's
-    timesteps or why it cannot be continued."""
+def _finished_runs(sweep_dir: SweepDir, planned: set[str], keys: set[str | None]) -> list[extension.Finished]:
+    """The runs of the folder that succeeded, this plan does not include and share a shorter_key of `keys`, each
+    with its newest checkpoint's timesteps or why it cannot be continued."""
     found = []
     for run_dir in sweep_dir.run_dirs():
         if run_dir.run_id in planned:
             continue
         spec = read_or_none(partial(read_model, run_dir.spec_json, RunSpec))
-        if spec is not None and succeeded(read_or_none(run_dir.read_status), read_or_none(run_dir.read_result)):
+        if spec is not None and extension.shorter_key(spec) in keys \
+                and succeeded(read_or_none(run_dir.read_status), read_or_none(run_dir.read_result)):
             found.append(extension.Finished(spec, continuable(run_dir)))
     return found
 
