@@ -233,13 +233,19 @@ def decide(plan: SweepPlan) -> list[PlannedRun]:
     continues a finished run of the same content with fewer steps where it can (plan/extension.py)."""
     decided = [_decide_one(run, plan.sweep_dir.run(run.run_id)) for run in plan.runs]
     spec = plan.spec
-    if spec.search is not None or spec.pbt is not None or spec.adaptive_seeds is not None \
-            or not any(p.action is Action.START for p in decided):
+    if spec.search is not None or spec.pbt is not None or spec.adaptive_seeds is not None:
         return decided  # those hand out their runs as they go: each starts from 0 (or its segment's parent)
-    keys = {extension.shorter_key(p.run) for p in decided if p.action is Action.START} - {None}
+    keys = {extension.shorter_key(p.run) for p in decided if _may_extend(p)} - {None}
+    if not keys:
+        return decided
     finished = extension.by_key(_finished_runs(plan.sweep_dir, {r.run_id for r in plan.runs}, keys))
-    return [_extended(p, extension.extension_of(p.run, finished)) if p.action is Action.START else p
-            for p in decided]
+    return [_extended(p, extension.extension_of(p.run, finished)) if _may_extend(p) else p for p in decided]
+
+
+def _may_extend(planned: PlannedRun) -> bool:
+    """A run to start from 0, but one a gone launcher left running: a worker of it may still write into its
+    folder until execute ends it."""
+    return planned.action is Action.START and planned.reason is not Reason.LEFT_RUNNING
 
 
 def _finished_runs(sweep_dir: SweepDir, planned: set[str], keys: set[str | None]) -> list[extension.Finished]:
