@@ -22,6 +22,7 @@ from mjsweep.spec.loading import parse
 from mjsweep.spec.locator import SpecLocator
 from mjsweep.sweepdir.csvfiles import short_last_row
 from mjsweep.sweepdir.files import RunDir, SweepDir, write_model
+from mjsweep.sweepdir.lineage import continuable
 from mjsweep.sweepdir.models import CheckpointRecord, RunSpec, RunState, Timing
 
 VARIANT = Variant("a", Path("/m/a.xml"), "aa" * 32)
@@ -74,7 +75,7 @@ def finished_with_checkpoint(sweep: Path, run: RunSpec, at: int, fps: float) -> 
     """A succeeded run whose newest checkpoint, at `at` timesteps, has its files (exact state too)."""
     run_dir = make_run(sweep, run, RunState.SUCCEEDED, result=result(1.0, fps=fps, timesteps=run.total_timesteps,
                                                                      training_s=run.total_timesteps / fps))
-    run_dir.checkpoints.mkdir()
+    run_dir.checkpoints.mkdir(exist_ok=True)
     names = [f"model_{at}.zip", f"exact_{at}.pkl"]
     for name in names:
         (run_dir.checkpoints / name).write_bytes(b"x")
@@ -82,6 +83,22 @@ def finished_with_checkpoint(sweep: Path, run: RunSpec, at: int, fps: float) -> 
                                                           exact_file=names[1], monitor_bytes=0, progress_bytes=0,
                                                           timing=Timing()))
     return run_dir
+
+
+def test_a_finished_run_can_be_continued_only_from_a_whole_checkpoint_with_exact_state_and_its_best(tmp_path):
+    run_dir = make_run(tmp_path, planned(4096), RunState.SUCCEEDED, result=result(1.0))
+    assert continuable(run_dir) == "it kept no checkpoint"
+    finished_with_checkpoint(tmp_path, planned(4096), 3072, fps=512.0)
+    assert continuable(run_dir) == 3072
+    record = run_dir.read_checkpoint()
+    assert record is not None
+    write_model(run_dir.checkpoint_json, record.model_copy(update={"best_timesteps": 2048}))
+    assert continuable(run_dir) == "the best model its checkpoint saw (at 2,048 steps) is gone"
+    run_dir.best.mkdir()
+    run_dir.best_model(2048).write_bytes(b"x")
+    assert continuable(run_dir) == 3072
+    write_model(run_dir.checkpoint_json, record.model_copy(update={"exact_file": None}))
+    assert continuable(run_dir) == "its checkpoint has no exact state (saved by an earlier version)"
 
 
 def test_the_dry_run_prices_only_the_steps_past_the_checkpoint_at_the_finished_runs_speed(tmp_path):
