@@ -163,6 +163,7 @@ def extended_and_verified(tmp_path: Path, data: dict, shorter: int, longer: int)
     more = run_sweep("run", str(spec))
     assert more.returncode == 0, more.stdout + more.stderr
     [extended] = [d for d in run_dirs(sweep_dir) if d != finished]
+    assert f"extends     {extended.name}: continues {finished.name} from step {at:,}" in more.stdout
     assert f"resuming {extended.name} from {at} timesteps" in (extended / "log.txt").read_text()
     assert json.loads((extended / "result.json").read_text())["timesteps"] == longer
     assert folder_contents(finished) == before  # the finished shorter run stays as it was

@@ -337,7 +337,8 @@ def planned_runs(plan: SweepPlan, order: Order = Order.BREADTH) -> RunsOpener:
             orphans=[p.run.run_id for p in planned if p.reason is Reason.LEFT_RUNNING],
             notes=[*earlier_spec_notes(plan),
                    *(Event(EventKind.WARNING, p.run.run_id, f"{p.note}; running it again")
-                     for p in planned if p.reason is Reason.CORRUPT)],
+                     for p in planned if p.reason is Reason.CORRUPT),
+                   *(Event(EventKind.EXTENDS, p.run.run_id, f"continues {p.note}") for p in planned if p.extends)],
             extends={p.run.run_id: p.extends.source for p in planned if p.extends is not None})
     return open_runs
 
