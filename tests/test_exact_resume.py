@@ -35,6 +35,11 @@ def evaluations(run_dir: Path) -> list[tuple[str, ...]]:
     return [tuple(v for k, v in row.items() if k != "wall_s") for row in rows]
 
 
+def progress_rows(run_dir: Path) -> list[tuple[str, str]]:
+    """progress.csv's (iteration, timesteps) per row: where its rows fall, without their timings."""
+    return [(row["iteration"], row["timesteps"]) for row in csv.DictReader((run_dir / "progress.csv").open())]
+
+
 def parameters(run_dir: Path) -> dict:
     from stable_baselines3.common.save_util import load_from_zip_file
 
@@ -47,6 +52,7 @@ def assert_same_run(one: Path, other: Path) -> None:
 
     assert episodes(one) == episodes(other) and len(episodes(one)) > 3
     assert evaluations(one) == evaluations(other) and evaluations(one)
+    assert progress_rows(one) == progress_rows(other)  # a resumed run goes on with the row under way
     def same(a, b, where: str) -> None:
         if isinstance(a, dict):
             assert isinstance(b, dict) and a.keys() == b.keys(), where

@@ -77,17 +77,23 @@ def price_planned(plan: SweepPlan, planned: list[PlannedRun], slots: int | None,
     """A grid's dry run: the cost of the runs to start or resume, priced by those that succeeded, and how many
     are skipped. at_max: adaptive seeds' every possible run, `planned` being the seeds granted so far."""
     done = [p.run for p in planned if p.action is Action.SKIP]
+    # a finished run that one extends measured the speed of its variant too (its spec but for the total)
+    sources = [p.run.model_copy(update={"run_id": p.extends.source}) for p in planned if p.extends is not None]
     trained = resumed_steps(plan, at_max or planned)
     top = to_run(at_max) if at_max is not None else None
-    return price(plan, to_run(planned), slots, backend, bench, measured=done, done_steps=trained, at_max=top), len(done)
+    return price(plan, to_run(planned), slots, backend, bench, measured=done + sources, done_steps=trained,
+                 at_max=top), len(done)
 
 
 def resumed_steps(plan: SweepPlan, planned: list[PlannedRun]) -> dict[str, int]:
-    """Run id -> the env steps the checkpoint of each run to resume already holds."""
+    """Run id -> the env steps the checkpoint of each run to resume (or of the finished run it extends) already
+    holds."""
     from ..sweepdir.files import read_or_none
 
     trained: dict[str, int] = {}
     for p in planned:
+        if p.extends is not None:
+            trained[p.run.run_id] = p.extends.timesteps
         if p.action is not Action.RESUME:
             continue
         checkpoint = read_or_none(plan.sweep_dir.run(p.run.run_id).read_checkpoint)

@@ -54,6 +54,7 @@ class EventKind(str, Enum):
     PRUNED = "pruned"
     TRIAL = "trial"  # a search's trial ended (run_id None; the message says which and how)
     SEEDS = "seeds"  # adaptive seeds decided a round (run_id None; the message says what and why)
+    EXTENDS = "extends"  # a run continues a finished run with fewer steps (the message says which, from where)
 
 
 @dataclass(frozen=True)

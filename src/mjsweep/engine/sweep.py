@@ -12,6 +12,7 @@ import signal
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import psutil
@@ -20,6 +21,7 @@ import yaml
 from ..childproc import signal_group
 from ..errors import InputError, SpecError, SweepDirError, shown
 from ..launchers.base import Launcher
+from ..plan import extension
 from ..plan import runs as planlib
 from ..plan.order import Order, measured_fps, start_order
 from ..plan.planned import Action, PlannedRun, Reason
@@ -31,7 +33,16 @@ from ..spec import loading
 from ..spec import sweepspec as speclib
 from ..spec.algos import ALGOS
 from ..sweepdir import index as runindex
-from ..sweepdir.files import CorruptFileError, RunDir, SweepDir, read_or_none, write_model, write_text_atomic
+from ..sweepdir.files import (
+    CorruptFileError,
+    RunDir,
+    SweepDir,
+    read_model,
+    read_or_none,
+    write_model,
+    write_text_atomic,
+)
+from ..sweepdir.lineage import continuable, start_from
 from ..sweepdir.lock import sweep_lock
 from ..sweepdir.models import DisplayState, PlanRecord, RunSpec, RunState, SweepVariants, VariantRecord, succeeded
 from ..worker.tracking import check_tracking
@@ -218,8 +229,46 @@ def _kwargs_note(env_kwargs: dict) -> str:
 
 
 def decide(plan: SweepPlan) -> list[PlannedRun]:
-    """What `sweep run` would do with each run, given what the sweep dir already holds."""
-    return [_decide_one(run, plan.sweep_dir.run(run.run_id)) for run in plan.runs]
+    """What `sweep run` would do with each run, given what the sweep dir already holds. A grid's run to start
+    continues a finished run of the same content with fewer steps where it can (plan/extension.py)."""
+    decided = [_decide_one(run, plan.sweep_dir.run(run.run_id)) for run in plan.runs]
+    spec = plan.spec
+    if spec.search is not None or spec.pbt is not None or spec.adaptive_seeds is not None:
+        return decided  # those hand out their runs as they go: each starts from 0 (or its segment's parent)
+    keys = {extension.shorter_key(p.run) for p in decided if _may_extend(p)} - {None}
+    if not keys:
+        return decided
+    finished = extension.by_key(_finished_runs(plan.sweep_dir, {r.run_id for r in plan.runs}, keys))
+    return [_extended(p, extension.extension_of(p.run, finished)) if _may_extend(p) else p for p in decided]
+
+
+def _may_extend(planned: PlannedRun) -> bool:
+    """A run to start from 0, but one a gone launcher left running: a worker of it may still write into its
+    folder until execute ends it."""
+    return planned.action is Action.START and planned.reason is not Reason.LEFT_RUNNING
+
+
+def _finished_runs(sweep_dir: SweepDir, planned: set[str], keys: set[str | None]) -> list[extension.Finished]:
+    """The runs of the folder that succeeded, this plan does not include and share a shorter_key of `keys`, each
+    with its newest checkpoint's timesteps or why it cannot be continued."""
+    found = []
+    for run_dir in sweep_dir.run_dirs():
+        if run_dir.run_id in planned:
+            continue
+        spec = read_or_none(partial(read_model, run_dir.spec_json, RunSpec))
+        if spec is not None and extension.shorter_key(spec) in keys \
+                and succeeded(read_or_none(run_dir.read_status), read_or_none(run_dir.read_result)):
+            found.append(extension.Finished(spec, continuable(run_dir)))
+    return found
+
+
+def _extended(planned: PlannedRun, found: extension.Extension | str | None) -> PlannedRun:
+    if isinstance(found, extension.Extension):
+        return PlannedRun(planned.run, Action.EXTEND, f"{found.source} from step {found.timesteps:,}",
+                          Reason.LONGER, found)
+    if isinstance(found, str):
+        return PlannedRun(planned.run, planned.action, "; ".join(filter(None, [planned.note, found])), planned.reason)
+    return planned
 
 
 def _decide_one(run: RunSpec, run_dir: RunDir) -> PlannedRun:
@@ -268,6 +317,8 @@ class Runs:
     """Runs marked running by a launcher that is gone: a worker of theirs still alive is ended first."""
     notes: list[Event] = field(default_factory=list)
     """Said once the plan is shown."""
+    extends: dict[str, str] = field(default_factory=dict)
+    """Run id -> the finished run whose last checkpoint its folder is seeded with before it starts."""
 
 
 RunsOpener = Callable[[StatusRecorder, Callable[[Event], None]], Runs]
@@ -286,7 +337,9 @@ def planned_runs(plan: SweepPlan, order: Order = Order.BREADTH) -> RunsOpener:
             orphans=[p.run.run_id for p in planned if p.reason is Reason.LEFT_RUNNING],
             notes=[*earlier_spec_notes(plan),
                    *(Event(EventKind.WARNING, p.run.run_id, f"{p.note}; running it again")
-                     for p in planned if p.reason is Reason.CORRUPT)])
+                     for p in planned if p.reason is Reason.CORRUPT),
+                   *(Event(EventKind.EXTENDS, p.run.run_id, f"continues {p.note}") for p in planned if p.extends)],
+            extends={p.run.run_id: p.extends.source for p in planned if p.extends is not None})
     return open_runs
 
 
@@ -333,7 +386,7 @@ def execute(plan: SweepPlan, runs: RunsOpener, launcher: Launcher, options: Sche
         for note in work.notes:
             on_event(note)
         try:
-            _write_sweep_files(plan, work.runs)
+            _write_sweep_files(plan, work.runs, work.extends)
             for run_id in work.orphans:
                 kill_orphan(plan.sweep_dir.run(run_id))
             if work.runs:
@@ -358,9 +411,9 @@ def reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
     runindex.rewrite(sweep_dir.index_jsonl, [e for e in old.values() if e is not None])
 
 
-def _write_sweep_files(plan: SweepPlan, runs: list[RunSpec]) -> None:
-    """sweep.yaml, variants.json, plan.json and the folder of each run about to run (a finished run's files
-    are never touched again)."""
+def _write_sweep_files(plan: SweepPlan, runs: list[RunSpec], extends: dict[str, str]) -> None:
+    """sweep.yaml, variants.json, plan.json and the folder of each run about to run, seeded with the last
+    checkpoint of the finished run it extends (a finished run's files are never touched again)."""
     write_text_atomic(plan.sweep_dir.sweep_yaml, yaml.safe_dump(plan.spec.resolved(), sort_keys=False))
     write_model(plan.sweep_dir.variants_json, variants_record(plan))
     if plan.spec.search is None and plan.spec.pbt is None:
@@ -370,7 +423,11 @@ def _write_sweep_files(plan: SweepPlan, runs: list[RunSpec]) -> None:
         plan.sweep_dir.plan_json.unlink(missing_ok=True)
     generated = {c.variant.name: c.variant.xml_text for c in plan.checks if c.variant.xml_text is not None}
     for run in runs:
-        write_run_dir(plan.sweep_dir.run(run.run_id), run, generated.get(run.variant))
+        run_dir = plan.sweep_dir.run(run.run_id)
+        write_run_dir(run_dir, run, generated.get(run.variant))
+        if run.run_id in extends:
+            start_from(plan.sweep_dir.run(extends[run.run_id]), run_dir, keep_best=True,
+                       row_steps=ALGOS[run.algo].row_steps)
 
 
 def write_run_dir(run_dir: RunDir, run: RunSpec, xml_text: str | None) -> None:

@@ -7,12 +7,14 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..sweepdir.models import RunSpec
+from .extension import Extension
 
 
 class Action(str, Enum):
     SKIP = "skip"        # succeeded before with the same content
     RESUME = "resume"    # has a checkpoint to continue from
     START = "start"      # never ran, or failed before saving a checkpoint
+    EXTEND = "extend"    # continues a finished run of the same content with fewer steps (plan/extension.py)
 
 
 class Reason(str, Enum):
@@ -23,6 +25,7 @@ class Reason(str, Enum):
     ENDED = "ended"                # an earlier attempt ended without a result to keep
     LEFT_RUNNING = "left-running"  # marked running by a launcher that is gone: its worker may live on
     CORRUPT = "corrupt"            # status.json or result.json cannot be read
+    LONGER = "longer"              # never ran; a finished run of the same content but fewer steps can go on
 
 
 @dataclass(frozen=True)
@@ -32,3 +35,5 @@ class PlannedRun:
     note: str = ""
     """For people: the reason in words (the plan table, warnings)."""
     reason: Reason = Reason.NEW
+    extends: Extension | None = None
+    """With EXTEND: the finished run continued, and from which step."""

@@ -82,22 +82,11 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         elif key.startswith("env_kwargs."):
             _set_dotted(env_kwargs, key[len("env_kwargs."):], value)
     policy = hyperparams.pop("policy", ALGOS[algo].policy)
-    content = {
-        "env": spec.env, "xml_sha256": variant.sha256, "env_kwargs": env_kwargs,
-        "max_episode_steps": spec.max_episode_steps, "policy": policy,
-        "seed": seed, "total_timesteps": total, "n_envs": n_envs, "vec_env": spec.vec_env, "device": spec.device,
-    }
-    # A PPO run hashes as it did before `algo` existed, so it keeps its id.
-    if algo == "ppo":
-        content["ppo"] = hyperparams
-    else:
-        content.update(algo=algo, hyperparams=hyperparams)
     normalized = normalize_kwargs(normalize, hyperparams.get("gamma", 0.99))
-    if normalized is not None:
-        content["normalize"] = normalized
-    if warm is not None:  # a warm run is never the cold run of the same settings, nor one of another source
-        content["warm_start"] = warm.identity()
-    digest = hashlib.sha256(json.dumps(content, sort_keys=True, default=repr).encode()).hexdigest()
+    digest = content_digest(_content(
+        env=spec.env, xml_sha256=variant.sha256, env_kwargs=env_kwargs, max_episode_steps=spec.max_episode_steps,
+        policy=policy, seed=seed, total_timesteps=total, n_envs=n_envs, vec_env=spec.vec_env, device=spec.device,
+        algo=algo, hyperparams=hyperparams, normalize=normalized, warm=warm))
     readable = "_".join([variant.name, *(f"{short[k]}={format_value(v)}" for k, v in point.items()), f"s{seed}"])
     readable = sanitize(readable)[: MAX_ID_LENGTH - 9]
     return RunSpec(
@@ -111,6 +100,46 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         content_hash=digest, cpus=cpus_per_run(spec, algo), device=spec.device, tensorboard=spec.tensorboard,
         normalize=normalized, wandb=spec.tracking.wandb, warm_start=warm,
     )
+
+
+def _content(*, env: str, xml_sha256: str, env_kwargs: dict[str, Any], max_episode_steps: int | None, policy: str,
+             seed: int, total_timesteps: int, n_envs: int, vec_env: str, device: str, algo: str,
+             hyperparams: dict[str, Any], normalize: dict[str, Any] | None, warm: WarmSource | None) -> dict[str, Any]:
+    """Everything that decides what a run computes: what its id's hash is taken of."""
+    content: dict[str, Any] = {
+        "env": env, "xml_sha256": xml_sha256, "env_kwargs": env_kwargs, "max_episode_steps": max_episode_steps,
+        "policy": policy, "seed": seed, "total_timesteps": total_timesteps, "n_envs": n_envs, "vec_env": vec_env,
+        "device": device,
+    }
+    # A PPO run hashes as it did before `algo` existed, so it keeps its id.
+    if algo == "ppo":
+        content["ppo"] = hyperparams
+    else:
+        content.update(algo=algo, hyperparams=hyperparams)
+    if normalize is not None:
+        content["normalize"] = normalize
+    if warm is not None:  # a warm run is never the cold run of the same settings, nor one of another source
+        content["warm_start"] = warm.identity()
+    return content
+
+
+def content_digest(content: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(content, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def content_but_total(run: RunSpec) -> dict[str, Any] | None:
+    """What decides what `run` computes but its total_timesteps, rebuilt from its spec.json; None when the
+    rebuilt content does not hash to the run's content_hash (a spec.json of another version's hashing), so that
+    runs are only ever matched on the content their ids were made of."""
+    content = _content(env=run.env, xml_sha256=run.xml_sha256, env_kwargs=run.env_kwargs,
+                       max_episode_steps=run.max_episode_steps, policy=run.policy, seed=run.seed,
+                       total_timesteps=run.total_timesteps, n_envs=run.n_envs, vec_env=run.vec_env,
+                       device=run.device, algo=run.algo, hyperparams=run.hyperparams, normalize=run.normalize,
+                       warm=run.warm_start)
+    if content_digest(content) != run.content_hash:
+        return None
+    del content["total_timesteps"]
+    return content
 
 
 def checkpoint_interval(spec: SweepSpec, algo: str) -> dict[str, Any]:

@@ -194,6 +194,33 @@ def read_progress_points(path: Path) -> list[tuple[float, float]]:
     return _points(_rows(path), "timesteps", "ep_rew_mean")
 
 
+def read_progress_spans(path: Path) -> list[tuple[int, float, float]]:
+    """(timesteps, rollout_s, train_s) of every progress row: where a resumed run's row under way began, and the
+    seconds the rows before it counted."""
+    spans = []
+    for row in _rows(path):
+        timesteps = _float(row.get("timesteps"))
+        if timesteps is not None:
+            spans.append((int(timesteps), _float(row.get("rollout_s")) or 0.0, _float(row.get("train_s")) or 0.0))
+    return spans
+
+
+def short_last_row(data: bytes, at: int, row_steps: int) -> int | None:
+    """Where progress.csv's bytes `data` end without their last row, when that row is a finished run's last, short
+    one: written at `at` timesteps, fewer than `row_steps` after the row before (a run's last iteration writes its
+    row however few timesteps it counts, where a longer run writes none). None otherwise."""
+    lines = data.splitlines(keepends=True)
+    if len(lines) < 2:
+        return None
+    header = next(csv.reader([lines[0].decode("utf-8", errors="replace")]))
+    rows = [_row(header, line.decode("utf-8", errors="replace").rstrip("\r\n")) for line in lines[-2:]]
+    last = _float(rows[-1].get("timesteps")) if rows[-1] else None
+    before = 0.0 if len(lines) == 2 else _float(rows[0].get("timesteps")) if rows[0] else None
+    if last != at or before is None or last - before >= row_steps:
+        return None
+    return len(data) - len(lines[-1])
+
+
 def read_monitor_episodes(path: Path) -> list[tuple[float, float]]:
     """(return, length) of every episode monitor.csv records."""
     return _points(_rows(path, skip_first_line=True), "r", "l")

@@ -115,8 +115,9 @@ def plan_table(out: Console, plan: SweepPlan, planned: list[PlannedRun]) -> None
         for row in rows:
             table.add_row(*row)
         out.print(table)
-    counts = {a: sum(1 for p in planned if p.action.value == a) for a in ("start", "resume", "skip")}
-    out.print(f"dry run: {counts['start']} to start, {counts['resume']} to resume, "
+    counts = {a: sum(1 for p in planned if p.action.value == a) for a in ("start", "resume", "extend", "skip")}
+    extend = f"{counts['extend']} to extend, " if counts["extend"] else ""
+    out.print(f"dry run: {counts['start']} to start, {counts['resume']} to resume, {extend}"
               f"{counts['skip']} to skip; nothing started")
 
 

@@ -37,7 +37,7 @@ EVENT_STATES = {EventKind.STARTED: DisplayState.RUNNING, EventKind.SUCCEEDED: Di
                 EventKind.FAILED: DisplayState.FAILED, EventKind.RETRYING: DisplayState.PENDING,
                 EventKind.INTERRUPTED: DisplayState.INTERRUPTED, EventKind.PRUNED: DisplayState.PRUNED}
 LOUD_EVENTS = {EventKind.FAILED, EventKind.RETRYING, EventKind.WARNING, EventKind.WAITING_MEMORY,
-               EventKind.STOPPING, EventKind.TRIAL, EventKind.SEEDS}
+               EventKind.STOPPING, EventKind.TRIAL, EventKind.SEEDS, EventKind.EXTENDS}
 """Events the live view also prints above its table; the others only change a row."""
 
 

@@ -45,10 +45,18 @@ def dry_run(out: Console, plan: SweepPlan, start: Order, workers: int | None, ba
     planned = in_start_order(plan, decide(plan), start)  # reads every run dir: once
     tables.plan_table(out, plan, planned)
     pricing, skipped = planning.price_planned(plan, planned, at_once(workers, backend), backend, bench_speed())
-    print_cost(out, pricing, skipped=skipped)
+    print_cost(out, pricing, skipped=skipped, note=extending_note(sum(1 for p in planned if p.extends is not None)))
     check_disk(plan, planning.to_run(planned), workers, backend, out=out, refuse=False)
     if backend == "slurm":
         tables.sbatch_preview(out, plan, planned, workers)
+
+
+def extending_note(count: int) -> str:
+    """The cost line's note on runs that extend finished ones: their steps are counted from the checkpoint on."""
+    if not count:
+        return ""
+    return "1 extends a finished run: only the steps past its checkpoint counted" if count == 1 else \
+        f"{count} extend finished runs: only the steps past their checkpoints counted"
 
 
 def _adaptive_dry_run(out: Console, plan: SweepPlan, start: Order, workers: int | None, backend: str) -> None:

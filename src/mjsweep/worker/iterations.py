@@ -9,6 +9,7 @@ import os
 import time
 from collections.abc import Callable
 from operator import attrgetter
+from pathlib import Path
 from typing import Any, TextIO
 
 import torch
@@ -17,7 +18,7 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor, VecNormalize
 
-from ..sweepdir.csvfiles import ProgressRow, csv_header, csv_line
+from ..sweepdir.csvfiles import ProgressRow, csv_header, csv_line, read_progress_spans
 from ..sweepdir.files import RunDir
 from ..sweepdir.models import CheckpointRecord, Timing
 from .checkpoints import Checkpointer, checkpoint_due, file_size, replay_buffer
@@ -148,8 +149,20 @@ class IterationRecorder(PhaseTimer):
         if fresh:
             self._file.write(csv_header(ProgressRow))
             self._file.flush()
-        self._row_start = self.model.num_timesteps
+            self._row_start = self.model.num_timesteps
+        else:
+            self._continue_row(path)
         self._mark_iteration_start()
+
+    def _continue_row(self, path: Path) -> None:
+        """On resume: the row under way when the checkpoint was taken goes on from where it began, with the
+        seconds it had counted (the checkpoint's totals less the rows'), so rows fall at the timesteps of a run
+        never stopped and a row's fps counts all its steps."""
+        spans = read_progress_spans(path)
+        self._row_start = spans[-1][0] if spans else 0
+        if self._row_start < self.model.num_timesteps:
+            self._row_s = (max(0.0, self.base.rollout_s - sum(s[1] for s in spans)),
+                           max(0.0, self.base.train_s - sum(s[2] for s in spans)))
 
     def _on_rollout_start(self) -> None:
         if self._exact is not None and self._exact_resume is not None:

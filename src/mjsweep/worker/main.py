@@ -189,7 +189,8 @@ def _train(run_path: Path) -> int:
         versions=versions(),
     )
     write_model(run.result_json, result)
-    checkpointer.best.prune(())  # done: no resume will need the checkpoint's best pair
+    # done: only a run extending this one to more steps resumes, from its last checkpoint and that one's best
+    checkpointer.best.prune({checkpoint.best_timesteps} if checkpoint else ())
     if tracker:
         tracker.finish(result.model_dump(), 0)
     print(f"mjsweep.worker: done, eval return {mean:.2f} +- {std:.2f}", flush=True)
