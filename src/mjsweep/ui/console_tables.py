@@ -10,6 +10,7 @@ from rich.console import Console, ConsoleOptions
 from rich.segment import Segment
 from rich.table import Table
 
+from ..naming import counted
 from ..spec.algos import label_of
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ class PlainLines:
 
 
 def plan_table(out: Console, plan: SweepPlan, planned: list[PlannedRun]) -> None:
-    title = f"sweep {plan.spec.name}: {len(planned)} runs -> {plan.sweep_dir.path}"
+    title = f"sweep {plan.spec.name}: {counted(len(planned), 'run')} -> {plan.sweep_dir.path}"
     columns = ("run id", "variant", "grid", "seed", "action")
     rows: list[tuple[str, ...]] = [
         (item.run.run_id, item.run.variant, _grid_text(item.run.grid), str(item.run.seed),
@@ -284,7 +285,7 @@ def sbatch_preview(out: Console, plan: SweepPlan, planned: list[PlannedRun], wor
 
 def variant_table(out: Console, plan: SweepPlan) -> None:
     search = plan.spec.search
-    size = f"a search of {search.trials} trials per study" if search else f"{len(plan.runs)} runs"
+    size = f"a search of {search.trials} trials per study" if search else counted(len(plan.runs), "run")
     if (adaptive := plan.spec.adaptive_seeds) is not None:
         groups = len(plan.runs) // adaptive.max
         size = f"{groups * adaptive.min} to {groups * adaptive.max} runs (adaptive seeds)"
@@ -355,6 +356,7 @@ def fixed(value: float | None, digits: int = 2) -> str:
 def outcome_summary(out: Console, plan: SweepPlan, outcome: SweepOutcome) -> None:
     out.print(f"sweep {plan.spec.name}: {len(outcome.succeeded)} succeeded, {len(outcome.failed)} failed, "
               f"{len(outcome.interrupted)} interrupted"
+              + (f", {len(outcome.pending)} pending" if outcome.pending else "")
               + (f", {len(outcome.pruned)} pruned" if outcome.pruned else "")
               + (", stopped before its last runs were made" if outcome.cut_short else "")
               + f" -> {plan.sweep_dir.path}")

@@ -106,7 +106,7 @@ class SweepState:
                     "reload for more")
         written = f"report written {self.at:%Y-%m-%d %H:%M:%S}"
         if self.succeeded == self.runs:
-            return f"sweep ended: all {self.runs} runs succeeded; {written}"
+            return f"sweep ended: {'the run' if self.runs == 1 else f'all {self.runs} runs'} succeeded; {written}"
         return (f"sweep ended: {self.ended} of {self.runs} runs ended, {self.succeeded} succeeded (sweep run "
                 f"runs the others again); {written}")
 
