@@ -302,8 +302,8 @@ def variant_table(out: Console, plan: SweepPlan) -> None:
 
 
 def _ok_verdict(probe) -> str:
-    """'ok', saying where episodes start when that is a keyframe, the env's notes and any warnings."""
-    notes = [f"start: {probe.start}"] if probe.keyframe else []
+    """'ok', saying where episodes start when the env says (a keyframe or qpos0), its notes and any warnings."""
+    notes = [f"start: {probe.start}"] if probe.start else []
     notes += list(probe.notes)
     notes += [f"warning: {w}" for w in probe.warnings]
     return f"ok ({'; '.join(notes)})" if notes else "ok"
