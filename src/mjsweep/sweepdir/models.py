@@ -378,6 +378,10 @@ class RunSpec(FileModel):
     variant: str
     grid: dict[str, Any]
     """This run's value for each grid key (empty without a grid)."""
+    edits: dict[str, Any] = Field(default_factory=dict)
+    """The edit_grid point (or a design search's edit values) its variant was generated from, label: value;
+    empty for a variant used as is, and in spec.json files written before the key. Not in content_hash: the
+    edited model's hash (xml_sha256) is."""
     seed: int
     env: str
     xml: str
