@@ -313,22 +313,36 @@ def _shape(shape: tuple[int, ...]) -> str:
     return "x".join(map(str, shape)) or "-"
 
 
+REPORT_COLUMNS = ("variant", "grid", "runs ok", "failed", "mean", "std", "IQM", "95% CI", "IQM 95% CI",
+                  "mean fps", "eval s", "mass", "bodies/joints/act")
+DROPPED_FIRST = ("bodies/joints/act", "mass", "eval s", "mean fps", "IQM 95% CI", "std", "failed", "IQM")
+"""The report table's columns a narrow terminal leaves out, first to last, each whole; variant, grid, runs ok,
+mean and 95% CI always stay (docs/observability.md)."""
+
+
 def report_table(out: Console, groups: list[GroupRow], rows: list[ResultRow], warnings: list[str],
                  failed: Sequence[tuple[str, str]] = ()) -> None:
-    table = Table(title="final eval return over seeds, best first")
-    for col in ("variant", "grid", "runs ok", "failed", "mean", "std", "IQM", "95% CI", "IQM 95% CI", "mean fps",
-                "eval s",
-                "mass", "bodies/joints/act"):
-        table.add_column(col, overflow="fold")
+    cells: dict[str, list[str]] = {col: [] for col in REPORT_COLUMNS}
     for g in groups:
         ci = f"[{fixed(g.ci_low)}, {fixed(g.ci_high)}]" if g.ci_low is not None else "-"
         iqm_ci = f"[{fixed(g.iqm_ci_low)}, {fixed(g.iqm_ci_high)}]" if g.iqm_ci_low is not None else "-"
         m = g.model
-        table.add_row(g.variant, _grid_text(g.grid), f"{g.succeeded}/{g.runs}", str(g.failed),
-                      fixed(g.mean_return), fixed(g.std_return), fixed(g.iqm_return), ci, iqm_ci, fixed(g.mean_fps, 0),
-                      fixed(g.mean_eval_s, 1),
-                      fixed(m.total_mass if m else None), f"{m.bodies}/{m.joints}/{m.actuators}" if m else "-")
+        shown = (g.variant, _grid_text(g.grid), f"{g.succeeded}/{g.runs}", str(g.failed), fixed(g.mean_return),
+               fixed(g.std_return), fixed(g.iqm_return), ci, iqm_ci, fixed(g.mean_fps, 0), fixed(g.mean_eval_s, 1),
+               fixed(m.total_mass if m else None), f"{m.bodies}/{m.joints}/{m.actuators}" if m else "-")
+        for col, cell in zip(REPORT_COLUMNS, shown, strict=True):
+            cells[col].append(cell)
+    kept = fitted_columns(cells, out.width)
+    table = Table(title="final eval return over seeds, best first")
+    for col in kept:
+        # A cell is never split: only the grid's wraps, between its key=value pairs.
+        table.add_column(col, no_wrap=col != "grid", overflow="fold")
+    for i in range(len(groups)):
+        table.add_row(*(cells[col][i] for col in kept))
     out.print(table)
+    if left_out := [col for col in REPORT_COLUMNS if col not in kept]:
+        out.print(f"left out to fit {out.width} columns: {', '.join(left_out)} (report.csv and --format md have "
+                  "every column)", soft_wrap=True, markup=False, highlight=False)
     for run_id, cause in failed:
         out.print(f"failed: {run_id}: {cause}", soft_wrap=True, markup=False, highlight=False)
     for row in rows:
@@ -336,6 +350,22 @@ def report_table(out: Console, groups: list[GroupRow], rows: list[ResultRow], wa
             out.print(f"warning: {problem}", soft_wrap=True)
     for warning in warnings:
         out.print(f"warning: {warning}", soft_wrap=True)
+
+
+def fitted_columns(cells: dict[str, list[str]], width: int) -> list[str]:
+    """The report's columns that fit `width` with every cell whole (the grid's wrapped between its pairs),
+    leaving out DROPPED_FIRST's columns in order until they do."""
+    def need(col: str) -> int:
+        texts = [col, *cells[col]]
+        widest = max(len(word) for t in texts for word in t.split()) if col == "grid" else max(map(len, texts))
+        return widest + 3  # a space either side and a border
+
+    kept = list(REPORT_COLUMNS)
+    for col in DROPPED_FIRST:
+        if sum(map(need, kept)) + 1 <= width:
+            break
+        kept.remove(col)
+    return kept
 
 
 def cross_table(out: Console, cells: list[Cell]) -> None:
@@ -354,6 +384,19 @@ def fixed(value: float | None, digits: int = 2) -> str:
 
 
 def outcome_summary(out: Console, plan: SweepPlan, outcome: SweepOutcome) -> None:
+    """The answer (a grid's leader and whether it is separated) where the sweep ran to its end, then the counts
+    and each failed run."""
+    if not outcome.stopped and plan.spec.search is None and plan.spec.pbt is None:
+        from ..errors import InputError
+        from ..results.answer import of_report
+        from ..results.sweepreport import read
+
+        try:
+            line = of_report(read(plan.sweep_dir))
+        except InputError:  # no run folder to read: nothing to answer
+            line = None
+        if line is not None:
+            out.print(line, soft_wrap=True, markup=False, highlight=False)
     out.print(f"sweep {plan.spec.name}: {len(outcome.succeeded)} succeeded, {len(outcome.failed)} failed, "
               f"{len(outcome.interrupted)} interrupted"
               + (f", {len(outcome.pending)} pending" if outcome.pending else "")
