@@ -101,6 +101,8 @@ def run(
     out = tables.make_console()
     plan = prepare(spec_file, runs_dir, max_runs=max_runs)
     tables.warn_spec(plan.spec)
+    if dry_run:
+        tables.warn_reach(plan)
     tables.warn_missing_tensorboard(plan.spec)
     if plan.spec.search is None and not dry_run:  # before pictures, lock or folders
         run_view.check_disk(plan, planning.to_run(decide(plan)), workers, backend)
@@ -144,6 +146,7 @@ def validate(
         tables.variant_table(tables.make_console(), exc.plan)
         raise
     tables.warn_spec(plan.spec)
+    tables.warn_reach(plan)
     tables.warn_missing_tensorboard(plan.spec)
     tables.zoo_hyperparameters(plan.spec)
     out = tables.make_console()

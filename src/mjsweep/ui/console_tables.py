@@ -63,6 +63,15 @@ def warn_spec(spec: SweepSpec) -> None:
         print(f"warning: {warning}", file=sys.stderr, flush=True)
 
 
+def warn_reach(plan: SweepPlan) -> None:
+    """A fixed seed count or an adaptive max that cannot separate any pair of the plan's groups at the report's
+    level: one line on stderr that names the seeds that could (results/reach.py)."""
+    from ..results import reach
+
+    if (line := reach.warning(reach.of_spec(plan.spec, len({r.group for r in plan.runs})))) is not None:
+        print(f"warning: {line}", file=sys.stderr, flush=True)
+
+
 def warn_missing_tensorboard(spec: SweepSpec) -> None:
     """tensorboard: true is a wish, not a need: without the package the runs train and log as usual."""
     import importlib.util
@@ -258,12 +267,16 @@ def _duration(seconds: float, approx: bool = True) -> str:
 
 
 def adaptive_seeds_plan(out: Console, policy: AdaptiveSeeds, groups: int, granted: int) -> None:
-    """How many runs adaptive seeds may come to, and how it decides."""
+    """How many runs adaptive seeds may come to, how it decides, and at which look it can first separate."""
+    from ..results.reach import adaptive_reach, first_look_words
+
     out.print(f"adaptive seeds: {groups} groups x {policy.min} to {policy.max} seeds: at least "
               f"{groups * policy.min} runs, at most {groups * policy.max} ({granted} granted so far); after "
               f"every group's first {policy.min}, one seed a round goes to each group not yet separated from the "
               f"best and to the best, by a group-sequential rank test whose chance of any false separation over "
               f"every look and pair is at most {1 - policy.confidence:.0%}", markup=False, highlight=False)
+    if (reach := adaptive_reach(policy.min, policy.max, groups, policy.confidence)) is not None:
+        out.print(f"adaptive seeds: {first_look_words(reach)}", markup=False, highlight=False)
 
 
 def sbatch_preview(out: Console, plan: SweepPlan, planned: list[PlannedRun], workers: int | None) -> None:
