@@ -13,6 +13,7 @@ class Action(str, Enum):
     SKIP = "skip"        # succeeded before with the same content
     RESUME = "resume"    # has a checkpoint to continue from
     START = "start"      # never ran, or failed before saving a checkpoint
+    EVALUATE = "evaluate"  # succeeded, but evaluated otherwise: its final model is evaluated again, no training
 
 
 class Reason(str, Enum):
@@ -20,6 +21,7 @@ class Reason(str, Enum):
 
     NEW = "new"                    # no status yet
     SUCCEEDED = "succeeded"        # a status that says so and a valid result
+    EVALUATED_OTHERWISE = "evaluated-otherwise"  # succeeded with other evaluation settings than the spec's now
     ENDED = "ended"                # an earlier attempt ended without a result to keep
     LEFT_RUNNING = "left-running"  # marked running by a launcher that is gone: its worker may live on
     CORRUPT = "corrupt"            # status.json or result.json cannot be read

@@ -14,6 +14,7 @@ from ..naming import counted
 from ..spec.algos import label_of
 
 if TYPE_CHECKING:
+    from ..api.planning import Reevaluation
     from ..crosseval.pairs import Cell
     from ..engine.diskspace import Room
     from ..engine.scheduler import SweepOutcome
@@ -125,9 +126,20 @@ def plan_table(out: Console, plan: SweepPlan, planned: list[PlannedRun]) -> None
         for row in rows:
             table.add_row(*row)
         out.print(table)
-    counts = {a: sum(1 for p in planned if p.action.value == a) for a in ("start", "resume", "skip")}
-    out.print(f"dry run: {counts['start']} to start, {counts['resume']} to resume, "
+    counts = {a: sum(1 for p in planned if p.action.value == a) for a in ("start", "resume", "skip", "evaluate")}
+    again = f", {counts['evaluate']} to evaluate again" if counts["evaluate"] else ""
+    out.print(f"dry run: {counts['start']} to start, {counts['resume']} to resume{again}, "
               f"{counts['skip']} to skip; nothing started")
+
+
+def reevaluation_line(again: Reevaluation) -> str:
+    """What evaluating finished runs again costs: 'evaluate again: 4 finished runs (their evaluation settings
+    changed), 20 episodes from their final models, no training: about 3 s of evaluation'."""
+    time = f"about {_duration(again.seconds)} of evaluation" if again.seconds is not None else \
+        "time unknown (an earlier evaluation did not record it)"
+    return (f"evaluate again: {counted(again.runs, 'finished run')} (their evaluation settings changed), "
+            f"{counted(again.episodes, 'episode')} from their final models, no training: {time}; their earlier "
+            "evaluations stay in result.json")
 
 
 def cost_lines(cost: Cost, *, skipped: int = 0, note: str = "", at_max: Cost | None = None, at_most: bool = False,
