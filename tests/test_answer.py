@@ -10,7 +10,7 @@ from pathlib import Path
 from helpers.commands import run_sweep
 from helpers.fake_sweep import make_run, result, run_spec
 from helpers.terminal import on_terminal
-from mjsweep.results.answer import answer
+from mjsweep.results.answer import MOST_GROUPS, answer
 from mjsweep.results.compare import compare
 from mjsweep.results.report import GroupRow
 from mjsweep.sweepdir.models import RunState
@@ -81,3 +81,12 @@ def test_the_report_table_fits_a_100_column_terminal_leaving_out_whole_columns(t
     assert f"left out to fit 100 columns: {', '.join(left_out)} " in " ".join(lines)
     row = next(line for line in lines if line.startswith("│ long"))
     assert "125.00" in row and "[" in row and "]" in row  # the mean and its interval whole on the row
+
+
+def test_above_twenty_groups_the_answer_names_the_leader_and_leaves_the_tests_to_compare(tmp_path):
+    folder = tmp_path / "many"
+    for i in range(MOST_GROUPS + 1):
+        make_run(folder, run_spec(f"v{i:02d}", 0), RunState.SUCCEEDED, result=result(float(i)))
+    first = run_sweep("report", str(folder)).stdout.splitlines()[0]
+    assert first == (f"answer: v20 leads (mean 20.00) of 21 groups, too many to test every pair here; whether it is "
+                     f"separated: sweep report {folder} --compare")

@@ -14,6 +14,9 @@ from .sweepreport import SweepReport
 
 NAMED = 3
 """Groups named where the leader is not separated from several; the rest are counted."""
+MOST_GROUPS = 20
+"""Groups up to which the answer tests every pair (190 pairs, about a second): the cost grows with the square
+of the groups, and a plain report or the end of a sweep should not wait minutes for one line."""
 
 
 def answer(groups: list[GroupRow], comparisons: list[Comparison], details: str) -> str | None:
@@ -50,5 +53,11 @@ def _why(pairs: list[Comparison]) -> str:
 
 
 def of_report(read: SweepReport) -> str | None:
-    """The answer of a sweep folder's report, every pair compared as `sweep report --compare` compares them."""
-    return answer(read.groups, read.compare(), f"sweep report {shlex.quote(str(read.folder.path))} --compare")
+    """The answer of a sweep folder's report, every pair compared as `sweep report --compare` compares them;
+    above MOST_GROUPS groups, only who leads, the test left to that command."""
+    details = f"sweep report {shlex.quote(str(read.folder.path))} --compare"
+    ranked = [g for g in read.groups if g.mean_return is not None]
+    if len(ranked) > MOST_GROUPS:
+        return (f"answer: {ranked[0].group} leads (mean {ranked[0].mean_return:.2f}) of {len(ranked)} groups, too "
+                f"many to test every pair here; whether it is separated: {details}")
+    return answer(read.groups, read.compare(), details)
