@@ -3,28 +3,22 @@
 from __future__ import annotations
 
 import csv
-import fcntl
 import importlib.util
 import io
 import json
 import math
-import os
-import pty
 import re
-import select
 import statistics
-import struct
-import subprocess
-import termios
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from helpers.commands import run_sweep, sweep_exe, write_spec
+from helpers.commands import run_sweep, write_spec
 from helpers.fake_sweep import make_run, result, run_spec, write_progress
 from helpers.images import not_blank
 from helpers.models import REPO
+from helpers.terminal import on_terminal
 from mjsweep.engine.scheduler import Event, EventKind
 from mjsweep.plan.planned import Action, PlannedRun
 from mjsweep.sweepdir.files import SweepDir
@@ -35,7 +29,6 @@ SUMMARY = re.compile(r"^\[ *[\d.]+s\] summary +.*\| [\d.k]+/1\.0k steps \(\d+%\)
 COLOUR = re.compile(r"\x1b\[[0-9;]*(3[0-9]|4[0-9]|9[0-7])m")  # SGR foreground/background colours
 CURSOR_UP = "\x1b[1A"  # the live view redraws itself in place
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-WAIT = 600.0
 
 
 def test_plain_lines_of_a_real_sweep(tmp_path, tiny_spec):
@@ -64,31 +57,6 @@ def test_plain_lines_of_a_real_sweep(tmp_path, tiny_spec):
             assert "tensorboard package is not installed" in log
     if not importlib.util.find_spec("tensorboard"):  # and the launcher says so once, up front
         assert proc.stderr.count("warning: the spec sets tensorboard: true") == 1, proc.stderr
-
-
-def on_terminal(*args: str, env: dict[str, str], columns: int = 120) -> tuple[int, str]:
-    """`sweep ARGS` with a pseudo-terminal of `columns` as its stdin, stdout and stderr; (exit code, output)."""
-    full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES", "FORCE_COLOR")}
-    full_env.update(TERM="xterm-256color", **env)
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    proc = subprocess.Popen([sweep_exe(), *args], stdin=slave, stdout=slave, stderr=slave, env=full_env)
-    os.close(slave)
-    chunks = []
-    try:
-        while select.select([master], [], [], WAIT)[0]:
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
-    finally:
-        os.close(master)
-        if proc.poll() is None:
-            proc.kill()
-    return proc.wait(), b"".join(chunks).decode("utf-8", errors="replace")
 
 
 @pytest.mark.slow
@@ -149,6 +117,12 @@ def test_smoke_sweep_output_status_report_and_plot(tmp_path):
         by_variant.setdefault(json.loads((sweep / r["run_id"] / "spec.json").read_text())["variant"], []).append(r)
     expected = sorted(by_variant, key=lambda v: -statistics.fmean(r["eval_mean_return"] for r in by_variant[v]))
     assert [g["variant"] for g in report["groups"]] == expected  # best first
+    # The answer first: above the counts, the leader and why 2 seeds each cannot separate it; a plain report
+    # opens with the same line.
+    assert lines[-2] == (f"answer: {expected[0]} leads (mean {report['groups'][0]['mean_return']:.2f}), not "
+                         f"separated from {expected[1]} at 95%: 2 vs 2 seeds cannot separate anything; details: "
+                         f"sweep report {sweep} --compare")
+    assert run_sweep("report", str(sweep)).stdout.splitlines()[0] == lines[-2]
     for group in report["groups"]:
         runs = by_variant[group["variant"]]
         for key, value in hand_summary([r["eval_mean_return"] for r in runs]).items():

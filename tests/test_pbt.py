@@ -223,6 +223,13 @@ def test_the_python_api_trains_a_population_as_sweep_run_does(tmp_path, tiny_spe
     lines = lineage(tmp_path / "runs" / "tiny")
     assert [(line["generation"], line["member"]) for line in lines] == [(0, 0), (0, 1), (1, 0), (1, 1)]
     assert sorted(run.run_id for run in sweep.runs) == sorted(line["run"] for line in lines)
+    # Each segment's explored values are data: a field of its Run and a float column of the DataFrame.
+    by_run = {r.run_id: r for r in sweep.runs}
+    frame = sweep.to_dataframe().set_index("run_id")
+    for line in lines:
+        for key, value in line["hyperparams"].items():
+            assert by_run[line["run"]].grid[key] == value and frame.loc[line["run"], key] == value
+            assert frame[key].dtype == "float64"
 
 
 @pytest.mark.slow

@@ -156,6 +156,19 @@ def test_sigint_stops_every_run_with_a_checkpoint_and_a_rerun_resumes(tmp_path, 
         assert_continuous_logs(d, 6144)
 
 
+def test_sigint_counts_the_runs_it_stopped_and_those_that_never_started_as_pending(tmp_path, tiny_spec):
+    spec = long_spec(tmp_path, tiny_spec, seeds=3, total=6144)
+    launcher = start_sweep(spec, "--workers", "1", "--grace", "30")
+    sweep_dir = tmp_path / "runs" / "tiny"
+    wait_for(with_checkpoint(sweep_dir, n=1), what="a checkpointed run")
+    os.kill(launcher.pid, signal.SIGINT)
+    assert launcher.wait(timeout=WAIT) == 130, launcher_output(spec)
+    assert "0 succeeded, 0 failed, 1 interrupted, 2 pending" in launcher_output(spec)
+    status = run_sweep("status", str(sweep_dir), "--json")
+    counts = json.loads(status.stdout)["counts"]
+    assert (counts.get("interrupted"), counts.get("pending")) == (1, 2), counts
+
+
 def test_a_second_launcher_on_the_same_sweep_is_refused(tmp_path, tiny_spec):
     spec = long_spec(tmp_path, tiny_spec, total=100_000)
     first = start_sweep(spec)

@@ -110,6 +110,14 @@ def test_h1_starts_from_its_home_keyframe():
     assert probe.keyframe == "home" and probe.act_shape == (19,)
 
 
+def test_validate_names_the_qpos0_start_of_a_robot_without_a_home_keyframe(tmp_path):
+    """ANYmal C's scene has no `home` keyframe: episodes start from qpos0, and the variants' table says so."""
+    spec = spec_of([{"name": "anymal", "xml": str(ANYMAL), "env_kwargs": {"forward_axis": "root"}}])
+    done = run_sweep("validate", str(write_spec(tmp_path, spec)), env={"COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    assert "start: qpos0, absolute reset noise 0.1" in " ".join(done.stdout.split())
+
+
 @pytest.mark.slow
 def test_both_robots_train_by_name_from_another_folder(tmp_path):
     """`sweep run` from a folder that is neither the project nor the spec's, robots by name."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import signal
 from pathlib import Path
@@ -168,6 +169,19 @@ def test_tpe_searches_ppo_settings_and_a_robot_edit(tmp_path):
         assert run_spec["variant"] == f"w_legs={legs!r}" and (sweep_dir / run_id / "variant.xml").is_file()
     report = run_sweep("report", str(sweep_dir), env={"COLUMNS": "250"})
     assert "edit_grid:" in report.stdout and "legs:" in report.stdout
+    # The searched values are data: a Run's fields, typed DataFrame columns, report.csv's columns.
+    import mjsweep
+
+    sweep = mjsweep.load(sweep_dir)
+    by_run = {r.run_id: r for r in sweep.runs}
+    for rec in records:
+        [run_id] = rec.runs
+        assert by_run[run_id].edits == {"legs": rec.params["edits.legs"]}
+        assert by_run[run_id].grid["ppo.learning_rate"] == rec.params["ppo.learning_rate"]
+    frame = sweep.to_dataframe()
+    assert frame["legs"].dtype == "float64" and frame["ppo.learning_rate"].dtype == "float64"
+    rows = list(csv.DictReader((sweep_dir / "report.csv").open()))
+    assert sorted(float(r["legs"]) for r in rows) == sorted(rec.params["edits.legs"] for rec in records)
 
 
 def test_a_bad_space_exits_2_with_one_line_and_writes_nothing(tmp_path):

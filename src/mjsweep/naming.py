@@ -1,4 +1,4 @@
-"""How values read in names: run ids, groups and the names of generated variants.
+"""How values read in names: run ids, groups and the names of generated variants; and counts in sentences.
 
 Its own module so that plan/runs.py (run ids) and robots/edits.py (variant names) share it without importing
 each other.
@@ -24,3 +24,8 @@ def format_value(value: Any) -> str:
 def sanitize(text: str) -> str:
     """Every character a file name should not hold becomes '-'."""
     return re.sub(r"[^A-Za-z0-9._=+-]", "-", text)
+
+
+def counted(count: int, noun: str) -> str:
+    """A count and its noun as a sentence says it: '1 run', '2 runs'."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

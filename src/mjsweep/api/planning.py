@@ -22,8 +22,37 @@ if TYPE_CHECKING:
 
 
 def to_run(planned: Sequence[PlannedRun]) -> list[RunSpec]:
-    """The runs a sweep would start or resume (the others have succeeded)."""
-    return [p.run for p in planned if p.action is not Action.SKIP]
+    """The runs a sweep would train, started or resumed (the others have succeeded; a run to evaluate again
+    trains nothing and writes only its result.json)."""
+    return [p.run for p in planned if p.action not in (Action.SKIP, Action.EVALUATE)]
+
+
+@dataclass(frozen=True)
+class Reevaluation:
+    """Finished runs whose evaluation settings changed: evaluated again from their final models, no training."""
+
+    runs: int
+    episodes: int
+    """Evaluation episodes in all."""
+    seconds: float | None
+    """From each run's earlier final evaluation, per episode; None where one did not say."""
+
+
+def reevaluation(plan: SweepPlan, planned: Sequence[PlannedRun]) -> Reevaluation | None:
+    """What evaluating the `evaluate` runs again costs; None when there are none."""
+    from ..sweepdir.files import read_or_none
+
+    todo = [p.run for p in planned if p.action is Action.EVALUATE]
+    if not todo:
+        return None
+    seconds: float | None = 0.0
+    for run in todo:
+        result = read_or_none(plan.sweep_dir.run(run.run_id).read_result)
+        if seconds is None or result is None or result.eval_s is None or not result.eval_episodes:
+            seconds = None
+            continue
+        seconds += result.eval_s / result.eval_episodes * run.eval_episodes
+    return Reevaluation(len(todo), sum(run.eval_episodes for run in todo), seconds)
 
 
 @dataclass(frozen=True)
@@ -76,13 +105,14 @@ def price_planned(plan: SweepPlan, planned: list[PlannedRun], slots: int | None,
                   bench: BenchSpeed | None, at_max: list[PlannedRun] | None = None) -> tuple[Pricing, int]:
     """A grid's dry run: the cost of the runs to start or resume, priced by those that succeeded, and how many
     are skipped. at_max: adaptive seeds' every possible run, `planned` being the seeds granted so far."""
-    done = [p.run for p in planned if p.action is Action.SKIP]
+    done = [p.run for p in planned if p.action in (Action.SKIP, Action.EVALUATE)]  # their speeds price the rest
+    skipped = sum(1 for p in planned if p.action is Action.SKIP)
     # a finished run that one extends measured the speed of its variant too (its spec but for the total)
     sources = [p.run.model_copy(update={"run_id": p.extends.source}) for p in planned if p.extends is not None]
     trained = resumed_steps(plan, at_max or planned)
     top = to_run(at_max) if at_max is not None else None
     return price(plan, to_run(planned), slots, backend, bench, measured=done + sources, done_steps=trained,
-                 at_max=top), len(done)
+                 at_max=top), skipped
 
 
 def resumed_steps(plan: SweepPlan, planned: list[PlannedRun]) -> dict[str, int]:

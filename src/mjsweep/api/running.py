@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+from ..naming import counted
 from .sweep_records import Sweep
 
 if TYPE_CHECKING:
@@ -84,7 +85,8 @@ def run(spec: SpecSource, *, runs_dir: str | Path | None = None, workers: int | 
                                    grace_s=grace_s)
         outcome = execute(plan, opener, launcher, options, on_event=on_event or (lambda e: None))
     if outcome.stopped:
-        raise KeyboardInterrupt(f"sweep {plan.spec.name} stopped: {len(outcome.interrupted)} runs interrupted"
+        raise KeyboardInterrupt(f"sweep {plan.spec.name} stopped: {counted(len(outcome.interrupted), 'run')} "
+                                f"interrupted, {len(outcome.pending)} pending"
                                 + (", runs still to make" if outcome.cut_short else ""))
     sweep = Sweep(plan.sweep_dir.path)
     if outcome.failed:

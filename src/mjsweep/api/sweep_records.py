@@ -11,7 +11,7 @@ from ..errors import InputError
 from ..results import sweepreport
 from ..results.compare import Comparison
 from ..results.experiments import plan_rows
-from ..results.report import GroupRow
+from ..results.report import GroupRow, value_columns
 from ..results.rows import ResultRow, collect
 from ..sweepdir.csvfiles import read_evaluations, read_progress_points
 from ..sweepdir.files import SweepDir
@@ -33,6 +33,10 @@ class Run:
     an earlier spec, loaded with all_specs)."""
     variant: str
     grid: dict[str, Any]
+    """Its value of each grid key: the grid's, a search's sampled values, a PBT member's explored ones."""
+    edits: dict[str, Any]
+    """The edit values its variant was generated from (an edit_grid point, a design trial's), label: value;
+    empty for a variant used as is, and for runs written before spec.json kept them."""
     seed: int
     state: str
     """status.json's state: pending, running, succeeded, failed, interrupted or pruned ('unknown': unreadable)."""
@@ -69,7 +73,8 @@ class Run:
 
 def _run(row: ResultRow, folder: SweepDir) -> Run:
     result, status = row.result, row.status
-    return Run(run_id=row.run_id, group=row.group, variant=row.variant, grid=dict(row.grid), seed=row.seed,
+    return Run(run_id=row.run_id, group=row.group, variant=row.variant, grid=dict(row.grid),
+               edits=dict(row.edits), seed=row.seed,
                state=row.state, succeeded=row.ok, final_return=row.final_return,
                fps=result.fps if result else None, timesteps=result.timesteps if result else None,
                wall_s=result.wall_s if result else None, training_s=result.training_s if result else None,
@@ -154,10 +159,9 @@ class Sweep:
         raise InputError(f"{name or self.name}: no run has succeeded yet")
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row per run: its group, variant, grid values (a column each), seed, state, final return, fps,
-        times, algorithm and experiment hash. Needs pandas."""
+        """One row per run: its group, variant, grid values and edit values (a column each, typed as the
+        values are), seed, state, final return, fps, times, algorithm and experiment hash. Needs pandas."""
         pandas = _pandas()
-        grid_keys = list(dict.fromkeys(k for r in self.runs for k in r.grid))
         records = []
         for r in self.runs:
             fixed = {"run_id": r.run_id, "group": r.group, "variant": r.variant}
@@ -165,10 +169,13 @@ class Sweep:
                     "timesteps": r.timesteps, "wall_s": r.wall_s, "training_s": r.training_s, "eval_s": r.eval_s,
                     "started_at": r.started_at, "ended_at": r.ended_at, "attempts": r.attempts, "cause": r.cause,
                     "algo": r.algo, "experiment": r.experiment}
-            # A grid key named like a fixed column (algo) keeps both: the grid's as grid_<key>.
-            grid = {(f"grid_{k}" if k in fixed or k in rest else k): r.grid.get(k) for k in grid_keys}
-            records.append({**fixed, **grid, **rest})
-        return pandas.DataFrame.from_records(records)
+            records.append((fixed, r, rest))
+        # A key named like a fixed column (algo) keeps both: the grid's as grid_<key>, an edit's as edit_<label>.
+        taken = [*records[0][0], *records[0][2]]
+        grid_names, edit_names = value_columns([r.grid for r in self.runs], [r.edits for r in self.runs], taken)
+        return pandas.DataFrame.from_records([
+            {**fixed, **{name: r.grid.get(k) for k, name in grid_names.items()},
+             **{name: r.edits.get(k) for k, name in edit_names.items()}, **rest} for fixed, r, rest in records])
 
     def curve_points(self) -> list[CurvePoint]:
         """Every run's learning curve in long form: progress.csv's ep_rew_mean, and evaluations.csv's mean

@@ -61,7 +61,8 @@ def mjsweep_batch(config: BenchConfig, xml: Path, n: int, folder: Path) -> Batch
         startup_s=_max(done, "startup_s"), peak_rss_mb=_max(done, "peak_rss_mb"),
         torch_threads=int(_max(done, "torch_threads") or 0) or None, spread_s=_spread(done, "attempt_wall_s"),
         workers_cpu_s=round(workers_cpu, 2), launcher_cpu=round(cpu / wall, 4) if wall > 0 else None,
-        failed=len(outcome.failed) + len(outcome.interrupted), peak_uss_mb=max(uss) if uss else None,
+        failed=len(outcome.failed) + len(outcome.interrupted) + len(outcome.pending),
+        peak_uss_mb=max(uss) if uss else None,
     )
 
 

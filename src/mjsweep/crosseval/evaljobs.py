@@ -44,7 +44,7 @@ def run_jobs(todo: list[PolicyJob], episodes: int, deterministic: bool, workers:
         with LocalLauncher(command=command) as launcher:
             outcome = Scheduler(launcher, scratch, options, on_event=lines.event,
                                 completed=lambda run_dir: _evaluated(by_id[run_dir.run_id], episodes)).run(runs)
-    if outcome.interrupted:
+    if outcome.stopped:
         raise KeyboardInterrupt
     return lines.failed
 

@@ -97,6 +97,9 @@ class SweepOutcome:
     succeeded: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     interrupted: list[str] = field(default_factory=list)
+    """Runs a stop ended while they ran."""
+    pending: list[str] = field(default_factory=list)
+    """Runs a stop left waiting for a slot: never started (or not started again for a retry)."""
     pruned: list[str] = field(default_factory=list)
     cut_short: bool = False
     """A stop came while a source (a search, PBT, adaptive seeds) still had runs to make: the sweep is not done
@@ -104,7 +107,7 @@ class SweepOutcome:
 
     @property
     def stopped(self) -> bool:
-        return bool(self.interrupted) or self.cut_short
+        return bool(self.interrupted) or bool(self.pending) or self.cut_short
 
     @property
     def exit_code(self) -> int:
@@ -161,7 +164,7 @@ class Scheduler:
                         self._wait()
             finally:
                 self._stop_all(outcome)
-        outcome.interrupted.extend(run.run_id for run, _ in pending if self._stop_requests)
+        outcome.pending.extend(run.run_id for run, _ in pending if self._stop_requests)
         outcome.cut_short = bool(self._stop_requests) and self._more_to_come()
         return outcome
 

@@ -44,7 +44,17 @@ from ..sweepdir.files import (
 )
 from ..sweepdir.lineage import continuable, start_from
 from ..sweepdir.lock import sweep_lock
-from ..sweepdir.models import DisplayState, PlanRecord, RunSpec, RunState, SweepVariants, VariantRecord, succeeded
+from ..sweepdir.models import (
+    DisplayState,
+    PlanRecord,
+    RunSpec,
+    RunState,
+    SweepVariants,
+    VariantRecord,
+    evaluated_as,
+    evaluation_words,
+    succeeded,
+)
 from ..worker.tracking import check_tracking
 from . import warmstart
 from .modelcheck import ModelCheck
@@ -278,6 +288,12 @@ def _decide_one(run: RunSpec, run_dir: RunDir) -> PlannedRun:
     except CorruptFileError as exc:
         return PlannedRun(run, _restart_action(run_dir), f"corrupt: {exc}", Reason.CORRUPT)
     if succeeded(status, result):
+        assert result is not None
+        if not evaluated_as(run, result):
+            before = evaluation_words(result.eval_episodes, result.eval_deterministic)
+            now = evaluation_words(run.eval_episodes, run.eval_deterministic)
+            return PlannedRun(run, Action.EVALUATE, f"evaluated with {before}; again with {now}, no training",
+                              Reason.EVALUATED_OTHERWISE)
         return PlannedRun(run, Action.SKIP, "succeeded", Reason.SUCCEEDED)
     if not status:
         return PlannedRun(run, _restart_action(run_dir), "", Reason.NEW)

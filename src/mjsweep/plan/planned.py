@@ -15,6 +15,7 @@ class Action(str, Enum):
     RESUME = "resume"    # has a checkpoint to continue from
     START = "start"      # never ran, or failed before saving a checkpoint
     EXTEND = "extend"    # continues a finished run of the same content with fewer steps (plan/extension.py)
+    EVALUATE = "evaluate"  # succeeded, but evaluated otherwise: its final model is evaluated again, no training
 
 
 class Reason(str, Enum):
@@ -22,6 +23,7 @@ class Reason(str, Enum):
 
     NEW = "new"                    # no status yet
     SUCCEEDED = "succeeded"        # a status that says so and a valid result
+    EVALUATED_OTHERWISE = "evaluated-otherwise"  # succeeded with other evaluation settings than the spec's now
     ENDED = "ended"                # an earlier attempt ended without a result to keep
     LEFT_RUNNING = "left-running"  # marked running by a launcher that is gone: its worker may live on
     CORRUPT = "corrupt"            # status.json or result.json cannot be read

@@ -90,7 +90,8 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
     readable = "_".join([variant.name, *(f"{short[k]}={format_value(v)}" for k, v in point.items()), f"s{seed}"])
     readable = sanitize(readable)[: MAX_ID_LENGTH - 9]
     return RunSpec(
-        run_id=f"{readable}_{digest[:8]}", sweep=spec.name, variant=variant.name, grid=point, seed=seed,
+        run_id=f"{readable}_{digest[:8]}", sweep=spec.name, variant=variant.name, grid=point,
+        edits=dict(variant.edit_values), seed=seed,
         env=spec.env, xml=str(variant.xml), xml_sha256=variant.sha256, env_kwargs=env_kwargs,
         max_episode_steps=spec.max_episode_steps, policy=policy, algo=algo, hyperparams=hyperparams,
         total_timesteps=total, n_envs=n_envs, vec_env=spec.vec_env, **checkpoint_interval(spec, algo),

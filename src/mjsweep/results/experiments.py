@@ -9,10 +9,11 @@ spec.json) as its current experiment.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from ..naming import counted
 from ..sweepdir.files import SweepDir, read_model, read_or_none
-from ..sweepdir.models import PlanRecord, RunSpec
+from ..sweepdir.models import PlanRecord, RunSpec, evaluated_as, evaluation_words
 from .rows import ResultRow
 
 
@@ -24,14 +25,24 @@ class Split:
     """Runs of an earlier spec: another experiment of a planned group, or a group no longer planned."""
     changes: dict[str, str]
     """group -> what differs between its earlier runs and its current ones, in words."""
+    evaluated_otherwise: list[ResultRow] = field(default_factory=list)
+    """Runs of the current plan whose final evaluation had other settings than their group's spec now gives
+    (episodes, deterministic): never pooled with it (`sweep run` evaluates them again)."""
 
     def note(self) -> str | None:
         """One line for the report's warnings; None when every run is of the current plan."""
-        if not self.earlier:
+        lines = []
+        if self.earlier:
+            said = "; ".join(f"{group}: {change}" for group, change in self.changes.items())
+            lines.append(f"{counted(len(self.earlier), 'run')} of an earlier spec left out"
+                         f"{f' ({said})' if said else ''}")
+        if self.evaluated_otherwise:
+            said = "; ".join(sorted({f"{row.group}: {_evaluation_of(row)}" for row in self.evaluated_otherwise}))
+            lines.append(f"{counted(len(self.evaluated_otherwise), 'run')} evaluated otherwise than the spec now "
+                         f"says left out ({said}; sweep run evaluates them again)")
+        if not lines:
             return None
-        said = "; ".join(f"{group}: {change}" for group, change in self.changes.items())
-        return (f"{len(self.earlier)} run{'s' if len(self.earlier) != 1 else ''} of an earlier spec left out"
-                f"{f' ({said})' if said else ''}; --all-specs shows them as groups of their own")
+        return "; ".join(lines) + "; --all-specs shows them as groups of their own"
 
 
 def read_plan(folder: SweepDir) -> PlanRecord | None:
@@ -76,13 +87,46 @@ def split(folder: SweepDir, rows: list[ResultRow]) -> Split:
         if group not in changes:
             now = reference.get(group)
             changes[group] = differences(row.spec, now) if now is not None else "not in the current plan"
-    return Split(current, earlier, changes)
+    current, otherwise = _evaluated_apart(folder, current)
+    return Split(current, earlier, changes, otherwise)
+
+
+def _evaluated_apart(folder: SweepDir, rows: list[ResultRow]) -> tuple[list[ResultRow], list[ResultRow]]:
+    """The rows evaluated as their group's newest spec.json says, and those whose final evaluation had other
+    settings: runs evaluated differently never pool."""
+    newest: dict[str, tuple[int, RunSpec]] = {}
+    for row in rows:
+        if row.spec is None:
+            continue
+        try:
+            written = folder.run(row.run_id).spec_json.stat().st_mtime_ns
+        except OSError:
+            continue
+        if row.spec.group not in newest or written > newest[row.spec.group][0]:
+            newest[row.spec.group] = (written, row.spec)
+    kept: list[ResultRow] = []
+    apart_rows: list[ResultRow] = []
+    for row in rows:
+        reference = newest.get(row.spec.group) if row.spec is not None else None
+        differs = (reference is not None and row.result is not None and row.result.complete
+                   and not evaluated_as(reference[1], row.result))
+        (apart_rows if differs else kept).append(row)
+    return kept, apart_rows
+
+
+def _evaluation_of(row: ResultRow) -> str:
+    """How a run's final evaluation was made, in words: 'evaluated with 2 episodes, deterministic'."""
+    assert row.result is not None
+    return f"evaluated with {evaluation_words(row.result.eval_episodes, row.result.eval_deterministic)}"
 
 
 def apart(split_rows: Split) -> list[ResultRow]:
-    """Every run, each earlier experiment a group of its own: "<group> [earlier spec <experiment>]"."""
+    """Every run, each earlier experiment a group of its own: "<group> [earlier spec <experiment>]", and each
+    other evaluation of the current one too: "<group> [evaluated with 2 episodes, deterministic]"."""
     labelled = [replace(row, label=f"{row.spec.group} [earlier spec {row.spec.experiment}]")
                 for row in split_rows.earlier if row.spec is not None]
+    labelled += [replace(row, label=f"{row.spec.group} [{_evaluation_of(row)}]")
+                 for row in split_rows.evaluated_otherwise if row.spec is not None]
     return split_rows.current + labelled
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import statistics
-from dataclasses import asdict, dataclass
+from collections.abc import Collection
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..robots.variants import ModelStats
-from ..sweepdir.csvfiles import ReportRow, csv_text, read_evaluations
+from ..sweepdir.csvfiles import ReportRow, csv_text_extended, read_evaluations
 from ..sweepdir.files import SweepDir, read_or_none
 from ..sweepdir.models import DisplayState
 from . import stats
@@ -52,6 +53,8 @@ class GroupRow:
     """CPU seconds the group's succeeded runs spent, summed (None if one ran before result.json had cpu_s)."""
     env_steps: int | None = None
     """Env steps the group's succeeded runs trained, summed."""
+    edits: dict[str, Any] = field(default_factory=dict)
+    """The edit values its variant was generated from (an edit_grid point, a design trial's), label: value."""
 
 
 RANKINGS = ("final", "best")
@@ -109,7 +112,7 @@ def _group_row(name: str, members: list[ResultRow], model: ModelStats | None,
     summary = stats.summarize(returns) if returns else None
     iqm_ci = stats.iqm_t_interval(returns) if returns else None
     return GroupRow(
-        group=name, variant=members[0].variant, grid=members[0].grid, runs=len(members),
+        group=name, variant=members[0].variant, grid=members[0].grid, edits=members[0].edits, runs=len(members),
         succeeded=len(returns), failed=sum(1 for m in members if m.state == DisplayState.FAILED),
         mean_return=summary.mean if summary else None, std_return=summary.std if summary else None,
         mean_fps=statistics.fmean(fps) if fps else None, iqm_return=summary.iqm if summary else None,
@@ -167,7 +170,22 @@ def report_rows(groups: list[GroupRow]) -> list[ReportRow]:
 
 
 def to_csv(groups: list[GroupRow]) -> str:
-    return csv_text(ReportRow, report_rows(groups))
+    """report.csv: ReportRow's columns, then each grid key's and edit label's value, a column each."""
+    grid_names, edit_names = value_columns([g.grid for g in groups], [g.edits for g in groups], ReportRow.columns())
+    rows = [(row, [g.grid.get(k) for k in grid_names] + [g.edits.get(k) for k in edit_names])
+            for g, row in zip(groups, report_rows(groups), strict=True)]
+    return csv_text_extended(ReportRow, rows, [*grid_names.values(), *edit_names.values()])
+
+
+def value_columns(grids: list[dict[str, Any]], edits: list[dict[str, Any]],
+                  taken: Collection[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The column of each grid key and of each edit label, in first-seen order: the key itself, or grid_<key>
+    (edit_<label>) where a fixed column, or a grid key for a label, has that name already."""
+    grid_keys = list(dict.fromkeys(k for g in grids for k in g))
+    labels = list(dict.fromkeys(k for e in edits for k in e))
+    grid_names = {k: f"grid_{k}" if k in taken else k for k in grid_keys}
+    edit_names = {k: f"edit_{k}" if k in taken or k in grid_names else k for k in labels}
+    return grid_names, edit_names
 
 
 def failed_runs(rows: list[ResultRow]) -> list[tuple[str, str]]:

@@ -36,6 +36,11 @@ class ResultRow:
         return self.spec.grid if self.spec else {}
 
     @property
+    def edits(self) -> dict[str, Any]:
+        """The edit values its variant was generated from (RunSpec.edits)."""
+        return self.spec.edits if self.spec else {}
+
+    @property
     def seed(self) -> int:
         return self.spec.seed if self.spec else -1
 

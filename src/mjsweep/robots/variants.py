@@ -25,6 +25,9 @@ class Variant:
     """Where in the spec the variant was declared, for error messages."""
     xml_text: str | None = None
     """The edited XML of a generated variant (None for a file used as is)."""
+    edit_values: dict[str, Any] = field(default_factory=dict)
+    """The edit_grid point (or a design search's edit values) a generated variant was made from, label: value;
+    empty for a file used as is."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ def _generated(spec: SweepSpec, v: VariantSpec, i: int) -> list[Variant]:
             raise spec.locator.error(where, f"variant {name!r}: {exc}") from None
         except ValueError as exc:
             raise spec.locator.error((*at, "edit_grid"), f"variant {name!r}: {exc}") from None
-        out.append(Variant(name, base, generated.sha256, dict(v.env_kwargs), at, generated.text))
+        out.append(Variant(name, base, generated.sha256, dict(v.env_kwargs), at, generated.text, dict(point)))
     return out
 
 

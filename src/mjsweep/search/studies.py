@@ -125,7 +125,7 @@ def trial_variant(spec: SweepSpec, study: Study, params: dict[str, Any]) -> vari
     except (editlib.EditError, ValueError) as exc:
         raise TrialBuildError(f"the edits do not apply: {exc}") from None
     variant = variantlib.Variant(name, study.variant.xml, generated.sha256, dict(written.env_kwargs),
-                                 study.variant.loc, generated.text)
+                                 study.variant.loc, generated.text, dict(point))
     _check(spec, variant, params)
     return variant
 

@@ -63,6 +63,15 @@ def csv_text(row_type: type[CsvRow], rows: Iterable[CsvRow]) -> str:
     return csv_header(row_type) + "".join(csv_line(row) for row in rows)
 
 
+def csv_text_extended(row_type: type[CsvRow], rows: Iterable[tuple[CsvRow, list[object]]],
+                      extra: list[str]) -> str:
+    """A whole file whose row type's columns are followed by columns known only when it is written (report.csv:
+    a column per grid key and edit label); each row is its CsvRow and its values of those columns."""
+    header = _line([*row_type.columns(), *extra], row_type.LINE_END)
+    return header + "".join(_line([*row.cells(), *(_cell(v) for v in values)], row_type.LINE_END)
+                            for row, values in rows)
+
+
 def _line(cells: list[str], line_end: str) -> str:
     buf = io.StringIO()
     csv.writer(buf, lineterminator=line_end).writerow(cells)
@@ -106,7 +115,8 @@ class EvaluationRow(CsvRow):
 
 @dataclass(frozen=True)
 class ReportRow(CsvRow):
-    """A row of report.csv (and report.md's table): a group of seeds, written by `sweep report`."""
+    """A row of report.csv (and report.md's table): a group of seeds, written by `sweep report`. report.csv adds
+    a column per grid key and edit label after these (results/report.py's value_columns)."""
 
     variant: str
     grid: str

@@ -49,6 +49,20 @@ class FileModel(BaseModel):
         return {**self.model_dump(mode="json"), "schema": SCHEMA}
 
 
+class EarlierEvaluation(BaseModel):
+    """A final evaluation a run had before it was evaluated again with other settings (result.json's
+    earlier_evaluations): what it measured and how."""
+
+    model_config = ConfigDict(frozen=True)
+
+    eval_mean_return: float | None = None
+    eval_std_return: float | None = None
+    eval_episodes: int | None = None
+    eval_deterministic: bool | None = None
+    eval_s: float | None = None
+    eval_info: dict[str, float] | None = None
+
+
 class RunResult(FileModel):
     """result.json: what the worker measured once its training and evaluation were done."""
 
@@ -58,6 +72,11 @@ class RunResult(FileModel):
     eval_mean_return: float | None = None
     eval_std_return: float | None = None
     eval_episodes: int | None = None
+    eval_deterministic: bool | None = None
+    """Whether the final evaluation took the policy's mean action; None in files written before the key."""
+    earlier_evaluations: list[EarlierEvaluation] = Field(default_factory=list)
+    """Final evaluations with other settings, oldest first, that a re-evaluation replaced (the evaluation
+    settings of spec.json changed after the run had finished: worker/reevaluation.py)."""
     timesteps: int | None = None
     wall_s: float | None = None
     """Seconds from the first env step to the end: training, saving and evaluation, over all attempts."""
@@ -325,6 +344,19 @@ class RunStatus(FileModel):
     once it ended; None when it never fell back."""
 
 
+def evaluated_as(spec: RunSpec, result: RunResult) -> bool:
+    """Whether the result's final evaluation has the run's evaluation settings (episodes, deterministic): runs
+    evaluated otherwise never pool. A setting a file written before it was recorded counts as the same."""
+    return (result.eval_episodes in (None, spec.eval_episodes)
+            and result.eval_deterministic in (None, spec.eval_deterministic))
+
+
+def evaluation_words(episodes: int | None, deterministic: bool | None) -> str:
+    """An evaluation's settings as the plan and the report say them: '5 episodes, deterministic'."""
+    count = "? episodes" if episodes is None else f"{episodes} episode{'' if episodes == 1 else 's'}"
+    return count if deterministic is None else f"{count}, {'deterministic' if deterministic else 'sampled'}"
+
+
 def succeeded(status: RunStatus | None, result: RunResult | None) -> bool:
     """The one rule for a run that is done: its launcher saw it succeed and its result is complete."""
     return status is not None and status.state is RunState.SUCCEEDED and result is not None and result.complete
@@ -378,6 +410,10 @@ class RunSpec(FileModel):
     variant: str
     grid: dict[str, Any]
     """This run's value for each grid key (empty without a grid)."""
+    edits: dict[str, Any] = Field(default_factory=dict)
+    """The edit_grid point (or a design search's edit values) its variant was generated from, label: value;
+    empty for a variant used as is, and in spec.json files written before the key. Not in content_hash: the
+    edited model's hash (xml_sha256) is."""
     seed: int
     env: str
     xml: str

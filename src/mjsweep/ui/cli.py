@@ -19,7 +19,14 @@ from ..errors import InputError
 from . import console_tables as tables
 from .usage import Commands, parse_duration, parse_interval
 
-MAX_RUNS_HELP = "The most runs the spec may plan [default: the spec's max_runs, 10,000]."
+
+def literal(text: str) -> str:
+    """Help text shown as written: typer reads help as Rich markup, where "[default: x]" is a style tag that
+    vanishes (leaving "Runs at once .")."""
+    return text.replace("[", "\\[")
+
+
+MAX_RUNS_HELP = literal("The most runs the spec may plan [default: the spec's max_runs, 10,000].")
 PICTURES_HELP = "Render every variant in its start pose into DIR: a PNG each and contact_sheet.png."
 # The options of fixed choices, which typer checks (a bad one is usage.py's one line).
 Backend = Literal["local", "ray", "slurm"]
@@ -30,7 +37,7 @@ Rank = Literal["final", "best"]
 
 
 app = typer.Typer(cls=Commands, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Launch sweeps of single-threaded SB3 trainings (PPO, SAC, TD3, A2C) over MuJoCo robots.")
+                  help="Launch sweeps of single-threaded Stable-Baselines3 trainings over MuJoCo robots.")
 
 
 def _print_version(value: bool) -> None:
@@ -44,14 +51,14 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
                                           help="Print mjsweep's version and exit.")) -> None:
-    """Launch sweeps of single-threaded SB3 trainings (PPO, SAC, TD3, A2C) over MuJoCo robot variants."""
+    """Launch sweeps of single-threaded Stable-Baselines3 trainings over MuJoCo robot variants."""
 
 
 @app.command()
 def run(
     spec_file: Path = typer.Argument(..., help="The sweep spec (YAML)."),
     workers: int | None = typer.Option(None, "--workers", "-w", min=1,
-                                          help="Runs at once [default: usable CPU cores]."),
+                                          help=literal("Runs at once [default: usable CPU cores].")),
     runs_dir: Path | None = typer.Option(None, "--runs-dir", help="Overrides the spec's runs_dir."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and start nothing."),
     retries: int = typer.Option(1, "--retries", min=0,
@@ -63,10 +70,10 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the end summary."),
     backend: Backend = typer.Option("local", "--backend", help="Where runs execute: local, ray or slurm "
                                 "(docs/cluster.md)."),
-    address: str | None = typer.Option(None, "--address", help="Ray cluster address, e.g. 10.0.0.1:6379 "
-                                          "[default: RAY_ADDRESS, else a local Ray]."),
+    address: str | None = typer.Option(None, "--address", help=literal("Ray cluster address, e.g. "
+                                          "10.0.0.1:6379 [default: RAY_ADDRESS, else a local Ray].")),
     gpus: str | None = typer.Option(None, "--gpus",
-                                       help="GPU ids for device: cuda, e.g. 0,1 [default: all found]."),
+                                       help=literal("GPU ids for device: cuda, e.g. 0,1 [default: all found].")),
     pictures: Path | None = typer.Option(None, "--pictures", help=PICTURES_HELP),
     order: StartOrder = typer.Option("breadth", "--order", help="Start order: breadth (every variant and grid point "
                               "gets its first seed before any gets its second; the longest runs first within "
@@ -94,6 +101,8 @@ def run(
     out = tables.make_console()
     plan = prepare(spec_file, runs_dir, max_runs=max_runs)
     tables.warn_spec(plan.spec)
+    if dry_run:
+        tables.warn_reach(plan)
     tables.warn_missing_tensorboard(plan.spec)
     if plan.spec.search is None and not dry_run:  # before pictures, lock or folders
         run_view.check_disk(plan, planning.to_run(decide(plan)), workers, backend)
@@ -123,8 +132,10 @@ def validate(
     pictures: Path | None = typer.Option(None, "--pictures", help=PICTURES_HELP),
     max_runs: int | None = typer.Option(None, "--max-runs", min=1, help=MAX_RUNS_HELP),
 ) -> None:
-    """Check the spec; compile every variant, build its env and take random steps; one row per variant; the
-    disk the runs will need at their peak against the free space."""
+    """Check the spec, every variant (compiled, its env built and stepped) and the disk the runs need.
+
+    One row per variant: it compiles, its env builds and takes random steps. Then the disk the runs will need at their
+    peak against the free space."""
     from ..api import planning
     from ..engine.sweep import BrokenVariantsError, decide, prepare
     from . import run_view
@@ -135,6 +146,7 @@ def validate(
         tables.variant_table(tables.make_console(), exc.plan)
         raise
     tables.warn_spec(plan.spec)
+    tables.warn_reach(plan)
     tables.warn_missing_tensorboard(plan.spec)
     tables.zoo_hyperparameters(plan.spec)
     out = tables.make_console()
@@ -181,14 +193,14 @@ def report(
 @app.command()
 def video(
     sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
-    variant: str | None = typer.Option(None, "--variant", help="Only this variant [default: every one]."),
-    seed: int | None = typer.Option(None, "--seed", help="This seed [default: the seed with the median "
-                                       "final return of each variant x grid point]."),
+    variant: str | None = typer.Option(None, "--variant", help=literal("Only this variant [default: every one].")),
+    seed: int | None = typer.Option(None, "--seed", help=literal("This seed [default: the seed with the "
+                                       "median final return of each variant x grid point].")),
     best: bool = typer.Option(False, "--best", help="The best evaluation's model (best_model.zip) where a run "
                               "kept one."),
     seconds: float = typer.Option(10.0, "--seconds", min=0.1, help="Simulated seconds per video."),
     gif: bool = typer.Option(False, "--gif", help="A GIF beside each MP4."),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Folder [default: SWEEP_DIR/videos]."),
+    output: Path | None = typer.Option(None, "--output", "-o", help=literal("Folder [default: SWEEP_DIR/videos].")),
 ) -> None:
     """A video of each variant's trained policy (MP4, drawn on the CPU where there is no GPU)."""
     from ..api.report_object import writable_sweep
@@ -219,7 +231,7 @@ def evaluate(
                                "and action spaces match: a matrix of mean returns over seeds."),
     episodes: int = typer.Option(5, "--episodes", min=1, help="Episodes per policy and variant."),
     workers: int | None = typer.Option(None, "--workers", "-w", min=1,
-                                          help="Evaluations at once [default: usable CPU cores]."),
+                                          help=literal("Evaluations at once [default: usable CPU cores].")),
 ) -> None:
     """Evaluate trained policies again; with --cross, on the other variants too (results kept, resumable)."""
     from ..api.report_object import writable_sweep
@@ -273,8 +285,9 @@ def verify(
     scratch: Path | None = typer.Option(None, "--scratch", help="Where to train them again (default: a new "
                                         "temporary folder, deleted at the end)."),
 ) -> None:
-    """Train finished runs again from scratch and say, per run, whether they reproduce exactly: monitor.csv
-    episode by episode, evaluations, final parameters. Exit 0 when all do, 1 otherwise."""
+    """Train finished runs again from scratch and say, per run, whether they reproduce exactly.
+
+    Compared: monitor.csv episode by episode, evaluations, final parameters. Exit 0 when all do, 1 otherwise."""
     from ..engine.verify import verify_sweep
 
     verdicts = verify_sweep(sweep_dir, list(run_ids or []), sample, scratch, lambda line: print(line, flush=True))

@@ -10,9 +10,11 @@ from rich.console import Console, ConsoleOptions
 from rich.segment import Segment
 from rich.table import Table
 
+from ..naming import counted
 from ..spec.algos import label_of
 
 if TYPE_CHECKING:
+    from ..api.planning import Reevaluation
     from ..crosseval.pairs import Cell
     from ..engine.diskspace import Room
     from ..engine.scheduler import SweepOutcome
@@ -62,6 +64,15 @@ def warn_spec(spec: SweepSpec) -> None:
         print(f"warning: {warning}", file=sys.stderr, flush=True)
 
 
+def warn_reach(plan: SweepPlan) -> None:
+    """A fixed seed count or an adaptive max that cannot separate any pair of the plan's groups at the report's
+    level: one line on stderr that names the seeds that could (results/reach.py)."""
+    from ..results import reach
+
+    if (line := reach.warning(reach.of_spec(plan.spec, len({r.group for r in plan.runs})))) is not None:
+        print(f"warning: {line}", file=sys.stderr, flush=True)
+
+
 def warn_missing_tensorboard(spec: SweepSpec) -> None:
     """tensorboard: true is a wish, not a need: without the package the runs train and log as usual."""
     import importlib.util
@@ -101,7 +112,7 @@ class PlainLines:
 
 
 def plan_table(out: Console, plan: SweepPlan, planned: list[PlannedRun]) -> None:
-    title = f"sweep {plan.spec.name}: {len(planned)} runs -> {plan.sweep_dir.path}"
+    title = f"sweep {plan.spec.name}: {counted(len(planned), 'run')} -> {plan.sweep_dir.path}"
     columns = ("run id", "variant", "grid", "seed", "action")
     rows: list[tuple[str, ...]] = [
         (item.run.run_id, item.run.variant, _grid_text(item.run.grid), str(item.run.seed),
@@ -115,10 +126,22 @@ def plan_table(out: Console, plan: SweepPlan, planned: list[PlannedRun]) -> None
         for row in rows:
             table.add_row(*row)
         out.print(table)
-    counts = {a: sum(1 for p in planned if p.action.value == a) for a in ("start", "resume", "extend", "skip")}
+    counts = {a: sum(1 for p in planned if p.action.value == a)
+              for a in ("start", "resume", "extend", "skip", "evaluate")}
     extend = f"{counts['extend']} to extend, " if counts["extend"] else ""
-    out.print(f"dry run: {counts['start']} to start, {counts['resume']} to resume, {extend}"
+    again = f"{counts['evaluate']} to evaluate again, " if counts["evaluate"] else ""
+    out.print(f"dry run: {counts['start']} to start, {counts['resume']} to resume, {extend}{again}"
               f"{counts['skip']} to skip; nothing started")
+
+
+def reevaluation_line(again: Reevaluation) -> str:
+    """What evaluating finished runs again costs: 'evaluate again: 4 finished runs (their evaluation settings
+    changed), 20 episodes from their final models, no training: about 3 s of evaluation'."""
+    time = f"about {_duration(again.seconds)} of evaluation" if again.seconds is not None else \
+        "time unknown (an earlier evaluation did not record it)"
+    return (f"evaluate again: {counted(again.runs, 'finished run')} (their evaluation settings changed), "
+            f"{counted(again.episodes, 'episode')} from their final models, no training: {time}; their earlier "
+            "evaluations stay in result.json")
 
 
 def cost_lines(cost: Cost, *, skipped: int = 0, note: str = "", at_max: Cost | None = None, at_most: bool = False,
@@ -258,12 +281,16 @@ def _duration(seconds: float, approx: bool = True) -> str:
 
 
 def adaptive_seeds_plan(out: Console, policy: AdaptiveSeeds, groups: int, granted: int) -> None:
-    """How many runs adaptive seeds may come to, and how it decides."""
+    """How many runs adaptive seeds may come to, how it decides, and at which look it can first separate."""
+    from ..results.reach import adaptive_reach, first_look_words
+
     out.print(f"adaptive seeds: {groups} groups x {policy.min} to {policy.max} seeds: at least "
               f"{groups * policy.min} runs, at most {groups * policy.max} ({granted} granted so far); after "
               f"every group's first {policy.min}, one seed a round goes to each group not yet separated from the "
               f"best and to the best, by a group-sequential rank test whose chance of any false separation over "
               f"every look and pair is at most {1 - policy.confidence:.0%}", markup=False, highlight=False)
+    if (reach := adaptive_reach(policy.min, policy.max, groups, policy.confidence)) is not None:
+        out.print(f"adaptive seeds: {first_look_words(reach)}", markup=False, highlight=False)
 
 
 def sbatch_preview(out: Console, plan: SweepPlan, planned: list[PlannedRun], workers: int | None) -> None:
@@ -285,7 +312,7 @@ def sbatch_preview(out: Console, plan: SweepPlan, planned: list[PlannedRun], wor
 
 def variant_table(out: Console, plan: SweepPlan) -> None:
     search = plan.spec.search
-    size = f"a search of {search.trials} trials per study" if search else f"{len(plan.runs)} runs"
+    size = f"a search of {search.trials} trials per study" if search else counted(len(plan.runs), "run")
     if (adaptive := plan.spec.adaptive_seeds) is not None:
         groups = len(plan.runs) // adaptive.max
         size = f"{groups * adaptive.min} to {groups * adaptive.max} runs (adaptive seeds)"
@@ -302,8 +329,8 @@ def variant_table(out: Console, plan: SweepPlan) -> None:
 
 
 def _ok_verdict(probe) -> str:
-    """'ok', saying where episodes start when that is a keyframe, the env's notes and any warnings."""
-    notes = [f"start: {probe.start}"] if probe.keyframe else []
+    """'ok', saying where episodes start when the env says (a keyframe or qpos0), its notes and any warnings."""
+    notes = [f"start: {probe.start}"] if probe.start else []
     notes += list(probe.notes)
     notes += [f"warning: {w}" for w in probe.warnings]
     return f"ok ({'; '.join(notes)})" if notes else "ok"
@@ -313,22 +340,36 @@ def _shape(shape: tuple[int, ...]) -> str:
     return "x".join(map(str, shape)) or "-"
 
 
+REPORT_COLUMNS = ("variant", "grid", "runs ok", "failed", "mean", "std", "IQM", "95% CI", "IQM 95% CI",
+                  "mean fps", "eval s", "mass", "bodies/joints/act")
+DROPPED_FIRST = ("bodies/joints/act", "mass", "eval s", "mean fps", "IQM 95% CI", "std", "failed", "IQM")
+"""The report table's columns a narrow terminal leaves out, first to last, each whole; variant, grid, runs ok,
+mean and 95% CI always stay (docs/observability.md)."""
+
+
 def report_table(out: Console, groups: list[GroupRow], rows: list[ResultRow], warnings: list[str],
                  failed: Sequence[tuple[str, str]] = ()) -> None:
-    table = Table(title="final eval return over seeds, best first")
-    for col in ("variant", "grid", "runs ok", "failed", "mean", "std", "IQM", "95% CI", "IQM 95% CI", "mean fps",
-                "eval s",
-                "mass", "bodies/joints/act"):
-        table.add_column(col, overflow="fold")
+    cells: dict[str, list[str]] = {col: [] for col in REPORT_COLUMNS}
     for g in groups:
         ci = f"[{fixed(g.ci_low)}, {fixed(g.ci_high)}]" if g.ci_low is not None else "-"
         iqm_ci = f"[{fixed(g.iqm_ci_low)}, {fixed(g.iqm_ci_high)}]" if g.iqm_ci_low is not None else "-"
         m = g.model
-        table.add_row(g.variant, _grid_text(g.grid), f"{g.succeeded}/{g.runs}", str(g.failed),
-                      fixed(g.mean_return), fixed(g.std_return), fixed(g.iqm_return), ci, iqm_ci, fixed(g.mean_fps, 0),
-                      fixed(g.mean_eval_s, 1),
-                      fixed(m.total_mass if m else None), f"{m.bodies}/{m.joints}/{m.actuators}" if m else "-")
+        shown = (g.variant, _grid_text(g.grid), f"{g.succeeded}/{g.runs}", str(g.failed), fixed(g.mean_return),
+               fixed(g.std_return), fixed(g.iqm_return), ci, iqm_ci, fixed(g.mean_fps, 0), fixed(g.mean_eval_s, 1),
+               fixed(m.total_mass if m else None), f"{m.bodies}/{m.joints}/{m.actuators}" if m else "-")
+        for col, cell in zip(REPORT_COLUMNS, shown, strict=True):
+            cells[col].append(cell)
+    kept = fitted_columns(cells, out.width)
+    table = Table(title="final eval return over seeds, best first")
+    for col in kept:
+        # A cell is never split: only the grid's wraps, between its key=value pairs.
+        table.add_column(col, no_wrap=col != "grid", overflow="fold")
+    for i in range(len(groups)):
+        table.add_row(*(cells[col][i] for col in kept))
     out.print(table)
+    if left_out := [col for col in REPORT_COLUMNS if col not in kept]:
+        out.print(f"left out to fit {out.width} columns: {', '.join(left_out)} (report.csv and --format md have "
+                  "every column)", soft_wrap=True, markup=False, highlight=False)
     for run_id, cause in failed:
         out.print(f"failed: {run_id}: {cause}", soft_wrap=True, markup=False, highlight=False)
     for row in rows:
@@ -336,6 +377,22 @@ def report_table(out: Console, groups: list[GroupRow], rows: list[ResultRow], wa
             out.print(f"warning: {problem}", soft_wrap=True)
     for warning in warnings:
         out.print(f"warning: {warning}", soft_wrap=True)
+
+
+def fitted_columns(cells: dict[str, list[str]], width: int) -> list[str]:
+    """The report's columns that fit `width` with every cell whole (the grid's wrapped between its pairs),
+    leaving out DROPPED_FIRST's columns in order until they do."""
+    def need(col: str) -> int:
+        texts = [col, *cells[col]]
+        widest = max(len(word) for t in texts for word in t.split()) if col == "grid" else max(map(len, texts))
+        return widest + 3  # a space either side and a border
+
+    kept = list(REPORT_COLUMNS)
+    for col in DROPPED_FIRST:
+        if sum(map(need, kept)) + 1 <= width:
+            break
+        kept.remove(col)
+    return kept
 
 
 def cross_table(out: Console, cells: list[Cell]) -> None:
@@ -354,8 +411,22 @@ def fixed(value: float | None, digits: int = 2) -> str:
 
 
 def outcome_summary(out: Console, plan: SweepPlan, outcome: SweepOutcome) -> None:
+    """The answer (a grid's leader and whether it is separated) where the sweep ran to its end, then the counts
+    and each failed run."""
+    if not outcome.stopped and plan.spec.search is None and plan.spec.pbt is None:
+        from ..errors import InputError
+        from ..results.answer import of_report
+        from ..results.sweepreport import read
+
+        try:
+            line = of_report(read(plan.sweep_dir))
+        except InputError:  # no run folder to read: nothing to answer
+            line = None
+        if line is not None:
+            out.print(line, soft_wrap=True, markup=False, highlight=False)
     out.print(f"sweep {plan.spec.name}: {len(outcome.succeeded)} succeeded, {len(outcome.failed)} failed, "
               f"{len(outcome.interrupted)} interrupted"
+              + (f", {len(outcome.pending)} pending" if outcome.pending else "")
               + (f", {len(outcome.pruned)} pruned" if outcome.pruned else "")
               + (", stopped before its last runs were made" if outcome.cut_short else "")
               + f" -> {plan.sweep_dir.path}")

@@ -41,6 +41,7 @@ td pre { margin: 0; }
 figure { margin: 1.5em 0; }
 img, video, figure svg { max-width: 100%; height: auto; }
 .videos { display: flex; flex-wrap: wrap; gap: 1em; }
+.answer { font-size: 1.15em; font-weight: 600; }
 .warning { color: #a40; }
 .failed { color: #b00; }
 .sweep-state { padding: 4px 8px; background: #f6f6f6; border-left: 4px solid #888; }
@@ -54,14 +55,16 @@ PARETO_CAPTION = "Pareto front: the complete trials in objective space, trial nu
 def build(folder: SweepDir, groups: list[GroupRow], rows: list[ResultRow], warnings: list[str],
           decisions: Figures | None = None, state: SweepState | None = None,
           trials: tuple[list[TrialRow], SearchSpec] | None = None, pareto: Path | None = None,
-          confirmed: list[StudyConfirmation] | None = None, pbt: str = "") -> str:
+          confirmed: list[StudyConfirmation] | None = None, pbt: str = "", answer: str | None = None) -> str:
     """The whole report as one HTML document; with `decisions`, which group beats which, every pair; `state`
     says under the title whether the sweep still runs; `trials` (a search's, ranked) with `pareto` (the
     figure `sweep report` drew) show a multi-objective search's Pareto front; `confirmed`, its best trials
-    retrained on fresh seeds; `pbt`, a population's lineage and best schedule (report.md's section)."""
+    retrained on fresh seeds; `pbt`, a population's lineage and best schedule (report.md's section); `answer`,
+    which group leads and whether it is separated, the page's first line under its title."""
     name = html.escape(folder.path.name)
     parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sweep {name}</title>",
-             f"<style>{STYLE}</style></head><body>", f"<h1>sweep {name}</h1>", *_state(state),
+             f"<style>{STYLE}</style></head><body>", f"<h1>sweep {name}</h1>",
+             *([f'<p class="answer">{html.escape(answer)}</p>'] if answer else []), *_state(state),
              f"<p>{sum(g.succeeded for g in groups)} of {len(rows)} runs succeeded; final evaluation return over "
              "seeds, best first (IQM: interquartile mean; CI: 95% Student's t interval of the mean).</p>",
              _table(groups)]
@@ -106,7 +109,7 @@ class SweepState:
                     "reload for more")
         written = f"report written {self.at:%Y-%m-%d %H:%M:%S}"
         if self.succeeded == self.runs:
-            return f"sweep ended: all {self.runs} runs succeeded; {written}"
+            return f"sweep ended: {'the run' if self.runs == 1 else f'all {self.runs} runs'} succeeded; {written}"
         return (f"sweep ended: {self.ended} of {self.runs} runs ended, {self.succeeded} succeeded (sweep run "
                 f"runs the others again); {written}")
 

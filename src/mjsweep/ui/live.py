@@ -18,6 +18,7 @@ from rich.live import Live
 
 from ..engine.machine import MachineLoad, PresentLoad
 from ..engine.scheduler import EventKind
+from ..naming import counted
 from ..plan.planned import Action
 from ..results.runview import RunView, read_run, view_of
 from ..sweepdir import index as runindex
@@ -135,7 +136,7 @@ class PlainProgress:
             return
         todo = sum(1 for p in planned if p.action.value != "skip")
         if planned:  # a search starts with none planned: it makes its runs as slots free up
-            self._print(f"{len(planned)} runs: {todo} to run, {len(planned) - todo} already succeeded")
+            self._print(f"{counted(len(planned), 'run')}: {todo} to run, {len(planned) - todo} already succeeded")
         self._thread.start()
 
     def event(self, event: Event) -> None:

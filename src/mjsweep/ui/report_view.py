@@ -25,6 +25,8 @@ def show(report: Report, fmt: str, view: SweepView) -> None:
 
 def _table(report: Report) -> None:
     read = report.read
+    if (line := answer_line(report)) is not None:
+        print(line)
     tables.report_table(tables.make_console(), read.groups, read.rows, report.warnings, report.failed)
     for comparison in report.comparisons or []:
         print(comparison.verdict())
@@ -50,6 +52,16 @@ def _table(report: Report) -> None:
         print(report.pbt)
 
 
+def answer_line(report: Report) -> str | None:
+    """Which group leads and whether it is separated, for a grid's report; a search ranks its trials and a
+    population its members instead (their own sections)."""
+    if report.trials is not None or report.pbt:
+        return None
+    from ..results.answer import of_report
+
+    return of_report(report.read)
+
+
 def _html(report: Report, view: SweepView) -> None:
     from ..sweepdir.files import write_text_atomic
     from .html_report import build, sweep_state
@@ -58,5 +70,6 @@ def _html(report: Report, view: SweepView) -> None:
     # While a launcher runs the sweep, the page says so (under its title: how far it got).
     write_text_atomic(report.folder.report_html, build(report.folder, read.groups, read.rows, report.warnings,
                                                        report.figures, sweep_state(view), report.trials,
-                                                       report.pareto, report.confirmed, report.pbt))
+                                                       report.pareto, report.confirmed, report.pbt,
+                                                       answer_line(report)))
     print(report.folder.report_html)

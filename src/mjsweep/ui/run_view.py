@@ -46,6 +46,8 @@ def dry_run(out: Console, plan: SweepPlan, start: Order, workers: int | None, ba
     tables.plan_table(out, plan, planned)
     pricing, skipped = planning.price_planned(plan, planned, at_once(workers, backend), backend, bench_speed())
     print_cost(out, pricing, skipped=skipped, note=extending_note(sum(1 for p in planned if p.extends is not None)))
+    if (again := planning.reevaluation(plan, planned)) is not None:
+        out.print(tables.reevaluation_line(again), markup=False, highlight=False)
     check_disk(plan, planning.to_run(planned), workers, backend, out=out, refuse=False)
     if backend == "slurm":
         tables.sbatch_preview(out, plan, planned, workers)

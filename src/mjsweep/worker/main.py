@@ -99,6 +99,12 @@ def _train(run_path: Path) -> int:
     started = time.monotonic()
     run = RunDir(run_path)
     spec = RunSpec.model_validate_json(run.spec_json.read_text(encoding="utf-8"))
+    from .reevaluation import evaluated_otherwise
+
+    if (earlier := evaluated_otherwise(spec, run)) is not None:
+        from .reevaluation import evaluate_again
+
+        return evaluate_again(spec, run, earlier, stop_if_requested)
     off_policy = ALGOS[spec.algo].off_policy
     checkpointer = Checkpointer(run, spec.checkpoint_every, spec.checkpoint_every_s,
                                 normalized=spec.normalize is not None, off_policy=off_policy,
@@ -148,6 +154,7 @@ def _train(run_path: Path) -> int:
         eval_mean_return=mean,
         eval_std_return=std,
         eval_episodes=spec.eval_episodes,
+        eval_deterministic=spec.eval_deterministic,
         timesteps=int(model.num_timesteps),
         wall_s=round(timing.wall_s, 3),
         # fps counts training alone (rollout + update), as progress.csv's rows do; saving, evaluation
