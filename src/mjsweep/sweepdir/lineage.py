@@ -10,6 +10,7 @@ from pydantic import Field
 
 from .files import RunDir, SweepDir, read_lines, read_or_none, write_model
 from .models import FileModel
+from .trust import require
 
 
 class SegmentRecord(FileModel):
@@ -41,12 +42,15 @@ class SegmentRecord(FileModel):
 
 def start_from(parent: RunDir, child: RunDir) -> None:
     """The parent segment's final checkpoint and its logs up to it, copied into the child's folder: the child's
-    first attempt resumes from them. checkpoint.json is written last, so a copy cut short is done again."""
+    first attempt resumes from them. checkpoint.json is written last, so a copy cut short is done again.
+    UntrustedFolderError, before anything is copied, for a parent's file in a sweep folder no one trusted."""
     if child.checkpoint_json.exists():
         return  # copied already; the child's own checkpoints may have followed
     checkpoint = read_or_none(parent.read_checkpoint)
     if checkpoint is None:
         return  # nothing to copy: the child starts from 0 (its parent failed before any checkpoint)
+    for name in checkpoint.files():  # the copy is this user's: whose the original is is judged here
+        require(parent.checkpoints / name, parent.path.parent)
     child.checkpoints.mkdir(exist_ok=True)
     for name in checkpoint.files():
         shutil.copyfile(parent.checkpoints / name, child.checkpoints / name)
