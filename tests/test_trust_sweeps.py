@@ -105,7 +105,7 @@ def _refused(done: subprocess.CompletedProcess, sweep: Path) -> str:
     return line
 
 
-def test_reading_a_folder_unpickles_nothing_and_needs_no_trust(colleagues, monkeypatch, tmp_path):
+def test_reading_a_folder_unpickles_nothing_and_needs_no_trust(colleagues, monkeypatch):
     sweep, marker = colleagues
 
     def refuse(*args, **kwargs):
@@ -129,7 +129,7 @@ def test_reading_a_folder_unpickles_nothing_and_needs_no_trust(colleagues, monke
         done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                               stdin=subprocess.DEVNULL, env={**os.environ, "NO_COLOR": "1"})
         assert done.returncode == 0, done.stdout + done.stderr
-        assert "walker" in done.stdout
+        assert "walker" in done.stdout, done.stdout
     assert not marker.exists()
 
 

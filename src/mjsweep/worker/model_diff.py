@@ -15,7 +15,7 @@ def first_difference(one: str, other: str) -> str | None:
 
     from .loaded_policy import require_run_files
 
-    require_run_files(one, other)  # the sweep's model (unpickled too), and the retrained one
+    require_run_files(one)  # the sweep's model (unpickled too); the other is this user's retraining
     _, first, _ = load_from_zip_file(one, device="cpu")
     _, second, _ = load_from_zip_file(other, device="cpu")
     return _difference(first, second, "")
