@@ -210,6 +210,8 @@ def test_sweep_run_refuses_to_resume_an_untrusted_folder(colleagues, tmp_path):
     _make_resumable(sweep)
     spec = write_spec(tmp_path, SPEC)
     _refused(run_sweep("run", str(spec), "-q"), sweep)
+    with pytest.raises(mjsweep.UntrustedFolderError, match="owned by nobody"):
+        mjsweep.run(spec)
     assert not marker.exists()
     assert json.loads((next(sweep.glob("*/status.json"))).read_text())["state"] == "interrupted"
 
@@ -247,6 +249,7 @@ def test_a_warm_start_from_a_folder_trusted_with_the_option_loads_it_in_the_work
     assert done.returncode == 1 and "not unpickled" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_worker_started_on_an_untrusted_run_refuses_to_resume_it_by_itself(colleagues):
     sweep, marker = colleagues
     _make_resumable(sweep)
