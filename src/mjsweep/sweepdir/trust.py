@@ -68,25 +68,32 @@ def require(file: Path, root: Path, trust: Trust = ()) -> None:
     if not os.path.lexists(file) or is_trusted(root, trust):
         return
     for path in _chain(file, root):
-        _refuse_if_unsafe(path, file, root)
+        _refuse_if_unsafe(os.fspath(path), os.fspath(file), root)
 
 
 def require_folder(root: Path, trust: Trust = ()) -> None:
     """require() for every file under `root` that mjsweep may unpickle (PICKLED), before a command loads any of
-    them: `sweep run` resuming or copying runs, `sweep video`, `sweep evaluate --cross`, `sweep verify`."""
+    them: `sweep run` resuming or copying runs, `sweep video`, `sweep evaluate --cross`, `sweep verify`. A
+    folder holding none is not judged. About one stat per file and folder."""
     if not root.is_dir() or is_trusted(root, trust):
         return
-    _refuse_if_unsafe(root, root, root)
-    safe: set[str] = {os.fspath(root)}
-    for folder, _, names in os.walk(root):
-        for name in names:
-            if not name.endswith(PICKLED):
-                continue
-            file = Path(folder) / name
-            for path in _chain(file, root):
-                if os.fspath(path) not in safe:
-                    _refuse_if_unsafe(path, file, root)
-                    safe.add(os.fspath(path))
+    _require_tree(os.fspath(root), root, [os.fspath(root)])
+
+
+def _require_tree(folder: str, root: Path, unjudged: list[str]) -> None:
+    """The pickled files in `folder` and below, and the folders above each up to `root` (`unjudged`: those not
+    judged yet), judged; files first, so that a folder is judged once for all its files and subfolders."""
+    with os.scandir(folder) as found:
+        entries = list(found)
+    for entry in entries:
+        if entry.name.endswith(PICKLED) and not entry.is_dir(follow_symlinks=False):
+            for path in unjudged:
+                _refuse_if_unsafe(path, entry.path, root)
+            unjudged.clear()
+            _refuse_if_unsafe(entry.path, entry.path, root)
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):  # a link to a folder is not followed: nothing loads through one
+            _require_tree(entry.path, root, [*unjudged, entry.path])
 
 
 @contextmanager
@@ -117,7 +124,7 @@ def _chain(file: Path, root: Path) -> list[Path]:
     return [root, *(root / Path(*inside.parts[:n]) for n in range(1, len(inside.parts) + 1))]
 
 
-def _refuse_if_unsafe(path: Path, file: Path, root: Path) -> None:
+def _refuse_if_unsafe(path: str, file: str, root: Path) -> None:
     try:
         st = os.stat(path)  # a link: its target, which is what would be read
     except FileNotFoundError:
