@@ -133,3 +133,16 @@ def test_granted_trust_reaches_the_environment_of_processes_started_within_it(tm
     with granted([tmp_path]):
         assert is_trusted(tmp_path)
     assert trust.ENV not in os.environ
+
+
+def test_a_file_only_the_users_own_group_can_write_passes(tmp_path):
+    import grp
+
+    me = pwd.getpwuid(os.geteuid())
+    own = grp.getgrgid(me.pw_gid)
+    if own.gr_name != me.pw_name or set(own.gr_mem) - {me.pw_name}:
+        pytest.skip("the user's primary group is not a group of their own")
+    sweep, stats = a_sweep(tmp_path)
+    os.chown(stats, me.pw_uid, me.pw_gid)
+    stats.chmod(0o664)  # as a umask of 002 leaves it
+    require(stats, sweep)
