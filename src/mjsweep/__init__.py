@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .api import CurvePoint, PlanSummary, Policy, Run, Sweep, SweepFailed, load, run, validate
     from .errors import InputError, LaunchError, SpecError
+    from .sweepdir.trust import UntrustedFolderError
 
 __all__ = ["CurvePoint", "InputError", "LaunchError", "PlanSummary", "Policy", "Run", "SpecError", "Sweep",
-           "SweepFailed", "load", "run", "validate"]
+           "SweepFailed", "UntrustedFolderError", "load", "run", "validate"]
 
 _API = {"CurvePoint", "PlanSummary", "Policy", "Run", "Sweep", "SweepFailed", "load", "run", "validate"}
 _ERRORS = {"InputError", "LaunchError", "SpecError"}
@@ -35,6 +36,10 @@ def __getattr__(name: str) -> Any:
         from . import errors
 
         return getattr(errors, name)
+    if name == "UntrustedFolderError":
+        from .sweepdir import trust
+
+        return trust.UntrustedFolderError
     raise AttributeError(f"module 'mjsweep' has no attribute {name!r}")
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..sweepdir.files import RunDir
 from ..sweepdir.models import RunSpec
+from ..sweepdir.trust import Trust, require
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -19,9 +20,13 @@ if TYPE_CHECKING:
 class Policy:
     """`model` is the SB3 model (any algorithm mjsweep trains, recurrent ones too). `predict` takes an
     observation of `make_env()`'s env as it comes and normalizes it as training did; `make_vec_env()` is the
-    env with that normalization inside, whose observations `model.predict` takes as they are."""
+    env with that normalization inside, whose observations `model.predict` takes as they are.
 
-    def __init__(self, spec: RunSpec, run_path: Path, best: bool = False):
+    Loading unpickles the run's files: UntrustedFolderError (an InputError) before anything is unpickled when
+    their sweep folder is not the user's alone and `trust` (or MJSWEEP_TRUST, ~/.config/mjsweep/trust) does
+    not name it."""
+
+    def __init__(self, spec: RunSpec, run_path: Path, best: bool = False, trust: Trust = ()):
         from ..worker.loaded_policy import load_policy
         from ..worker.normalization import load_frozen
 
@@ -29,8 +34,12 @@ class Policy:
         self.spec = spec
         use_best = best and run.best_model_zip.is_file()
         self.model_path = run.best_model_zip if use_best else run.model_zip
-        self.model: BaseAlgorithm = load_policy(spec.algo, str(self.model_path))
         stats = run.best_vecnormalize if use_best else run.vecnormalize
+        trust = list(trust)
+        for file in (self.model_path, stats):
+            require(file, run.path.parent, trust)
+        self._trust = trust
+        self.model: BaseAlgorithm = load_policy(spec.algo, str(self.model_path))
         self.stats_path: Path | None = stats if stats.is_file() else None
         # The run's statistics, frozen: never updated by what this policy sees, rewards left as the env's own.
         self.normalization: VecNormalize | None = (
@@ -53,6 +62,8 @@ class Policy:
         from ..worker.normalization import load_frozen
 
         venv = self._plain_vec_env()
+        if self.stats_path is not None:  # read again: checked again
+            require(self.stats_path, self.stats_path.parent.parent, self._trust)
         return load_frozen(str(self.stats_path), venv) if self.stats_path is not None else venv
 
     def normalize(self, obs: Any) -> Any:

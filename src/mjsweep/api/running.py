@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,23 +64,29 @@ def validate(spec: SpecSource, runs_dir: str | Path | None = None) -> PlanSummar
 
 def run(spec: SpecSource, *, runs_dir: str | Path | None = None, workers: int | None = None, retries: int = 1,
         timeout_s: float | None = None, grace_s: float = 10.0, order: str = "breadth", start: str = "auto",
-        on_event: Callable[[Event], None] | None = None) -> Sweep:
+        on_event: Callable[[Event], None] | None = None, trust: Iterable[str | Path] = ()) -> Sweep:
     """Run the sweep of `spec` (a YAML file, or the spec as a mapping: its relative paths are read from the
     current folder) as `sweep run` does with the local launcher, and return its folder read back. Runs that
     succeeded before are skipped, interrupted ones resumed. workers: runs at once (default: the usable cores);
-    on_event: called with each scheduler event (a run started, ended, retried; warnings)."""
+    on_event: called with each scheduler event (a run started, ended, retried; warnings). trust: folders
+    whose pickles the runs may load (resumed runs, a warm start's source) though another user owns or can
+    write them; UntrustedFolderError (an InputError, nothing started) for one not trusted (docs/trust.md)."""
     from ..engine.scheduler import SchedulerOptions
     from ..engine.sweep import execute
+    from ..engine.trusted_sources import require_trusted_sources
     from ..launchers import build_launcher
     from ..plan.order import Order
+    from ..sweepdir.trust import granted
 
     try:
         start_order = Order(order)
     except ValueError:
         raise InputError(f"order {order!r}: expected breadth or variant") from None
     plan = _prepare(spec, runs_dir)
+    trust = list(trust)
+    require_trusted_sources(plan, trust)
     opener = _opener(plan, start_order, workers)
-    with build_launcher("local", plan.spec, workers=workers, start=start) as launcher:
+    with granted(trust), build_launcher("local", plan.spec, workers=workers, start=start) as launcher:
         options = SchedulerOptions(max_workers=launcher.slots(workers, _cores()), retries=retries, timeout_s=timeout_s,
                                    grace_s=grace_s)
         outcome = execute(plan, opener, launcher, options, on_event=on_event or (lambda e: None))

@@ -3,7 +3,7 @@ and the best run of a group."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +16,7 @@ from ..results.rows import ResultRow, collect
 from ..sweepdir.csvfiles import read_evaluations, read_progress_points
 from ..sweepdir.files import SweepDir
 from ..sweepdir.models import RunSpec
+from ..sweepdir.trust import Trust
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,18 +61,22 @@ class Run:
     spec: RunSpec | None
     problems: tuple[str, ...]
     """Files of the run that could not be read, each with why."""
+    trust: tuple[str, ...] = field(default=(), repr=False)
+    """The folders `load(..., trust=)` was told to trust."""
 
-    def policy(self, best: bool = False) -> Policy:
+    def policy(self, best: bool = False, trust: Trust = ()) -> Policy:
         """The trained model ready to act, with its frozen normalization and an env factory for its variant;
-        `best`: the best periodic evaluation's model (eval.every) where the run kept one."""
+        `best`: the best periodic evaluation's model (eval.every) where the run kept one. Its files are
+        unpickled: UntrustedFolderError unless the sweep folder is the user's alone, or trusted (`trust`
+        here or in load(), MJSWEEP_TRUST, ~/.config/mjsweep/trust; docs/trust.md)."""
         from .policy import Policy
 
         if not self.succeeded or self.spec is None:
             raise InputError(f"{self.run_id}: {self.state}, no trained model to load")
-        return Policy(self.spec, self.path, best=best)
+        return Policy(self.spec, self.path, best=best, trust=[*self.trust, *trust])
 
 
-def _run(row: ResultRow, folder: SweepDir) -> Run:
+def _run(row: ResultRow, folder: SweepDir, trust: tuple[str, ...]) -> Run:
     result, status = row.result, row.status
     return Run(run_id=row.run_id, group=row.group, variant=row.variant, grid=dict(row.grid),
                edits=dict(row.edits), seed=row.seed,
@@ -82,7 +87,7 @@ def _run(row: ResultRow, folder: SweepDir) -> Run:
                ended_at=status.ended_at if status else None, attempts=status.attempts if status else 0,
                cause=row.cause, algo=row.spec.algo if row.spec else None,
                experiment=row.spec.experiment if row.spec else None, path=folder.run(row.run_id).path,
-               spec=row.spec, problems=row.problems)
+               spec=row.spec, problems=row.problems, trust=trust)
 
 
 @dataclass(frozen=True)
@@ -101,9 +106,10 @@ class CurvePoint:
 
 class Sweep:
     """A sweep folder (<runs_dir>/<sweep name>). By default its runs are the last plan's, as `sweep report`
-    shows them; with all_specs, also earlier specs' runs, each experiment a group of its own."""
+    shows them; with all_specs, also earlier specs' runs, each experiment a group of its own. Reading it
+    unpickles nothing; `trust` is handed to its runs' policy()."""
 
-    def __init__(self, path: str | Path, all_specs: bool = False):
+    def __init__(self, path: str | Path, all_specs: bool = False, trust: Trust = ()):
         self.path = Path(path)
         if not self.path.is_dir():
             raise InputError(f"{self.path}: no such sweep folder")
@@ -113,7 +119,8 @@ class Sweep:
         rows, self.left_out = plan_rows(self.folder, collect(self.folder), all_specs)
         if not rows:
             raise InputError(f"{self.path}: no run folders here (is it <runs_dir>/<sweep name>?)")
-        self.runs: list[Run] = [_run(row, self.folder) for row in rows]
+        trusted = tuple(str(p) for p in trust)
+        self.runs: list[Run] = [_run(row, self.folder, trusted) for row in rows]
         self._reads: dict[str, sweepreport.SweepReport] = {}
 
     def __repr__(self) -> str:
@@ -203,9 +210,11 @@ class Sweep:
         return self._reads[rank]
 
 
-def load(path: str | Path, all_specs: bool = False) -> Sweep:
-    """The sweep folder at `path` (<runs_dir>/<sweep name>). InputError when it is not one."""
-    return Sweep(path, all_specs)
+def load(path: str | Path, all_specs: bool = False, trust: Trust = ()) -> Sweep:
+    """The sweep folder at `path` (<runs_dir>/<sweep name>). InputError when it is not one. It reads JSON and
+    CSV only, whoever wrote it; `trust`: folders whose pickles its runs' policy() may load though another user
+    owns or can write them (docs/trust.md)."""
+    return Sweep(path, all_specs, trust)
 
 
 def _pandas() -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..sweepdir.files import write_model
 from ..sweepdir.models import CrossResult
-from ..worker.loaded_policy import load_policy
+from ..worker.loaded_policy import load_policy, require_run_files
 from ..worker.normalization import load_frozen
 
 
@@ -56,6 +56,7 @@ def main(job_path: str) -> None:
 
     torch.set_num_threads(1)
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
+    require_run_files(job["model"], job.get("vecnormalize"))
     policy = load_policy(job.get("algo", "ppo"), job["model"])
     for target in job["targets"]:
         result = evaluate_on(policy, target, job)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..sweepdir.files import SweepDir, write_text_atomic
+from ..sweepdir.trust import Trust, granted, require
 from .evaljobs import run_jobs
 from .pairs import Cell, jobs, matrix, to_csv, trained_runs
 
@@ -29,15 +30,23 @@ class CrossOutcome:
 
 
 def evaluate_cross(sweep: SweepDir, episodes: int, workers: int, deterministic: bool = True,
-                   say: Callable[[str], None] = print) -> CrossOutcome:
+                   say: Callable[[str], None] = print, trust: Trust = ()) -> CrossOutcome:
+    """UntrustedFolderError before anything is unpickled or written when a policy's files lie in a sweep
+    folder no one trusted."""
     sweep = SweepDir(sweep.path.resolve())  # the evaluation processes run in a folder of their own
     trained, every = trained_runs(sweep)
     if not trained:
         raise NothingToEvaluate(f"{sweep.path}: no succeeded run with a model.zip to evaluate")
+    trust = list(trust)
+    for run in trained:
+        run_dir = sweep.run(run.run_id)
+        for file in (run_dir.model_zip, run_dir.vecnormalize):
+            require(file, sweep.path, trust)
     todo = jobs(sweep, trained, every, episodes)
     say(f"cross: {len(trained)} policies x {len({r.variant for r in every})} variants, "
         f"{sum(len(j.targets) for j in todo)} pairs to evaluate, {workers} at once")
-    failed = run_jobs(todo, episodes, deterministic, workers, say) if todo else []
+    with granted(trust):  # the evaluation processes check again
+        failed = run_jobs(todo, episodes, deterministic, workers, say) if todo else []
     cells = matrix(sweep, trained)
     sweep.cross.mkdir(parents=True, exist_ok=True)
     csv, heatmap = sweep.cross_matrix_csv, sweep.cross_matrix_png

@@ -14,14 +14,17 @@ import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from ..childproc import child_env
 from ..errors import InputError
 from ..launchers.spawn import spawn_worker, worker_command
 from ..sweepdir.csvfiles import read_evaluation_cells, read_monitor_cells
-from ..sweepdir.files import RunDir, SweepDir
+from ..sweepdir.files import RunDir, SweepDir, read_model, read_or_none
 from ..sweepdir.lineage import segment_chain, start_from
+from ..sweepdir.models import RunSpec
+from ..sweepdir.trust import Trust, granted, require_folder
 
 STOP_GRACE_S = 10.0
 """From a Ctrl-C to the kill of a retraining: as long as `sweep run` gives its runs by default."""
@@ -127,10 +130,16 @@ def scratch_folder(given: Path | None) -> Path:
 
 
 def verify_sweep(sweep_dir: Path, run_ids: list[str], sample: int | None, scratch: Path | None,
-                 say: Callable[[str], None]) -> list[Verdict]:
+                 say: Callable[[str], None], trust: Trust = ()) -> list[Verdict]:
     """`sweep verify`: the chosen finished runs trained again in a scratch folder outside the sweep folder (a
-    temporary one, deleted at the end, unless one is given) and compared with their originals."""
+    temporary one, deleted at the end, unless one is given) and compared with their originals. Refuses
+    (UntrustedFolderError) before anything is unpickled when the sweep folder, or a warm start's source the
+    retrainings load, is not this user's alone and no one trusted it."""
     runs = chosen_runs(sweep_dir, run_ids, sample)
+    trust = list(trust)
+    require_folder(sweep_dir, trust)
+    for source in sorted(_warm_sources(runs)):
+        require_folder(source, trust)
     if scratch is not None:
         if scratch.resolve().is_relative_to(sweep_dir.resolve()):
             raise InputError(f"{scratch}: the scratch folder must lie outside the sweep folder")
@@ -140,7 +149,19 @@ def verify_sweep(sweep_dir: Path, run_ids: list[str], sample: int | None, scratc
             raise InputError(f"{scratch}: already holds {', '.join(taken)}; give another --scratch")
     folder = scratch_folder(scratch)
     try:
-        return verify(runs, folder, say)
+        with granted(trust):  # the retrainings and the comparisons check again
+            return verify(runs, folder, say)
     finally:
         if scratch is None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _warm_sources(runs: list[RunDir]) -> set[Path]:
+    """The source run folders the retrainings of `runs` (and of their PBT ancestors) start from."""
+    sources = set()
+    for run in runs:
+        for segment in segment_chain(run):
+            spec = read_or_none(partial(read_model, segment.spec_json, RunSpec))
+            if spec is not None and spec.warm_start is not None:
+                sources.add(Path(spec.warm_start.run_dir))
+    return sources

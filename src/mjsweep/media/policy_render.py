@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..worker.loaded_policy import Actor, load_policy
+from ..worker.loaded_policy import Actor, load_policy, require_run_files
 from ..worker.normalization import load_frozen
 from .camera import framing
 from .gl import open_gl_or_exit, run_job
@@ -97,6 +97,8 @@ def write_video(mujoco, item: dict, width: int, height: int, seconds: float, gif
 
 def main(job_path: str) -> None:
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
+    for item in job["items"]:
+        require_run_files(item["model"], item.get("vecnormalize"))
     mujoco = open_gl_or_exit(job["width"], job["height"])
     for item in job["items"]:
         write_video(mujoco, item, job["width"], job["height"], job["seconds"], job["gif"])

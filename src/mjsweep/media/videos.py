@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ..errors import InputError
 from ..naming import sanitize
 from ..sweepdir.files import RunDir
+from ..sweepdir.trust import Trust, granted, require
 from .gl import run_render_process
 
 if TYPE_CHECKING:
@@ -60,8 +61,14 @@ def choose(rows: list[ResultRow], folder: Path, variant: str | None = None, seed
 
 
 def render_videos(choices: list[VideoChoice], sweep_folder: Path, output: Path, seconds: float, gif: bool,
-                  size: tuple[int, int] = VIDEO_SIZE) -> list[Path]:
-    """An MP4 (and a GIF) per choice in `output`; raises gl.RenderUnavailable or gl.RenderFailed."""
+                  size: tuple[int, int] = VIDEO_SIZE, trust: Trust = ()) -> list[Path]:
+    """An MP4 (and a GIF) per choice in `output`; raises gl.RenderUnavailable or gl.RenderFailed, and
+    UntrustedFolderError before anything is unpickled or written for a sweep folder no one trusted."""
+    trust = list(trust)
+    for choice in choices:
+        for file in (choice.model, choice.vecnormalize):
+            if file is not None:
+                require(file, sweep_folder, trust)
     created = not output.exists()
     output.mkdir(parents=True, exist_ok=True)
     items = [{"run_dir": str(sweep_folder / c.row.run_id), "model": str(c.model),
@@ -73,7 +80,8 @@ def render_videos(choices: list[VideoChoice], sweep_folder: Path, output: Path, 
             job = Path(tmp) / "job.json"
             job.write_text(json.dumps({"width": size[0], "height": size[1], "seconds": seconds, "gif": gif,
                                        "items": items}), encoding="utf-8")
-            run_render_process("mjsweep.media.policy_render", [str(job)])
+            with granted(trust):  # the render process checks again
+                run_render_process("mjsweep.media.policy_render", [str(job)])
     except BaseException:
         if created and not any(output.iterdir()):  # a failed command leaves no empty folder of its own behind
             output.rmdir()

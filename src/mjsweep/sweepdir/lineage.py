@@ -12,6 +12,7 @@ from pydantic import Field
 from .csvfiles import short_last_row
 from .files import RunDir, SweepDir, read_lines, read_or_none, write_model
 from .models import FileModel
+from .trust import require
 
 
 class SegmentRecord(FileModel):
@@ -47,12 +48,15 @@ def start_from(parent: RunDir, child: RunDir, *, keep_best: bool = False, row_st
     the best evaluation's model as the checkpoint saw it comes too (a run extended to more steps, whose best so
     far is its own); a PBT segment's best starts afresh. row_steps (a run extended to more steps): the parent's
     last progress row is left out where it was the short row of its last iteration, which the longer run never
-    writes (its resume continues the row under way)."""
+    writes (its resume continues the row under way).
+    UntrustedFolderError, before anything is copied, for a parent's file in a sweep folder no one trusted."""
     if child.checkpoint_json.exists():
         return  # copied already; the child's own checkpoints may have followed
     checkpoint = read_or_none(parent.read_checkpoint)
     if checkpoint is None:
         return  # nothing to copy: the child starts from 0 (its parent failed before any checkpoint)
+    for name in checkpoint.files():  # the copy is this user's: whose the original is is judged here
+        require(parent.checkpoints / name, parent.path.parent)
     child.checkpoints.mkdir(exist_ok=True)
     for name in checkpoint.files():
         shutil.copyfile(parent.checkpoints / name, child.checkpoints / name)

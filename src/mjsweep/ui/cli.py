@@ -27,6 +27,9 @@ def literal(text: str) -> str:
 
 
 MAX_RUNS_HELP = literal("The most runs the spec may plan [default: the spec's max_runs, 10,000].")
+TRUST_HELP = ("Unpickle this folder's files though another user owns it or can write it (they can run code: "
+              "only a folder whose writers you trust); repeatable. For good: MJSWEEP_TRUST or ~/.config/mjsweep/trust "
+              "(docs/trust.md).")
 PICTURES_HELP = "Render every variant in its start pose into DIR: a PNG each and contact_sheet.png."
 # The options of fixed choices, which typer checks (a bad one is usage.py's one line).
 Backend = Literal["local", "ray", "slurm"]
@@ -86,6 +89,7 @@ def run(
                                      help="Rewrite SWEEP_DIR/report.html while the sweep runs, at most this often "
                                      "and only after a run ended (e.g. 30s, 5m); 0 or off: never."),
     max_runs: int | None = typer.Option(None, "--max-runs", min=1, help=MAX_RUNS_HELP),
+    trust: list[Path] | None = typer.Option(None, "--trust", metavar="PATH", help=TRUST_HELP),
 ) -> None:
     """Train every variant x grid point x seed, each as its own single-threaded process."""
     from ..launchers import early_template
@@ -95,11 +99,15 @@ def run(
     template = None if dry_run else early_template(backend, start_with)
     from ..api import planning
     from ..engine.sweep import decide, prepare
+    from ..engine.trusted_sources import require_trusted_sources
     from ..plan.order import Order
+    from ..sweepdir.trust import granted
     from . import run_session, run_view
 
     out = tables.make_console()
     plan = prepare(spec_file, runs_dir, max_runs=max_runs)
+    if not dry_run:  # a dry run unpickles nothing
+        require_trusted_sources(plan, trust or [])
     tables.warn_spec(plan.spec)
     if dry_run:
         tables.warn_reach(plan)
@@ -120,7 +128,8 @@ def run(
     options = run_session.RunOptions(backend=backend, workers=workers, quiet=quiet, gpus=gpus, address=address,
                                      start_with=start_with, template=template, retries=retries, timeout_s=timeout,
                                      grace_s=grace, report_every_s=report_every, pictures=pictures)
-    outcome = run_session.execute(out, plan, planning.open_runs(plan, Order(order), backend), options)
+    with granted(trust or []):  # the runs started check again
+        outcome = run_session.execute(out, plan, planning.open_runs(plan, Order(order), backend), options)
     tables.outcome_summary(out, plan, outcome)
     raise typer.Exit(outcome.exit_code)
 
@@ -201,6 +210,7 @@ def video(
     seconds: float = typer.Option(10.0, "--seconds", min=0.1, help="Simulated seconds per video."),
     gif: bool = typer.Option(False, "--gif", help="A GIF beside each MP4."),
     output: Path | None = typer.Option(None, "--output", "-o", help=literal("Folder [default: SWEEP_DIR/videos].")),
+    trust: list[Path] | None = typer.Option(None, "--trust", metavar="PATH", help=TRUST_HELP),
 ) -> None:
     """A video of each variant's trained policy (MP4, drawn on the CPU where there is no GPU)."""
     from ..api.report_object import writable_sweep
@@ -217,7 +227,7 @@ def video(
     except NoVideo as exc:
         raise InputError(f"{sweep_dir}: {exc}") from None
     try:
-        written = render_videos(choices, folder.path, output or folder.videos, seconds, gif)
+        written = render_videos(choices, folder.path, output or folder.videos, seconds, gif, trust=trust or [])
     except (RenderUnavailable, RenderFailed) as exc:
         raise InputError(f"sweep video: {exc}") from None
     for path in written:
@@ -232,6 +242,7 @@ def evaluate(
     episodes: int = typer.Option(5, "--episodes", min=1, help="Episodes per policy and variant."),
     workers: int | None = typer.Option(None, "--workers", "-w", min=1,
                                           help=literal("Evaluations at once [default: usable CPU cores].")),
+    trust: list[Path] | None = typer.Option(None, "--trust", metavar="PATH", help=TRUST_HELP),
 ) -> None:
     """Evaluate trained policies again; with --cross, on the other variants too (results kept, resumable)."""
     from ..api.report_object import writable_sweep
@@ -242,7 +253,7 @@ def evaluate(
         raise InputError("sweep evaluate: say which evaluation: --cross (every policy on every variant)")
     writable_sweep(SweepDir(sweep_dir), "sweep evaluate writes its cross/")
     outcome = evaluate_cross(SweepDir(sweep_dir), episodes, workers or usable_cores(),
-                             say=lambda line: print(line, file=sys.stderr, flush=True))
+                             say=lambda line: print(line, file=sys.stderr, flush=True), trust=trust or [])
     tables.cross_table(tables.make_console(), outcome.cells)
     for failure in outcome.failed:
         print(f"warning: evaluation failed: {failure}", file=sys.stderr)
@@ -284,13 +295,15 @@ def verify(
     sample: int = typer.Option(1, "--sample", min=1, help="Without RUN: how many finished runs, drawn at random."),
     scratch: Path | None = typer.Option(None, "--scratch", help="Where to train them again (default: a new "
                                         "temporary folder, deleted at the end)."),
+    trust: list[Path] | None = typer.Option(None, "--trust", metavar="PATH", help=TRUST_HELP),
 ) -> None:
     """Train finished runs again from scratch and say, per run, whether they reproduce exactly.
 
     Compared: monitor.csv episode by episode, evaluations, final parameters. Exit 0 when all do, 1 otherwise."""
     from ..engine.verify import verify_sweep
 
-    verdicts = verify_sweep(sweep_dir, list(run_ids or []), sample, scratch, lambda line: print(line, flush=True))
+    verdicts = verify_sweep(sweep_dir, list(run_ids or []), sample, scratch, lambda line: print(line, flush=True),
+                            trust=trust or [])
     exact = sum(v.difference is None for v in verdicts)
     print(f"{exact} of {len(verdicts)} runs reproduced exactly")
     raise typer.Exit(0 if exact == len(verdicts) else 1)

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ..sweepdir.trust import require
 
 if TYPE_CHECKING:
     import numpy as np
     from stable_baselines3.common.base_class import BaseAlgorithm
+
+
+def require_run_files(*paths: str | Path | None) -> None:
+    """A run's model and statistics (RUN/model.zip, RUN/vecnormalize.pkl: their sweep folder is two up) may be
+    unpickled here: UntrustedFolderError if they lie in a sweep folder no one trusted. Processes started on
+    a folder check again what the command checked."""
+    for path in paths:
+        if path is not None:
+            require(Path(path), Path(path).parent.parent)
 
 
 def load_policy(algo: str, path: str) -> BaseAlgorithm:

@@ -13,6 +13,9 @@ def first_difference(one: str, other: str) -> str | None:
     state, SAC's entropy coefficient...), or None."""
     from stable_baselines3.common.save_util import load_from_zip_file
 
+    from .loaded_policy import require_run_files
+
+    require_run_files(one)  # the sweep's model (unpickled too); the other is this user's retraining
     _, first, _ = load_from_zip_file(one, device="cpu")
     _, second, _ = load_from_zip_file(other, device="cpu")
     return _difference(first, second, "")

@@ -21,6 +21,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from ..sweepdir.files import RunDir, read_or_none, write_model
 from ..sweepdir.models import CheckpointRecord, ResumeRecord, RunSpec
+from ..sweepdir.trust import require
 from .checkpoints import Checkpointer, truncate_logs
 from .live_hyperparams import set_live
 from .model import build_model
@@ -80,7 +81,10 @@ def start(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, stop_if_reques
 
 
 def _load(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, checkpoint: CheckpointRecord) -> Start | str:
-    """The env and model resumed from `checkpoint`, or why its files could not be loaded."""
+    """The env and model resumed from `checkpoint`, or why its files could not be loaded. Raises
+    UntrustedFolderError, before anything is unpickled, for files of a sweep folder no one trusted."""
+    for name in checkpoint.files():  # the launcher checked the folder; a file may have come since
+        require(run.checkpoints / name, run.path.parent)
     monitored = monitored_env(spec, run, checkpoint)  # an env that cannot be built fails the run, as ever
     exact, why_not = checkpointer.exact_state(checkpoint)
     try:

@@ -17,6 +17,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from ..sweepdir.files import RunDir
 from ..sweepdir.models import WarmSource
+from ..sweepdir.trust import require
 
 
 def load_source(model: BaseAlgorithm, source: WarmSource, device: str, warm_run: RunDir) -> None:
@@ -25,6 +26,8 @@ def load_source(model: BaseAlgorithm, source: WarmSource, device: str, warm_run:
     the copy shipped into the warm run's folder where there is one (a Ray node), else the source's folder."""
     shipped = warm_run.warm_source.is_dir()
     run = RunDir(warm_run.warm_source if shipped else Path(source.run_dir))
+    for file in (run.model_zip, run.vecnormalize, *([_replay_buffer(run)] if source.replay_buffer else [])):
+        require(file, run.path)  # before anything of the source is unpickled
     _, params, variables = load_from_zip_file(run.model_zip, device=device, print_system_info=False)
     assert params is not None, "SB3 saves a model's parameters in every model.zip"
     # exact_match: a network of another shape is an error here, never a partial load
