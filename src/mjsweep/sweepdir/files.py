@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from ..errors import InputError
 from .models import CheckpointRecord, FileModel, ResumeRecord, RunResult, RunSpec, RunStatus, SweepVariants
 
 M = TypeVar("M", bound=FileModel)
@@ -329,6 +330,14 @@ class SweepDir:
 
     def run(self, run_id: str) -> RunDir:
         return RunDir(self.path / run_id)
+
+    def check_is_folder(self) -> None:
+        """InputError (exit 2, nothing read or written) when the path a reading command was given is a file or
+        nothing at all: it cannot be a sweep folder."""
+        if self.path.is_dir():
+            return
+        what = "not a sweep folder but a file" if os.path.lexists(self.path) else "no such folder"
+        raise InputError(f"{self.path}: {what}; give the folder a sweep writes: <runs_dir>/<sweep name>")
 
     def has_runs(self) -> bool:
         """Whether any subfolder is a run folder (stops at the first)."""
