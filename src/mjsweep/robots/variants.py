@@ -25,6 +25,8 @@ class Variant:
     """Where in the spec the variant was declared, for error messages."""
     xml_text: str | None = None
     """The edited XML of a generated variant (None for a file used as is)."""
+    portable_text: str | None = None
+    """A generated variant's edited XML with its paths relative to its base's folder, as its hash covers it."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ def _generated(spec: SweepSpec, v: VariantSpec, i: int) -> list[Variant]:
             raise spec.locator.error(where, f"variant {name!r}: {exc}") from None
         except ValueError as exc:
             raise spec.locator.error((*at, "edit_grid"), f"variant {name!r}: {exc}") from None
-        out.append(Variant(name, base, generated.sha256, dict(v.env_kwargs), at, generated.text))
+        out.append(Variant(name, base, generated.sha256, dict(v.env_kwargs), at, generated.text, generated.portable))
     return out
 
 

@@ -285,6 +285,8 @@ class SweepDir:
 
     sweep_yaml = property(lambda self: self.path / "sweep.yaml")
     lock_file = property(lambda self: self.path / "sweep.lock")
+    snapshots = property(lambda self: self.path / "snapshots")
+    """Every file the runs' models read, stored once by content (robots/snapshot.py)."""
     index_jsonl = property(lambda self: self.path / "index.jsonl")
     trials_jsonl = property(lambda self: self.path / "trials.jsonl")
     confirm_jsonl = property(lambda self: self.path / "confirm.jsonl")

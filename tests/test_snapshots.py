@@ -1,0 +1,150 @@
+"""A sweep's snapshot of its models (robots/snapshot.py): runs train the model their ids name even when the XML, or a
+file it includes, is edited while the sweep runs; each distinct file is stored once, however many runs read it."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from helpers.commands import run_dirs, run_sweep, start_sweep, status_of, wait_for, write_spec
+from helpers.models import TINY_XML
+from mjsweep.errors import InputError
+from mjsweep.robots.modelfiles import model_files, model_sha256
+from mjsweep.robots.snapshot import FILES, missing_bytes, store
+from mjsweep.robots.variants import Variant
+
+ROBOTS = Path(__file__).resolve().parents[2] / "shared" / "robots"
+ANYMAL = ROBOTS / "anybotics_anymal_c" / "scene.xml"
+
+FRONT_LEG = """<mujoco>
+  <body name="front_leg" pos="0.25 0 0">
+    <joint name="front_hip" class="hip"/>
+    <geom name="front_leg_geom" fromto="0 0 0 0 0 -0.25" size="0.035"/>
+  </body>
+</mujoco>
+"""
+KNEE = '<joint name="front_knee" class="hip"/>\n'
+"""A second hinge on the front leg: HalfCheetah-v5 then observes 11 numbers, not 9."""
+
+
+def _robot(folder: Path, included: bool) -> Path:
+    """The tiny walker in `folder`; with `included`, its front leg in a file of its own that the XML includes."""
+    folder.mkdir(parents=True)
+    text = TINY_XML.read_text()
+    if included:
+        start = text.index('      <body name="front_leg"')
+        end = text.index("</body>", start) + len("</body>\n")
+        text = text[:start] + '      <include file="front_leg.xml"/>\n' + text[end:]
+        (folder / "front_leg.xml").write_text(FRONT_LEG)
+    (folder / "walker.xml").write_text(text)
+    return folder / "walker.xml"
+
+
+def _add_knee(xml: Path, included: bool) -> None:
+    edited = xml.parent / "front_leg.xml" if included else xml
+    text = edited.read_text()
+    anchor = '<joint name="front_hip" class="hip"/>\n'
+    assert anchor in text
+    edited.write_text(text.replace(anchor, anchor + "        " + KNEE))
+
+
+def _observed(run_dir: Path) -> int:
+    """The observation size model.zip was trained with."""
+    with zipfile.ZipFile(run_dir / "model.zip") as archive:
+        [size] = json.loads(archive.read("data"))["observation_space"]["_shape"]
+    return size
+
+
+def _result(run_dir: Path) -> dict:
+    return json.loads((run_dir / "result.json").read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("included", "slots"), [(False, 1), (True, 1), (False, 2)],
+                         ids=["xml-1-slot", "include-1-slot", "xml-2-slots"])
+def test_an_edit_while_the_sweep_runs_changes_nothing_for_the_runs_planned(tmp_path, tiny_spec, included, slots):
+    """The XML (or the file it includes) gains a joint once the first seed has started: every planned seed still
+    trains the planned robot (9 observations; result.json's hash of the files the worker loaded is the planned
+    one), and the next `sweep run` plans the edited robot as a new experiment and says so."""
+    xml = _robot(tmp_path / "robot", included)
+    planned = model_sha256(xml)
+    tiny_spec.update(seeds=3, variants=[{"name": "walker", "xml": str(xml)}])
+    spec = write_spec(tmp_path, tiny_spec)
+    sweep_dir = tmp_path / "runs" / "tiny"
+    launcher = start_sweep(spec, "--workers", str(slots), "--start", "exec")
+    try:
+        wait_for(lambda: any(status_of(d).get("state") == "running" for d in run_dirs(sweep_dir)),
+                 "the first seed to start")
+        _add_knee(xml, included)
+        assert launcher.wait(timeout=600) == 0
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    edited = model_sha256(xml)
+    assert edited != planned
+    first = run_dirs(sweep_dir)
+    assert len(first) == 3
+    for run_dir in first:
+        assert _observed(run_dir) == 9, run_dir.name
+        assert _result(run_dir)["xml_sha256"] == planned
+        assert Path(json.loads((run_dir / "spec.json").read_text())["xml"]).is_relative_to(sweep_dir / "snapshots")
+
+    again = run_sweep("run", str(spec), "--workers", "2")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "this folder holds 3 runs of an earlier spec" in again.stdout and "XML content" in again.stdout
+    second = [d for d in run_dirs(sweep_dir) if d not in first]
+    assert len(second) == 3
+    for run_dir in second:
+        assert _observed(run_dir) == 11, run_dir.name
+        assert _result(run_dir)["xml_sha256"] == edited
+
+
+def test_a_model_edited_after_it_was_planned_is_refused_before_anything_is_stored(tmp_path):
+    xml = _robot(tmp_path / "robot", included=True)
+    variant = Variant("walker", xml, model_sha256(xml))
+    _add_knee(xml, included=True)
+    with pytest.raises(InputError, match="the model's files changed while the sweep was planned"):
+        store(tmp_path / "snapshots", variant)
+    assert not (tmp_path / "snapshots").exists()
+
+
+def test_the_snapshot_tree_loads_as_the_users_files_and_hashes_the_same(tmp_path):
+    xml = _robot(tmp_path / "robot", included=True)
+    variant = Variant("walker", xml, model_sha256(xml))
+    stored = store(tmp_path / "snapshots", variant)
+    assert stored.is_relative_to(tmp_path / "snapshots" / "models" / variant.sha256)
+    assert sorted(p.name for p in model_files(stored)) == ["front_leg.xml", "walker.xml"]
+    assert model_sha256(stored) == variant.sha256
+    _add_knee(xml, included=True)  # the user's files change; the stored ones do not
+    assert model_sha256(stored) == variant.sha256
+    assert not stored.stat().st_mode & 0o222  # read-only: nobody edits a stored file in place
+
+
+@pytest.mark.skipif(not ROBOTS.is_dir(), reason=f"{ROBOTS} is not there")
+def test_a_hundred_runs_of_a_menagerie_robot_store_its_meshes_once(tmp_path, tiny_spec):
+    """100 runs of ANYmal C (mjsweep/Locomotion-v0) planned and their folders written as `sweep run` writes them:
+    the snapshot holds each of the robot's files once, and a second plan of the folder adds nothing."""
+    from mjsweep.engine.sweep import prepare, write_run_dir
+
+    tiny_spec.update(env="mjsweep/Locomotion-v0", seeds=100, variants=[{"name": "anymal", "xml": str(ANYMAL)}])
+    tiny_spec.pop("max_episode_steps")
+    plan = prepare(write_spec(tmp_path, tiny_spec), check_envs=False)
+    assert len(plan.runs) == 100
+    robot_files = model_files(ANYMAL)
+    robot_bytes = sum(p.stat().st_size for p in robot_files)
+    distinct = {model_sha256(p): p.stat().st_size for p in robot_files}
+    store_dir = plan.sweep_dir.snapshots
+    variants = [c.variant for c in plan.checks]
+    assert missing_bytes(store_dir, variants) == sum(distinct.values())
+    written = [write_run_dir(plan.sweep_dir.run(r.run_id), r, variants[0]) for r in plan.runs]
+    assert len({r.xml for r in written}) == 1
+    stored = list((store_dir / FILES).iterdir())
+    assert len(stored) == len(distinct)
+    assert sum(p.stat().st_size for p in stored) == sum(distinct.values()) <= robot_bytes
+    # The model's tree links to those files: its bytes on disk are the files', counted once.
+    inodes = {(p.stat().st_dev, p.stat().st_ino): p.stat().st_size for p in store_dir.rglob("*") if p.is_file()}
+    assert sum(inodes.values()) == sum(distinct.values())
+    assert missing_bytes(store_dir, variants) == 0  # what a dry run of the folder adds now
