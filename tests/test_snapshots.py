@@ -126,7 +126,9 @@ def test_the_snapshot_tree_loads_as_the_users_files_and_hashes_the_same(tmp_path
 @pytest.mark.skipif(not ROBOTS.is_dir(), reason=f"{ROBOTS} is not there")
 def test_a_hundred_runs_of_a_menagerie_robot_store_its_meshes_once(tmp_path, tiny_spec):
     """100 runs of ANYmal C (mjsweep/Locomotion-v0) planned and their folders written as `sweep run` writes them:
-    the snapshot holds each of the robot's files once, and a second plan of the folder adds nothing."""
+    the disk estimate counts the robot's files once, the snapshot holds each of them once (its model tree links to
+    them), and a second plan of the folder adds nothing."""
+    from mjsweep.api.planning import check_disk
     from mjsweep.engine.sweep import prepare, write_run_dir
 
     tiny_spec.update(env="mjsweep/Locomotion-v0", seeds=100, variants=[{"name": "anymal", "xml": str(ANYMAL)}])
@@ -139,6 +141,8 @@ def test_a_hundred_runs_of_a_menagerie_robot_store_its_meshes_once(tmp_path, tin
     store_dir = plan.sweep_dir.snapshots
     variants = [c.variant for c in plan.checks]
     assert missing_bytes(store_dir, variants) == sum(distinct.values())
+    disk = check_disk(plan, plan.runs, 4).needed  # the dry run's estimate: the runs' peak and the snapshot
+    assert disk.snapshot == sum(distinct.values()) and disk.bytes == disk.peak.total + disk.snapshot
     written = [write_run_dir(plan.sweep_dir.run(r.run_id), r, variants[0]) for r in plan.runs]
     assert len({r.xml for r in written}) == 1
     stored = list((store_dir / FILES).iterdir())
@@ -148,3 +152,4 @@ def test_a_hundred_runs_of_a_menagerie_robot_store_its_meshes_once(tmp_path, tin
     inodes = {(p.stat().st_dev, p.stat().st_ino): p.stat().st_size for p in store_dir.rglob("*") if p.is_file()}
     assert sum(inodes.values()) == sum(distinct.values())
     assert missing_bytes(store_dir, variants) == 0  # what a dry run of the folder adds now
+    assert check_disk(plan, plan.runs, 4).needed.snapshot == 0
