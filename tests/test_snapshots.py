@@ -3,6 +3,7 @@ file it includes, is edited while the sweep runs; each distinct file is stored o
 
 from __future__ import annotations
 
+import hashlib
 import json
 import zipfile
 from pathlib import Path
@@ -10,11 +11,13 @@ from pathlib import Path
 import pytest
 
 from helpers.commands import run_dirs, run_sweep, start_sweep, status_of, wait_for, write_spec
+from helpers.fake_sweep import make_run, result, run_spec
 from helpers.models import TINY_XML
 from mjsweep.errors import InputError
 from mjsweep.robots.modelfiles import model_files, model_sha256
 from mjsweep.robots.snapshot import FILES, missing_bytes, store
 from mjsweep.robots.variants import Variant
+from mjsweep.sweepdir.models import RunState
 
 ROBOTS = Path(__file__).resolve().parents[2] / "shared" / "robots"
 ANYMAL = ROBOTS / "anybotics_anymal_c" / "scene.xml"
@@ -153,3 +156,55 @@ def test_a_hundred_runs_of_a_menagerie_robot_store_its_meshes_once(tmp_path, tin
     assert sum(inodes.values()) == sum(distinct.values())
     assert missing_bytes(store_dir, variants) == 0  # what a dry run of the folder adds now
     assert check_disk(plan, plan.runs, 4).needed.snapshot == 0
+
+
+CHEETAH = '''from gymnasium.envs.mujoco.half_cheetah_v5 import HalfCheetahEnv
+
+
+class Cheetah(HalfCheetahEnv):
+    """HalfCheetah-v5 under a name of the user's own."""
+'''
+
+
+@pytest.mark.slow
+def test_runs_of_one_group_trained_with_different_env_code_are_said_in_the_report(tmp_path, tiny_spec):
+    """A custom env's source file is hashed into result.json; its code edited between the seeds of one group (its
+    run ids stay: the env is named, not hashed), the report says so in a warning line."""
+    code = tmp_path / "envcode"
+    code.mkdir()
+    (code / "my_cheetah.py").write_text(CHEETAH)
+    env = {"PYTHONPATH": str(code)}
+    tiny_spec.update(env="my_cheetah:Cheetah")
+    spec = write_spec(tmp_path, tiny_spec)
+    assert run_sweep("run", str(spec), env=env).returncode == 0
+    sweep_dir = tmp_path / "runs" / "tiny"
+    report = run_sweep("report", str(sweep_dir), env=env)
+    assert report.returncode == 0 and "versions of my_cheetah:Cheetah" not in report.stdout
+    (code / "my_cheetah.py").write_text(CHEETAH + "    reward_scale = 1.0\n")
+    tiny_spec.update(seeds=2)
+    spec = write_spec(tmp_path, tiny_spec)
+    assert run_sweep("run", str(spec), env=env).returncode == 0
+    first, second = run_dirs(sweep_dir)
+    hashes = [_result(d)["env_source_sha256"] for d in (first, second)]
+    assert hashes == [hashlib.sha256(CHEETAH.encode()).hexdigest(), model_sha256(code / "my_cheetah.py")]
+    report = run_sweep("report", str(sweep_dir), env={**env, "COLUMNS": "400"})
+    assert report.returncode == 0, report.stderr
+    [line] = [ln for ln in report.stdout.splitlines() if "my_cheetah:Cheetah" in ln]
+    assert line == (f"warning: walker: its runs trained with 2 versions of my_cheetah:Cheetah's source file "
+                    f"({first.name}; {second.name}); the report pools them as seeds of one experiment")
+
+
+def test_the_report_warns_only_where_one_groups_env_code_differs(tmp_path):
+    sweep = tmp_path / "sweep"
+    for seed, code in enumerate(["a" * 64, "b" * 64, "a" * 64]):
+        make_run(sweep, run_spec("mixed", seed, env="pkg.envs:Robot"), RunState.SUCCEEDED,
+                 result(1.0, env_source_sha256=code))
+        make_run(sweep, run_spec("same", seed, env="pkg.envs:Robot"), RunState.SUCCEEDED,
+                 result(1.0, env_source_sha256="c" * 64))
+    make_run(sweep, run_spec("older", 0), RunState.SUCCEEDED, result(1.0))  # no hash: a run from before the key
+    done = run_sweep("report", str(sweep), env={"COLUMNS": "400"})
+    assert done.returncode == 0, done.stderr
+    warned = [ln for ln in done.stdout.splitlines() if "source file" in ln]
+    assert warned == ["warning: mixed: its runs trained with 2 versions of pkg.envs:Robot's source file "
+                      "(mixed_s0, mixed_s2; mixed_s1); the report pools them as seeds of one experiment"]
+    assert "- " + warned[0].removeprefix("warning: ") in (sweep / "report.md").read_text()
