@@ -208,3 +208,24 @@ def test_the_report_warns_only_where_one_groups_env_code_differs(tmp_path):
     assert warned == ["warning: mixed: its runs trained with 2 versions of pkg.envs:Robot's source file "
                       "(mixed_s0, mixed_s2; mixed_s1); the report pools them as seeds of one experiment"]
     assert "- " + warned[0].removeprefix("warning: ") in (sweep / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_verify_and_a_policys_env_read_the_snapshot_once_the_users_robot_changed(tmp_path, tiny_spec):
+    """`sweep verify` trains a finished run again, and Policy.make_env() builds its env, from the model the run
+    trained: the user's XML has gained a joint since, and the folder it lay in is gone."""
+    import mjsweep
+
+    xml = _robot(tmp_path / "robot", included=True)
+    tiny_spec.update(variants=[{"name": "walker", "xml": str(xml)}])
+    assert run_sweep("run", str(write_spec(tmp_path, tiny_spec))).returncode == 0
+    _add_knee(xml, included=True)
+    sweep_dir = tmp_path / "runs" / "tiny"
+    [run] = mjsweep.load(sweep_dir).runs
+    assert run.policy().make_env().observation_space.shape == (9,)
+    for path in xml.parent.iterdir():
+        path.unlink()
+    xml.parent.rmdir()
+    done = run_sweep("verify", str(sweep_dir))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 of 1 runs reproduced exactly" in done.stdout
