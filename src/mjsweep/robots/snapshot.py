@@ -39,15 +39,21 @@ class Layout:
 
 
 @dataclass(frozen=True)
-class ModelFilesRead:
+class Hashed:
+    """A model's files as they are now: each one's content hash and size by its path in the tree, and the XML's
+    bytes (hashed whole into the model's hash)."""
+
     layout: Layout
-    data: dict[str, bytes]
     sha256: dict[str, str]
-    """Each file's content hash, by its path in the tree."""
+    size: dict[str, int]
+    xml: bytes
 
 
 _stored: dict[tuple[str, str, str], Path] = {}
 """What this process has stored already: (snapshots folder, variant, model hash) -> the XML in its tree."""
+_file_hashes: dict[tuple[str, int, int], str] = {}
+"""(path, size, mtime in ns) -> sha256: a robot's meshes, shared by many variants, are read and hashed once for
+the disk check and once more only where they are stored."""
 
 
 def store(snapshots: Path, variant: Variant) -> Path:
@@ -57,21 +63,23 @@ def store(snapshots: Path, variant: Variant) -> Path:
     known = _stored.get(key)
     if known is not None and known.is_file():
         return known
-    read = _read(variant)
-    names = [(_relative_to_xml(read.layout, path), read.sha256[path]) for path in read.layout.hashed]
-    if hash_of_parts(read.data[read.layout.xml], names) != variant.sha256:
-        raise InputError(f"{variant.xml}: the model's files changed while the sweep was planned (variant "
-                         f"{variant.name!r}); run the command again")
+    found = _hash(variant)
+    names = [(_relative_to_xml(found.layout, path), found.sha256[path]) for path in found.layout.hashed]
+    if hash_of_parts(found.xml, names) != variant.sha256:
+        raise _changed(variant)
     tree = snapshots / MODELS / variant.sha256
-    for path, data in read.data.items():
-        blob = snapshots / FILES / read.sha256[path]
+    for path, source in found.layout.files.items():
+        blob = snapshots / FILES / found.sha256[path]
         _refuse_links(snapshots, [blob, tree / path])
         if not blob.is_file():
+            data = _read_bytes(variant, source)
+            if hashlib.sha256(data).hexdigest() != found.sha256[path]:  # what is stored is what was hashed
+                raise _changed(variant)
             blob.parent.mkdir(parents=True, exist_ok=True)
             write_bytes_atomic(blob, data)
             blob.chmod(0o444)  # every run of every later sweep of the folder reads it: nobody edits it in place
-        _place(blob, tree / path, data)
-    xml = tree / read.layout.xml
+        _place(blob, tree / path)
+    xml = tree / found.layout.xml
     _stored[key] = xml
     return xml
 
@@ -81,10 +89,10 @@ def missing_bytes(snapshots: Path, variants: list[Variant]) -> int:
     seen: set[str] = set()
     total = 0
     for variant in variants:
-        read = _read(variant)
-        for path, sha256 in read.sha256.items():
+        found = _hash(variant)
+        for path, sha256 in found.sha256.items():
             if sha256 not in seen and not (snapshots / FILES / sha256).is_file():
-                total += len(read.data[path])
+                total += found.size[path]
             seen.add(sha256)
     return total
 
@@ -109,15 +117,44 @@ def layout(variant: Variant) -> Layout:
     return Layout(xml.relative_to(root).as_posix(), files, tuple(p.relative_to(root).as_posix() for p in hashed))
 
 
-def _read(variant: Variant) -> ModelFilesRead:
-    """Every file of the variant's model read once: what is hashed is what is stored."""
+def _hash(variant: Variant) -> Hashed:
     plan = layout(variant)
+    sha256: dict[str, str] = {}
+    size: dict[str, int] = {}
+    xml = _read_bytes(variant, plan.files[plan.xml])
+    for path, source in plan.files.items():
+        if isinstance(source, bytes) or path == plan.xml:
+            data = xml if path == plan.xml else source
+            assert isinstance(data, bytes)
+            sha256[path], size[path] = hashlib.sha256(data).hexdigest(), len(data)
+            continue
+        try:
+            st = source.stat()
+        except OSError as exc:
+            raise _unreadable(variant, exc) from None
+        cached = (str(source), st.st_size, st.st_mtime_ns)
+        if cached not in _file_hashes:
+            _file_hashes[cached] = hashlib.sha256(_read_bytes(variant, source)).hexdigest()
+        sha256[path], size[path] = _file_hashes[cached], st.st_size
+    return Hashed(plan, sha256, size, xml)
+
+
+def _read_bytes(variant: Variant, source: Path | bytes) -> bytes:
+    if isinstance(source, bytes):
+        return source
     try:
-        data = {path: source if isinstance(source, bytes) else source.read_bytes()
-                for path, source in plan.files.items()}
+        return source.read_bytes()
     except OSError as exc:
-        raise InputError(f"{variant.xml}: cannot read the model's file {exc.filename}: {exc.strerror}") from None
-    return ModelFilesRead(plan, data, {path: hashlib.sha256(d).hexdigest() for path, d in data.items()})
+        raise _unreadable(variant, exc) from None
+
+
+def _unreadable(variant: Variant, exc: OSError) -> InputError:
+    return InputError(f"{variant.xml}: cannot read the model's file {exc.filename}: {exc.strerror}")
+
+
+def _changed(variant: Variant) -> InputError:
+    return InputError(f"{variant.xml}: the model's files changed while the sweep was planned (variant "
+                      f"{variant.name!r}); run the command again")
 
 
 def _relative_to_xml(plan: Layout, path: str) -> str:
@@ -136,7 +173,7 @@ def _refuse_links(snapshots: Path, paths: list[Path]) -> None:
                                  "only in folders it made; remove it")
 
 
-def _place(blob: Path, target: Path, data: bytes) -> None:
+def _place(blob: Path, target: Path) -> None:
     """target as a hard link to blob (a read-only copy where links are refused); a file already there stays."""
     if target.is_file():
         return
@@ -146,5 +183,5 @@ def _place(blob: Path, target: Path, data: bytes) -> None:
     except FileExistsError:
         return
     except OSError:  # a filesystem without hard links
-        write_bytes_atomic(target, data)
+        write_bytes_atomic(target, blob.read_bytes())
         target.chmod(0o444)
