@@ -208,7 +208,8 @@ def _loaded_code(spec: RunSpec) -> tuple[str, str | None]:
     xml_sha256 = loaded_sha256(Path(spec.xml), spec.xml_sha256)
     if xml_sha256 != spec.xml_sha256:
         print(f"mjsweep.worker: warning: {spec.xml} hashes as {xml_sha256[:12]}, not as planned "
-              f"({spec.xml_sha256[:12]}): it changed since the run was planned", flush=True)
+              f"({spec.xml_sha256[:12]}): a file it reads changed since the run was planned, or it reads one "
+              "outside the sweep's snapshot by an absolute path", flush=True)
     return xml_sha256, env_source_sha256(spec.env)
 
 
