@@ -213,7 +213,8 @@ def test_the_report_warns_only_where_one_groups_env_code_differs(tmp_path):
 @pytest.mark.slow
 def test_verify_and_a_policys_env_read_the_snapshot_once_the_users_robot_changed(tmp_path, tiny_spec):
     """`sweep verify` trains a finished run again, and Policy.make_env() builds its env, from the model the run
-    trained: the user's XML has gained a joint since, and the folder it lay in is gone."""
+    trained: the user's XML has gained a joint since, the folder it lay in is gone, and the sweep folder has
+    moved (spec.json names the snapshot where it was)."""
     import mjsweep
 
     xml = _robot(tmp_path / "robot", included=True)
@@ -226,6 +227,10 @@ def test_verify_and_a_policys_env_read_the_snapshot_once_the_users_robot_changed
     for path in xml.parent.iterdir():
         path.unlink()
     xml.parent.rmdir()
+    sweep_dir = sweep_dir.rename(tmp_path / "moved")
+    [run] = mjsweep.load(sweep_dir).runs
+    assert not Path(run.spec.xml).exists()
+    assert run.policy().make_env().observation_space.shape == (9,)
     done = run_sweep("verify", str(sweep_dir))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 of 1 runs reproduced exactly" in done.stdout

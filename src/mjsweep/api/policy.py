@@ -27,6 +27,7 @@ class Policy:
 
         run = RunDir(run_path)
         self.spec = spec
+        self.xml = run.model_xml(spec)
         use_best = best and run.best_model_zip.is_file()
         self.model_path = run.best_model_zip if use_best else run.model_zip
         self.model: BaseAlgorithm = load_policy(spec.algo, str(self.model_path))
@@ -44,7 +45,7 @@ class Policy:
         to its env_kwargs (render_mode="rgb_array", say)."""
         from ..robots.envs import make_env
 
-        return make_env(self.spec.env, Path(self.spec.xml), {**self.spec.env_kwargs, **kwargs},
+        return make_env(self.spec.env, self.xml, {**self.spec.env_kwargs, **kwargs},
                         self.spec.max_episode_steps)
 
     def make_vec_env(self) -> VecEnv:

@@ -19,12 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..sweepdir.files import SNAPSHOT_FILES as FILES
+from ..sweepdir.files import SNAPSHOT_MODELS as MODELS
 from ..sweepdir.files import write_bytes_atomic
 from .modelfiles import asset_files, hash_of_parts, model_files
 from .variants import Variant
-
-FILES = "files"
-MODELS = "models"
 
 
 @dataclass(frozen=True)

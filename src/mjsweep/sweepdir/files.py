@@ -155,6 +155,12 @@ def read_bytes(path: Path) -> bytes:
 
 SPEC_JSON = "spec.json"
 """The file that makes a folder a run folder."""
+SNAPSHOTS = "snapshots"
+"""The sweep folder's copy of every file its runs' models read."""
+SNAPSHOT_FILES = "files"
+"""In the sweep folder's snapshots/: each distinct model file once, named by its sha256 (robots/snapshot.py)."""
+SNAPSHOT_MODELS = "models"
+"""In snapshots/: a folder per model, named by its hash, holding its files as they lie around its XML."""
 CONTACT_SHEET_PNG = "contact_sheet.png"
 """The picture of every variant: written by the render process, kept in the sweep folder's pictures/."""
 
@@ -185,10 +191,20 @@ class RunDir:
     checkpoints = property(lambda self: self.path / "checkpoints")
     checkpoint_json = property(lambda self: self.path / "checkpoints" / "checkpoint.json")
     resume_json = property(lambda self: self.path / "resume.json")
-    variant_xml = property(lambda self: self.path / "variant.xml")
     tensorboard = property(lambda self: self.path / "tensorboard")
     warm_source = property(lambda self: self.path / "warm_source")
     """A copy of a warm start's source files, laid out as its run folder, where a Ray node sees no source."""
+
+    def model_xml(self, spec: RunSpec) -> Path:
+        """The XML the run's model loads: spec.json's, or, where the sweep folder has moved since spec.json was
+        written, the same file in the snapshot of the folder the run is in now."""
+        recorded = Path(spec.xml)
+        marker = f"{os.sep}{SNAPSHOTS}{os.sep}{SNAPSHOT_MODELS}{os.sep}"
+        at = spec.xml.rfind(marker)
+        if at < 0 or recorded.exists():
+            return recorded
+        moved = self.path.parent / SNAPSHOTS / SNAPSHOT_MODELS / spec.xml[at + len(marker):]
+        return moved if moved.is_file() else recorded
 
     def checkpoint_model(self, timesteps: int) -> Path:
         """Where the checkpoint taken at `timesteps` keeps its model."""
@@ -285,7 +301,7 @@ class SweepDir:
 
     sweep_yaml = property(lambda self: self.path / "sweep.yaml")
     lock_file = property(lambda self: self.path / "sweep.lock")
-    snapshots = property(lambda self: self.path / "snapshots")
+    snapshots = property(lambda self: self.path / SNAPSHOTS)
     """Every file the runs' models read, stored once by content (robots/snapshot.py)."""
     index_jsonl = property(lambda self: self.path / "index.jsonl")
     trials_jsonl = property(lambda self: self.path / "trials.jsonl")
