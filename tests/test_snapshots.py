@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import zipfile
 from pathlib import Path
 
@@ -124,6 +125,31 @@ def test_the_snapshot_tree_loads_as_the_users_files_and_hashes_the_same(tmp_path
     _add_knee(xml, included=True)  # the user's files change; the stored ones do not
     assert model_sha256(stored) == variant.sha256
     assert not stored.stat().st_mode & 0o222  # read-only: nobody edits a stored file in place
+
+
+def test_where_the_filesystem_makes_no_hard_link_the_tree_holds_read_only_copies(tmp_path, monkeypatch):
+    def refused(source, target):
+        raise PermissionError(1, "Operation not permitted", str(target))
+
+    monkeypatch.setattr(os, "link", refused)
+    xml = _robot(tmp_path / "robot", included=True)
+    variant = Variant("walker", xml, model_sha256(xml))
+    stored = store(tmp_path / "snapshots", variant)
+    assert model_sha256(stored) == variant.sha256
+    for path in (stored, stored.parent / "front_leg.xml"):
+        assert path.stat().st_nlink == 1 and not path.stat().st_mode & 0o222
+
+
+def test_a_link_planted_in_the_snapshot_is_refused_and_its_target_untouched(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    snapshots = tmp_path / "sweep" / "snapshots"
+    snapshots.mkdir(parents=True)
+    (snapshots / "models").symlink_to(outside)
+    xml = _robot(tmp_path / "robot", included=False)
+    with pytest.raises(InputError, match=r"snapshots/models is a symbolic link .*remove it"):
+        store(snapshots, Variant("walker", xml, model_sha256(xml)))
+    assert list(outside.iterdir()) == []
 
 
 @pytest.mark.skipif(not ROBOTS.is_dir(), reason=f"{ROBOTS} is not there")
