@@ -120,8 +120,10 @@ def test_validate_and_run_from_another_working_directory(robot, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     results = sorted((tmp_path / "specs" / "runs" / "assets").glob("*/result.json"))
     assert len(results) == 2 and all("eval_mean_return" in json.loads(r.read_text()) for r in results)
-    [variant_xml] = (tmp_path / "specs" / "runs" / "assets").glob("edited_*/variant.xml")
-    assert mujoco.MjModel.from_xml_path(str(variant_xml)).nmesh == 1
+    [edited] = (tmp_path / "specs" / "runs" / "assets").glob("edited_*/spec.json")
+    variant_xml = json.loads(edited.read_text())["xml"]
+    assert variant_xml.startswith(str(tmp_path / "specs" / "runs" / "assets" / "snapshots"))
+    assert mujoco.MjModel.from_xml_path(variant_xml).nmesh == 1
 
 
 def test_a_generated_variant_keeps_includes_and_meshes_working(robot, tmp_path):

@@ -38,3 +38,21 @@ def test_video_to_another_folder_fails_in_one_line_when_it_cannot_draw(tmp_path)
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("error: sweep video: ")
     assert not (tmp_path / "videos").exists()
+
+
+def test_reading_commands_refuse_a_file_or_a_missing_path_as_a_sweep_folder(tmp_path):
+    """report, status and verify given a file (or nothing) in place of a sweep folder: exit 2, the one line saying
+    so, and nothing written beside it (report once wrote nothing either but failed with exit 1 on FILE/sweep.lock)."""
+    afile = tmp_path / "results.csv"
+    afile.write_text("a,b\n")
+    for command in ("report", "status", "verify"):
+        done = run_sweep(command, str(afile))
+        assert done.returncode == 2, (command, done.stderr)
+        assert done.stderr.strip().splitlines() == [
+            f"error: {afile}: not a sweep folder but a file; give the folder a sweep writes: <runs_dir>/<sweep name>"]
+        done = run_sweep(command, str(tmp_path / "missing"))
+        assert done.returncode == 2, (command, done.stderr)
+        assert done.stderr.strip().splitlines() == [
+            f"error: {tmp_path / 'missing'}: no such folder; give the folder a sweep writes: <runs_dir>/<sweep name>"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv"]
+    assert afile.read_text() == "a,b\n"

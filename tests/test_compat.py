@@ -84,6 +84,9 @@ def test_run_on_the_same_spec_resumes_the_stopped_run(old_sweep):
     assert status["state"] == "succeeded" and status["attempts"] == 2
     variants = json.loads((sweep_dir / "variants.json").read_text())["variants"]
     assert [v["name"] for v in variants] == ["walker"]  # written by this version's launcher
+    # the folder had no snapshot: the run resumed now trains from the one this launcher stored
+    resumed = json.loads((sweep_dir / STOPPED / "spec.json").read_text())
+    assert resumed["xml"].startswith(str(sweep_dir / "snapshots")) and result["xml_sha256"] == resumed["xml_sha256"]
 
 
 FIXTURE2 = Path(__file__).parent / "fixtures" / "schema2_sweep"

@@ -30,7 +30,7 @@ def test_smoke_config_end_to_end(tmp_path):
     sweep_dir = runs_dir / "smoke"
     resolved = yaml.safe_load((sweep_dir / "sweep.yaml").read_text())
     assert resolved["name"] == "smoke" and Path(resolved["variants"][0]["xml"]).is_absolute()
-    run_dirs = sorted(p for p in sweep_dir.iterdir() if p.is_dir())
+    run_dirs = sorted(p for p in sweep_dir.iterdir() if (p / "spec.json").is_file())
     assert len(run_dirs) == 4  # 2 variants x 2 seeds
     for run_dir in run_dirs:
         check_run_dir(run_dir)
@@ -129,7 +129,7 @@ def test_a_variant_failing_at_run_time_does_not_stop_the_others(tmp_path, tiny_s
     assert "2 succeeded, 2 failed" in proc.stdout
     sweep_dir = tmp_path / "runs" / "tiny"
     states = {}
-    for run_dir in (p for p in sweep_dir.iterdir() if p.is_dir()):
+    for run_dir in (p for p in sweep_dir.iterdir() if (p / "spec.json").is_file()):
         variant = json.loads((run_dir / "spec.json").read_text())["variant"]
         status = json.loads((run_dir / "status.json").read_text())
         states.setdefault(variant, []).append(status["state"])

@@ -134,8 +134,8 @@ def test_edit_grid_makes_named_variants_with_distinct_run_ids(tmp_path):
     assert names == ["w_legs=0.8_motors=1.0", "w_legs=0.8_motors=2.0", "w_legs=1.25_motors=1.0",
                      "w_legs=1.25_motors=2.0"]
     assert len({r.run_id for r in plan.runs}) == 4
-    # Each run loads the copy that will be written into its own run dir; nothing is written yet.
-    assert all(r.xml == str(plan.sweep_dir.run(r.run_id).variant_xml) for r in plan.runs)
+    # Each run names its own model's content (its snapshot is written with the run's folder); nothing is written yet.
+    assert len({r.xml_sha256 for r in plan.runs}) == 4
     assert not (tmp_path / "runs").exists()
 
 
@@ -209,16 +209,17 @@ def test_resolved_spec_with_edits_loads_again(tmp_path):
     assert again.variants[0].edits[1].op == "gear"
 
 
-def test_sweep_run_trains_the_generated_xml_from_the_run_dir(tmp_path):
+def test_sweep_run_trains_the_generated_xml_from_the_sweeps_snapshot(tmp_path):
     spec = GRID_SPEC.replace("legs: [0.8, 1.25]", "legs: [1.25]").replace("motors: [1.0, 2.0]", "motors: [2.0]")
     (tmp_path / "my specs").mkdir()
     path = tmp_path / "my specs" / "spec.yaml"
     path.write_text(spec)
     done = run_sweep("run", str(path), "-w", "1", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    [run_dir] = [p for p in (path.parent / "runs" / "morph").iterdir() if p.is_dir()]
-    xml = run_dir / "variant.xml"
-    assert json.loads((run_dir / "spec.json").read_text())["xml"] == str(xml)
+    [run_dir] = [p for p in (path.parent / "runs" / "morph").iterdir() if (p / "spec.json").is_file()]
+    run_spec = json.loads((run_dir / "spec.json").read_text())
+    xml = Path(run_spec["xml"])
+    assert xml.parent == run_dir.parent / "snapshots" / "models" / run_spec["xml_sha256"]
     model = mujoco.MjModel.from_xml_path(str(xml))
     assert model.actuator_gear[model.actuator("left_hip").id, 0] == 80
     assert "eval_mean_return" in json.loads((run_dir / "result.json").read_text())

@@ -38,7 +38,7 @@ def test_plain_lines_of_a_real_sweep(tmp_path, tiny_spec):
     assert "\x1b" not in proc.stdout  # not a terminal: no cursor moves, no colour
     lines = proc.stdout.splitlines()
     sweep = tmp_path / "runs" / "tiny"
-    run_ids = sorted(p.name for p in sweep.iterdir() if p.is_dir())
+    run_ids = sorted(p.name for p in sweep.iterdir() if (p / "spec.json").is_file())
     assert lines[0] == "2 runs: 2 to run, 0 already succeeded"
     assert lines[-1] == f"sweep tiny: 2 succeeded, 0 failed, 0 interrupted -> {sweep}"
     for run_id in run_ids:

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import psutil
@@ -19,6 +20,7 @@ from typer.testing import CliRunner
 from helpers.clusters import RAY_ENV
 from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, wait_for, write_spec
 from helpers.models import REPO, TINY_XML
+from mjsweep.robots.modelfiles import model_sha256
 from mjsweep.ui.cli import app
 
 WAIT = 300.0  # generous: a bound on hanging, never on speed
@@ -192,6 +194,38 @@ def test_warm_runs_start_on_the_nodes_from_their_sources_shipped_files(cluster, 
             (run / "log.txt").read_text()
         assert read_json(run / "result.json")["warm_start"]["run_dir"] == str(source)  # the source, not the copy
         assert not (run / "warm_source").exists()  # the copy stays on the node
+
+
+@pytest.mark.slow
+def test_runs_on_the_nodes_train_from_the_sweeps_snapshot(cluster, tmp_path):
+    """The robot's XML gains a joint and its folder then goes away once the first of three seeds has started
+    (one slot): every seed trains the planned robot on its node, from the sweep's snapshot of it."""
+    robot = tmp_path / "robot"
+    robot.mkdir()
+    xml = robot / "walker.xml"
+    shutil.copyfile(TINY_XML, xml)
+    planned = model_sha256(xml)
+    spec = smoke_spec(tmp_path, "ray-snapshot", variants=[{"name": "walker", "xml": str(xml)}], seeds=3)
+    sweep_dir = tmp_path / "runs" / "ray-snapshot"
+    launcher = start_ray_sweep(spec, cluster.address, "--workers", "1")
+    wait_for(lambda: any(read_json(r / "status.json").get("state") == "running" for r in run_dirs(sweep_dir)),
+             what="the first seed to start", timeout=WAIT)
+    hip = '<joint name="front_hip" class="hip"/>'
+    xml.write_text(xml.read_text().replace(hip, hip + '\n        <joint name="front_knee" class="hip"/>'))
+    assert model_sha256(xml) != planned
+    os.unlink(xml)
+    robot.rmdir()
+    output = finish(launcher, spec)
+    assert launcher.returncode == 0, output
+    runs = run_dirs(sweep_dir)
+    assert len(runs) == 3
+    node_ids = {n.node_id for n in cluster.list_all_nodes()}
+    for run in runs:
+        result = read_json(run / "result.json")
+        assert result["xml_sha256"] == planned and result["node"] in node_ids, run.name
+        assert read_json(run / "spec.json")["xml"].startswith(str(sweep_dir / "snapshots"))
+        with zipfile.ZipFile(run / "model.zip") as archive:
+            assert json.loads(archive.read("data"))["observation_space"]["_shape"] == [9], run.name
 
 
 def wait_until_both_train(sweep_dir: Path) -> tuple[list[str], list[Path]]:

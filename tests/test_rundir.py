@@ -66,7 +66,7 @@ def test_run_and_report_name_corrupt_files(tmp_path, tiny_spec, junk, problem):
     spec = write_spec(tmp_path, tiny_spec)
     assert run_sweep("run", str(spec)).returncode == 0
     sweep_dir = tmp_path / "runs" / "tiny"
-    [run_dir] = [p for p in sweep_dir.iterdir() if p.is_dir()]
+    [run_dir] = [p for p in sweep_dir.iterdir() if (p / "spec.json").is_file()]
     (run_dir / "result.json").write_bytes(junk)
 
     report = run_sweep("report", str(sweep_dir))

@@ -309,7 +309,7 @@ def test_a_grid_splits_the_search_into_studies_and_searched_labels_make_families
     legs = replay(sweep_dir.trials_jsonl)[0].params["edits.legs"]
     assert first.variant == f"w_legs={legs!r}_motors=1.0" and first.hyperparams["n_epochs"] == 1
     assert first.grid["ppo.n_epochs"] == 1 and "edits.legs" not in first.grid
-    assert (sweep_dir.run(first.run_id).variant_xml).read_text().startswith("<mujoco")
+    assert first.xml.startswith(str(sweep_dir.snapshots)) and Path(first.xml).read_text().startswith("<mujoco")
 
 
 def test_a_searched_env_argument_the_env_does_not_take_is_a_spec_error(tmp_path):

@@ -166,7 +166,7 @@ def test_tpe_searches_ppo_settings_and_a_robot_edit(tmp_path):
         legs = rec.params["edits.legs"]
         assert 0.8 <= legs <= 1.25 and f"w_legs={legs!r}_" in run_id
         run_spec = json.loads((sweep_dir / run_id / "spec.json").read_text())
-        assert run_spec["variant"] == f"w_legs={legs!r}" and (sweep_dir / run_id / "variant.xml").is_file()
+        assert run_spec["variant"] == f"w_legs={legs!r}" and run_spec["xml"].startswith(str(sweep_dir / "snapshots"))
     report = run_sweep("report", str(sweep_dir), env={"COLUMNS": "250"})
     assert "edit_grid:" in report.stdout and "legs:" in report.stdout
     # The searched values are data: a Run's fields, typed DataFrame columns, report.csv's columns.

@@ -5,6 +5,7 @@ seeds, a population or a search hands the scheduler."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -146,6 +147,7 @@ def check_disk(plan: SweepPlan, runs: Sequence[RunSpec], slots: int | None) -> D
     segments it has left to train, not `runs` (a run per population)."""
     from ..engine.diskspace import room
     from ..plan.disk import estimate, judge, population_estimate
+    from ..robots.snapshot import missing_bytes
 
     probes = {c.variant.name: c.probe for c in plan.checks}
     if plan.spec.pbt is not None:
@@ -156,6 +158,8 @@ def check_disk(plan: SweepPlan, runs: Sequence[RunSpec], slots: int | None) -> D
         needed = population_estimate(generations, probes, plan.spec.checkpoints_kept, slots or widest)
     else:
         needed = estimate(runs, probes, plan.spec.checkpoints_kept, slots or len(runs))
+    needed = dataclasses.replace(needed, snapshot=missing_bytes(plan.sweep_dir.snapshots,
+                                                                [c.variant for c in plan.checks]))
     free = room(plan.sweep_dir.path)
     return DiskCheck(needed, free, judge(needed.bytes, free.free))
 

@@ -32,6 +32,7 @@ class Policy:
 
         run = RunDir(run_path)
         self.spec = spec
+        self.xml = run.model_xml(spec)
         use_best = best and run.best_model_zip.is_file()
         self.model_path = run.best_model_zip if use_best else run.model_zip
         stats = run.best_vecnormalize if use_best else run.vecnormalize
@@ -53,7 +54,7 @@ class Policy:
         to its env_kwargs (render_mode="rgb_array", say)."""
         from ..robots.envs import make_env
 
-        return make_env(self.spec.env, Path(self.spec.xml), {**self.spec.env_kwargs, **kwargs},
+        return make_env(self.spec.env, self.xml, {**self.spec.env_kwargs, **kwargs},
                         self.spec.max_episode_steps)
 
     def make_vec_env(self) -> VecEnv:

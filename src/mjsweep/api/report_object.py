@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import InputError
 from ..results import report as reportlib
 from ..results import sweepreport
+from ..results.experiments import env_code_notes
 from ..sweepdir.files import SweepDir, write_text_atomic
 
 if TYPE_CHECKING:
@@ -155,7 +156,8 @@ def build(folder: SweepDir, *, status_warnings: list[str], all_specs: bool = Fal
     trials = _search_trials(folder)
     from ..search.pbtreport import report as pbt_report
 
-    return Report(read, status_warnings + ([read.left_out] if read.left_out else []), reportlib.failed_runs(read.rows),
+    warnings = status_warnings + ([read.left_out] if read.left_out else []) + env_code_notes(read.rows)
+    return Report(read, warnings, reportlib.failed_runs(read.rows),
                   comparisons, drawn, trials, _pareto_figure(folder, *trials) if trials is not None else None,
                   _confirmations(folder, trials), pbt_report(folder))
 

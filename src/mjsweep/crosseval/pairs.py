@@ -56,8 +56,9 @@ def jobs(sweep: SweepDir, trained: list[RunSpec], all_runs: list[RunSpec], episo
             done = read_result(path)
             if done and done.episodes == episodes:
                 continue
-            targets.append(Target(variant, template.env, template.xml, template.env_kwargs,
-                                  template.max_episode_steps, path))
+            xml = sweep.run(template.run_id).model_xml(template)  # where the folder is now, if it has moved
+            targets.append(Target(variant, template.env, str(xml), template.env_kwargs, template.max_episode_steps,
+                                  path))
         if targets:
             out.append(PolicyJob(run, sweep.run(run.run_id).path, targets))
     return out

@@ -33,7 +33,7 @@ class AdaptiveSource:
         """Each group's runs in seed order: the first n are its n seeds."""
         for run in plan.runs:
             self.by_group.setdefault(run.group, []).append(run)
-        self.xml_text = {c.variant.name: c.variant.xml_text for c in plan.checks if c.variant.xml_text is not None}
+        self.variants = {c.variant.name: c.variant for c in plan.checks}
         self.rounds = read_lines(self.sweep_dir.seeds_jsonl, SeedRound)
         granted = self.rounds[-1].granted() if self.rounds else {}
         self.seeds = {g: min(max(granted.get(g, policy.min), policy.min), len(runs))
@@ -63,8 +63,7 @@ class AdaptiveSource:
         if not self.queue:
             return None
         run = self.queue.pop(0)
-        write_run_dir(self.sweep_dir.run(run.run_id), run, self.xml_text.get(run.variant))
-        return run
+        return write_run_dir(self.sweep_dir.run(run.run_id), run, self.variants.get(run.variant))
 
     def exhausted(self) -> bool:
         return self.done and not self.queue

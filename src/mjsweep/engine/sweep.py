@@ -26,6 +26,7 @@ from ..plan import runs as planlib
 from ..plan.order import Order, measured_fps, start_order
 from ..plan.planned import Action, PlannedRun, Reason
 from ..results.runview import index_entry
+from ..robots import snapshot
 from ..robots import variants as variantlib
 from ..robots.envs import EnvBuildError, EnvProbe, accepted_kwargs, probe_env
 from ..robots.modelfiles import error_location
@@ -106,7 +107,7 @@ def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: boo
     root = runs_dir.resolve() if runs_dir else spec.runs_dir
     sweep_dir = SweepDir(root / spec.name)
     warm = warmstart.resolve(spec)
-    runs = _point_at_variant_xml(planlib.expand(spec, variants, warm), variants, sweep_dir)
+    runs = planlib.expand(spec, variants, warm)
     _check_folders(spec, sweep_dir, runs, f"--runs-dir {runs_dir}" if runs_dir else None)
     # Generated XMLs live in a temp folder while they are checked; the runs get theirs when written.
     with tempfile.TemporaryDirectory(prefix="mjsweep-check-") as tmp:
@@ -194,14 +195,6 @@ def _check_env_kwargs(spec: speclib.SweepSpec) -> None:
             close = difflib.get_close_matches(key, sorted(accepted), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else f"; it takes: {', '.join(sorted(accepted))}"
             raise spec.locator.error(loc, f"{spec.env} takes no keyword argument {key!r}{hint}")
-
-
-def _point_at_variant_xml(runs: list[RunSpec], variants: list[variantlib.Variant],
-                          sweep_dir: SweepDir) -> list[RunSpec]:
-    """A run of a generated variant loads the copy written into its own run dir (variant.xml)."""
-    generated = {v.name for v in variants if v.xml_text is not None}
-    return [r.model_copy(update={"xml": str(sweep_dir.run(r.run_id).variant_xml)}) if r.variant in generated
-            else r for r in runs]
 
 
 def _check_variant(spec: speclib.SweepSpec, variant: variantlib.Variant, local: variantlib.Variant,
@@ -402,7 +395,7 @@ def execute(plan: SweepPlan, runs: RunsOpener, launcher: Launcher, options: Sche
         for note in work.notes:
             on_event(note)
         try:
-            _write_sweep_files(plan, work.runs, work.extends)
+            work.runs = _write_sweep_files(plan, work.runs, work.extends)
             for run_id in work.orphans:
                 kill_orphan(plan.sweep_dir.run(run_id))
             if work.runs:
@@ -427,9 +420,14 @@ def reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
     runindex.rewrite(sweep_dir.index_jsonl, [e for e in old.values() if e is not None])
 
 
-def _write_sweep_files(plan: SweepPlan, runs: list[RunSpec], extends: dict[str, str]) -> None:
-    """sweep.yaml, variants.json, plan.json and the folder of each run about to run, seeded with the last
-    checkpoint of the finished run it extends (a finished run's files are never touched again)."""
+def _write_sweep_files(plan: SweepPlan, runs: list[RunSpec], extends: dict[str, str]) -> list[RunSpec]:
+    """The snapshot of every variant's model (first: a model edited since it was planned is refused before
+    anything else is written), sweep.yaml, variants.json, plan.json and the folder of each run about to run,
+    seeded with the last checkpoint of the finished run it extends (a finished run's files are never touched
+    again); the runs as written, each naming its model's XML in the snapshot."""
+    variants = {c.variant.name: c.variant for c in plan.checks}
+    for variant in variants.values():  # every model stored before any run starts, a search's and PBT's too
+        snapshot.store(plan.sweep_dir.snapshots, variant)
     write_text_atomic(plan.sweep_dir.sweep_yaml, yaml.safe_dump(plan.spec.resolved(), sort_keys=False))
     write_model(plan.sweep_dir.variants_json, variants_record(plan))
     if plan.spec.search is None and plan.spec.pbt is None:
@@ -437,25 +435,29 @@ def _write_sweep_files(plan: SweepPlan, runs: list[RunSpec], extends: dict[str, 
                                                          runs=[r.run_id for r in plan.runs]))
     else:  # a search's groups are its trials, PBT's segments its generations, made as it runs: no plan
         plan.sweep_dir.plan_json.unlink(missing_ok=True)
-    generated = {c.variant.name: c.variant.xml_text for c in plan.checks if c.variant.xml_text is not None}
+    written = []
     for run in runs:
         run_dir = plan.sweep_dir.run(run.run_id)
-        write_run_dir(run_dir, run, generated.get(run.variant))
+        written.append(write_run_dir(run_dir, run, variants[run.variant]))
         if run.run_id in extends:
             start_from(plan.sweep_dir.run(extends[run.run_id]), run_dir, keep_best=True,
                        row_steps=ALGOS[run.algo].row_steps)
+    return written
 
 
-def write_run_dir(run_dir: RunDir, run: RunSpec, xml_text: str | None) -> None:
-    """What the worker reads: spec.json, and variant.xml for a generated robot (`xml_text`). A run folder that
-    is a link (planted since prepare() looked) is refused rather than written through."""
+def write_run_dir(run_dir: RunDir, run: RunSpec, variant: variantlib.Variant | None) -> RunSpec:
+    """What the worker reads: spec.json, naming the XML of the variant's model in the sweep's snapshot (stored
+    now where it is not yet: robots/snapshot.py); without a variant, the run loads run.xml as it is. Returns the
+    run as written. A run folder that is a link (planted since prepare() looked) is refused rather than written
+    through."""
     if run_dir.path.is_symlink():
         raise InputError(f"{run_dir.path}: this run folder is a symbolic link: the launcher trains only into run "
                          "folders it made; remove the link")
     run_dir.path.mkdir(parents=True, exist_ok=True)
-    if xml_text is not None:
-        write_text_atomic(run_dir.variant_xml, xml_text)
+    if variant is not None:
+        run = run.model_copy(update={"xml": str(snapshot.store(SweepDir(run_dir.path.parent).snapshots, variant))})
     write_model(run_dir.spec_json, run)
+    return run
 
 
 def variants_record(plan: SweepPlan) -> SweepVariants:

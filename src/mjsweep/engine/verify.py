@@ -21,7 +21,7 @@ from ..childproc import child_env
 from ..errors import InputError
 from ..launchers.spawn import spawn_worker, worker_command
 from ..sweepdir.csvfiles import read_evaluation_cells, read_monitor_cells
-from ..sweepdir.files import RunDir, SweepDir, read_model, read_or_none
+from ..sweepdir.files import RunDir, SweepDir, read_model, read_or_none, write_model
 from ..sweepdir.lineage import segment_chain, start_from
 from ..sweepdir.models import RunSpec
 from ..sweepdir.trust import Trust, granted, require_folder
@@ -88,6 +88,9 @@ def _train_again(run: RunDir, again: RunDir, parent: RunDir | None) -> int:
     exit code."""
     again.path.mkdir(parents=True)
     shutil.copyfile(run.spec_json, again.spec_json)
+    spec = read_or_none(lambda: read_model(run.spec_json, RunSpec))
+    if spec is not None and (xml := run.model_xml(spec)) != Path(spec.xml):  # the sweep folder has moved since
+        write_model(again.spec_json, spec.model_copy(update={"xml": str(xml)}))
     if parent is not None:
         start_from(parent, again)
     worker = spawn_worker(worker_command(again.path), again.path, again.log, child_env())

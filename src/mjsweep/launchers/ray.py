@@ -138,7 +138,7 @@ class RayLauncher(Launcher):
         try:
             options = {"num_cpus": run.cpus, "num_gpus": (1 / self.runs_per_gpu) if cuda else 0}
             actor = RunAttempt.options(**options).remote(  # type: ignore[attr-defined]  # added by @ray.remote
-                spec, files, pack_model(Path(run.xml)), cuda)
+                spec, files, pack_model(Path(spec["xml"])), cuda)
             return RayHandle(actor, run_dir, actor.start.remote())
         except RayError as exc:  # the cluster refused the actor: this run fails, the sweep goes on
             raise LaunchError(f"Ray could not start the run: {_one_line(exc)}") from None

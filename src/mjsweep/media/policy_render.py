@@ -38,8 +38,10 @@ def rollout_frames(mujoco, item: dict, width: int, height: int, seconds: float):
     from ..sweepdir.models import RunSpec
 
     torch.set_num_threads(1)
-    spec = RunSpec.model_validate_json(RunDir(Path(item["run_dir"])).spec_json.read_text(encoding="utf-8"))
-    plain = DummyVecEnv([lambda: make_env(spec.env, Path(spec.xml), spec.env_kwargs, spec.max_episode_steps)])
+    run = RunDir(Path(item["run_dir"]))
+    spec = RunSpec.model_validate_json(run.spec_json.read_text(encoding="utf-8"))
+    xml = run.model_xml(spec)
+    plain = DummyVecEnv([lambda: make_env(spec.env, xml, spec.env_kwargs, spec.max_episode_steps)])
     venv: VecEnv = load_frozen(item["vecnormalize"], plain) if item.get("vecnormalize") else plain
     actor = Actor(load_policy(spec.algo, item["model"]))
     env: Any = plain.envs[0].unwrapped  # a MuJoCo env: model, data and dt

@@ -7,7 +7,9 @@ A run's files, at the sizes stable-baselines3 writes them (tests/test_disk.py co
   the action as float32, reward, done and timeout as float32;
 - a model zip: the policy's parameters (from net_arch) and the optimizer's state for those it trains (Adam:
   two more copies, RMSprop one), as float32, plus what torch.save and the zip add per tensor;
-- VecNormalize's statistics (normalize), the logs (monitor, progress, evaluations) and the small JSON files.
+- VecNormalize's statistics (normalize), the logs (monitor, progress, evaluations) and the small JSON files;
+- beside the runs, the snapshot of the models they train (the XMLs, their includes, meshes, textures): each
+  distinct file not stored yet, once (the caller measures it: `DiskEstimate.snapshot`).
 
 A running run holds `kept` checkpoints (model, statistics, buffer) and writes one more beside them before
 the oldest goes, plus its final model and up to two best models; a finished run keeps its checkpoints (the
@@ -97,10 +99,13 @@ class DiskEstimate:
     algos: tuple[str, ...]
     held: str = ""
     """Which checkpoints are held, where that is not `kept_checkpoints` of every run (PBT's segments)."""
+    snapshot: int = 0
+    """The model files the sweep's snapshot stores before its runs start: each distinct file not stored yet
+    (robots/snapshot.missing_bytes), once however many runs read it."""
 
     @property
     def bytes(self) -> int:
-        return self.peak.total
+        return self.peak.total + self.snapshot
 
 
 def estimate(runs: Sequence[RunSpec], probes: Mapping[str, EnvProbe], kept_checkpoints: int,

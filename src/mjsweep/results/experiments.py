@@ -45,6 +45,23 @@ class Split:
         return "; ".join(lines) + "; --all-specs shows them as groups of their own"
 
 
+def env_code_notes(rows: list[ResultRow]) -> list[str]:
+    """A line for the report's warnings per group whose runs trained with different code of their custom env: a
+    'package.module:Class' env is named, not hashed, in run ids, so its source file's hash (result.json) tells."""
+    versions: dict[str, dict[str, list[str]]] = {}
+    for row in rows:
+        if row.result is not None and row.result.env_source_sha256 is not None:
+            versions.setdefault(row.group, {}).setdefault(row.result.env_source_sha256, []).append(row.run_id)
+    notes = []
+    for group, runs in versions.items():
+        if len(runs) > 1:
+            env = next(r.spec.env for r in rows if r.group == group and r.spec is not None)
+            said = "; ".join(", ".join(ids) for ids in runs.values())
+            notes.append(f"{group}: its runs trained with {len(runs)} versions of {env}'s source file ({said}); "
+                         "the report pools them as seeds of one experiment")
+    return notes
+
+
 def read_plan(folder: SweepDir) -> PlanRecord | None:
     """The last plan (plan.json); None for a search, a folder from before it, or a corrupt one."""
     return read_or_none(lambda: read_model(folder.plan_json, PlanRecord))

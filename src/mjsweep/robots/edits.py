@@ -37,6 +37,9 @@ class GeneratedXml:
     """The edited model; mesh and texture folders are absolute, so it compiles from any folder."""
     sha256: str
     """Hash of the edited model with its paths as written, plus every asset file it reads."""
+    portable: str
+    """The edited model with its paths as written (relative to the base's folder): what the hash covers and
+    what a sweep's snapshot stores beside the base's files."""
 
 
 def grid_points(edit_grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -68,7 +71,7 @@ def generate(base: Path, edits: list[EditSpec], point: dict[str, Any]) -> Genera
     portable = _to_xml(spec)
     assets = asset_files(spec, base.parent)
     absolutize_asset_dirs(spec, base.parent)
-    return GeneratedXml(_to_xml(spec), combined_sha256(portable.encode(), assets, base.parent))
+    return GeneratedXml(_to_xml(spec), combined_sha256(portable.encode(), assets, base.parent), portable)
 
 
 _KINDS = ("body", "joint", "actuator", "geom")

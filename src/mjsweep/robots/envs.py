@@ -59,6 +59,21 @@ def make_env(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps:
     return gym.make(env, max_episode_steps=max_episode_steps, **kwargs)
 
 
+def env_source_sha256(env: str) -> str | None:
+    """The sha256 of the file that defines a custom env ('package.module:Class'), so that runs trained with
+    different code of it can be told apart; None for a registered id, or a class without a source file."""
+    if ":" not in env:
+        return None
+    import hashlib
+    import inspect
+
+    try:
+        source = inspect.getsourcefile(_import_class(env))
+        return hashlib.sha256(Path(source).read_bytes()).hexdigest() if source else None
+    except (EnvBuildError, TypeError, OSError):
+        return None
+
+
 def accepted_kwargs(env: str) -> set[str] | None:
     """The keyword arguments the env's constructor accepts (besides xml_file), following **kwargs up
     the class hierarchy; None when they end in a catch-all nobody checks, or the class is unknown."""

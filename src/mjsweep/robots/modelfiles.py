@@ -118,12 +118,34 @@ def model_sha256(xml: Path) -> str:
     return combined_sha256(files[0].read_bytes(), files[1:], files[0].parent)
 
 
+def loaded_sha256(xml: Path, planned: str) -> str:
+    """The hash of the model's files as they are now, by the recipe `planned` was made with: a model file's
+    (model_sha256), or an edited variant's, which hashes its XML's asset references, repeats included
+    (edits.generate). A model that matches neither hashes as model_sha256 does."""
+    found = model_sha256(xml)
+    if found == planned:
+        return found
+    import mujoco
+
+    xml = Path(xml)
+    try:
+        edited = combined_sha256(xml.read_bytes(), asset_files(mujoco.MjSpec.from_file(str(xml)), xml.parent),
+                                 xml.parent)
+    except ValueError:
+        return found
+    return edited if edited == planned else found
+
+
 def combined_sha256(main: bytes, others: list[Path], model_dir: Path) -> str:
     """Hash of the main XML's bytes plus each other file's name (relative to the model) and content."""
+    return hash_of_parts(main, [(os.path.relpath(path, model_dir), file_sha256(path)) for path in others])
+
+
+def hash_of_parts(main: bytes, others: list[tuple[str, str]]) -> str:
+    """combined_sha256 from the main XML's bytes and each other file's (name relative to the model, sha256)."""
     digest = hashlib.sha256(main)
-    for path in others:
-        name = os.path.relpath(path, model_dir)
-        digest.update(f"\0{name}\0{file_sha256(path)}".encode())
+    for name, sha256 in others:
+        digest.update(f"\0{name}\0{sha256}".encode())
     return digest.hexdigest()
 
 

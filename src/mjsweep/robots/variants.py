@@ -28,6 +28,8 @@ class Variant:
     edit_values: dict[str, Any] = field(default_factory=dict)
     """The edit_grid point (or a design search's edit values) a generated variant was made from, label: value;
     empty for a file used as is."""
+    portable_text: str | None = None
+    """A generated variant's edited XML with its paths relative to its base's folder, as its hash covers it."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,8 @@ def _generated(spec: SweepSpec, v: VariantSpec, i: int) -> list[Variant]:
             raise spec.locator.error(where, f"variant {name!r}: {exc}") from None
         except ValueError as exc:
             raise spec.locator.error((*at, "edit_grid"), f"variant {name!r}: {exc}") from None
-        out.append(Variant(name, base, generated.sha256, dict(v.env_kwargs), at, generated.text, dict(point)))
+        out.append(Variant(name, base, generated.sha256, dict(v.env_kwargs), at, generated.text,
+                           edit_values=dict(point), portable_text=generated.portable))
     return out
 
 

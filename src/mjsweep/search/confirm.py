@@ -20,6 +20,7 @@ from ..engine import warmstart
 from ..engine.scheduler import Event, EventKind
 from ..engine.sweep import write_run_dir
 from ..results import stats
+from ..robots.variants import Variant
 from ..spec.sweepspec import SweepSpec
 from ..sweepdir.files import SweepDir, append_line, read_lines
 from ..sweepdir.models import ConfirmRecord, RunSpec, RunState, TrialRecord, TrialState
@@ -55,7 +56,7 @@ def top_trials(trials: list[TrialRecord], top: int, maximize: bool) -> list[Tria
 class _Confirmation:
     record: ConfirmRecord
     runs: dict[str, RunSpec]
-    xml_text: str | None
+    variant: Variant
     queue: list[str] = field(default_factory=list)
     ended: dict[str, RunState] = field(default_factory=dict)
 
@@ -64,11 +65,11 @@ class ConfirmStage:
     """The confirmations of a search as a source of runs, rebuilt from confirm.jsonl."""
 
     def __init__(self, spec: SweepSpec, studies: list[Study], sweep_dir: SweepDir,
-                 on_event: Callable[[Event], None], run_xml: Callable[[str], Any]):
+                 on_event: Callable[[Event], None]):
         assert spec.search is not None and spec.search.confirm is not None
         self.spec, self.search, self.confirm = spec, spec.search, spec.search.confirm
         self.studies = {s.key: s for s in studies}
-        self.sweep_dir, self.on_event, self.run_xml = sweep_dir, on_event, run_xml
+        self.sweep_dir, self.on_event = sweep_dir, on_event
         self.warm = warmstart.resolve(spec)
         """warm_start: {from: ...}: the trials' source, which their confirmations start from too."""
         self.items: dict[tuple[str, int], _Confirmation] = {}
@@ -118,8 +119,7 @@ class ConfirmStage:
         for item in self.items.values():
             if item.queue:
                 run = item.runs[item.queue.pop(0)]
-                write_run_dir(self.sweep_dir.run(run.run_id), run, item.xml_text)
-                return run
+                return write_run_dir(self.sweep_dir.run(run.run_id), run, item.variant)
         return None
 
     def owns(self, run_id: str) -> bool:
@@ -143,13 +143,13 @@ class ConfirmStage:
         params = {key: record.params[key] for key in study.dims if key in record.params}
         try:
             warm = dict.fromkeys(record.seeds, self.warm) if self.warm is not None else None
-            variant, runs = trial_runs(self.spec, study, record.number, params, self.run_xml, seeds=record.seeds,
+            variant, runs = trial_runs(self.spec, study, record.number, params, seeds=record.seeds,
                                        prefix=PREFIX, warm=warm)
         except TrialBuildError as exc:  # the robot built for the search; the spec changed since
             failed = record.model_copy(update={"state": TrialState.FAILED, "note": str(exc)})
             append_line(self.sweep_dir.confirm_jsonl, failed)
             return None
-        item = _Confirmation(record, {r.run_id: r for r in runs}, variant.xml_text)
+        item = _Confirmation(record, {r.run_id: r for r in runs}, variant)
         self.items[record.key] = item
         for run_id in item.runs:
             self.by_run[run_id] = item

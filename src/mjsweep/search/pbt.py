@@ -22,7 +22,7 @@ from ..plan.planned import Action, PlannedRun, Reason
 from ..plan.runs import make_run
 from ..robots.variants import Variant
 from ..spec.sweepspec import SweepSpec
-from ..sweepdir.files import RunDir, SweepDir, append_line, read_lines
+from ..sweepdir.files import RunDir, append_line, read_lines
 from ..sweepdir.lineage import SegmentRecord, start_from
 from ..sweepdir.models import RunSpec, RunState
 from . import pbtpolicy
@@ -98,7 +98,7 @@ class PbtSource:
         run_id = self.queue.pop(0)
         run, parent = self.runs[run_id], self.parents[run_id]
         run_dir = self.sweep_dir.run(run_id)
-        write_run_dir(run_dir, run, self._xml_text(run))
+        run = write_run_dir(run_dir, run, self._variant(run))
         if parent is not None:
             start_from(self.sweep_dir.run(parent), run_dir)
         return run
@@ -182,10 +182,10 @@ class PbtSource:
                 self.outstanding.add(line.run)
 
     def _segment(self, population: Population, generation: int, member: int, values: dict[str, float]) -> RunSpec:
-        return segment_run(self.spec, self.sweep_dir, population, generation, member, values)
+        return segment_run(self.spec, population, generation, member, values)
 
-    def _xml_text(self, run: RunSpec) -> str | None:
-        return next((p.variant.xml_text for p in self.populations.values() if p.variant.name == run.variant), None)
+    def _variant(self, run: RunSpec) -> Variant | None:
+        return next((p.variant for p in self.populations.values() if p.variant.name == run.variant), None)
 
     def _score(self, run_id: str) -> float | None:
         """The segment's final evaluation; None when it did not succeed."""
@@ -195,17 +195,14 @@ class PbtSource:
         return result.eval_mean_return if result is not None else None
 
 
-def segment_run(spec: SweepSpec, sweep_dir: SweepDir, population: Population, generation: int, member: int,
+def segment_run(spec: SweepSpec, population: Population, generation: int, member: int,
                 values: dict[str, float]) -> RunSpec:
     """The run of a member's segment: its values, trained to the end of `generation`, a checkpoint at its end."""
     assert spec.pbt is not None
     point = {**population.grid, **values, "total_timesteps": (generation + 1) * spec.pbt.interval}
     run = make_run(spec, population.variant, point, member)
     run_id = f"m{member:02d}g{generation:02d}_{run.run_id}"
-    update: dict = {"run_id": run_id, "checkpoint_at_end": True}
-    if population.variant.xml_text is not None:
-        update["xml"] = str(sweep_dir.run(run_id).variant_xml)
-    return run.model_copy(update=update)
+    return run.model_copy(update={"run_id": run_id, "checkpoint_at_end": True})
 
 
 @dataclass(frozen=True)
@@ -238,7 +235,7 @@ def segments_left(plan: SweepPlan) -> SegmentsLeft:
             for member in range(pbt.population):
                 line = recorded.get((population.key, generation, member))
                 values = line.hyperparams if line is not None else first[member]
-                run = segment_run(plan.spec, plan.sweep_dir, population, generation, member, values)
+                run = segment_run(plan.spec, population, generation, member, values)
                 if line is not None and run_succeeded(plan.sweep_dir, line.run):
                     succeeded.append(run)
                 else:

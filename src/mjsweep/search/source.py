@@ -16,6 +16,7 @@ from typing import Any
 from ..engine import warmstart
 from ..engine.scheduler import Event, EventKind
 from ..engine.sweep import write_run_dir
+from ..robots.variants import Variant
 from ..spec.sweepspec import SweepSpec
 from ..sweepdir.files import SweepDir, append_line
 from ..sweepdir.models import RunSpec, RunState, TrialRecord, TrialState, WarmSource
@@ -36,7 +37,7 @@ class _Trial:
     record: TrialRecord
     study: Study
     runs: dict[str, RunSpec]
-    xml_text: str | None
+    variant: Variant | None
     queue: list[str] = field(default_factory=list)
     """Runs not handed out yet, in seed order."""
     ended: dict[str, RunState] = field(default_factory=dict)
@@ -77,7 +78,7 @@ class SearchSource:
             else:
                 self.trials[rec.key] = _Trial(rec, study, {}, None)
                 self.skipped += [run_id for run_id in rec.runs if run_succeeded(self.sweep_dir, run_id)]
-        self.confirm = ConfirmStage(spec, studies, sweep_dir, on_event, self._variant_xml) \
+        self.confirm = ConfirmStage(spec, studies, sweep_dir, on_event) \
             if self.search.confirm is not None else None
         if self.confirm is not None:
             self.skipped += self.confirm.skipped
@@ -155,7 +156,7 @@ class SearchSource:
         try:
             variant = trial_variant(self.spec, study, params)
             start, warm_from, warm = self._warm_start(study, number, params, variant)
-            variant, runs = trial_runs(self.spec, study, number, params, self._variant_xml, variant=variant,
+            variant, runs = trial_runs(self.spec, study, number, params, variant=variant,
                                        warm=warm)
         except TrialBuildError as exc:
             rec = TrialRecord(study=study.key, number=number, params=params, runs=[], state=TrialState.FAILED,
@@ -168,7 +169,7 @@ class SearchSource:
         rec = TrialRecord(study=study.key, number=number, params=params, runs=[r.run_id for r in runs],
                           state=TrialState.RUNNING, start=start, warm_from=warm_from)
         append_line(self.sweep_dir.trials_jsonl, rec)  # on record before any of its runs starts
-        trial = _Trial(rec, study, {r.run_id: r for r in runs}, variant.xml_text, queue=[r.run_id for r in runs])
+        trial = _Trial(rec, study, {r.run_id: r for r in runs}, variant, queue=[r.run_id for r in runs])
         self._register(trial)
         return trial
 
@@ -179,7 +180,7 @@ class SearchSource:
         warm = nearestlib.sources(self.sweep_dir, source, self.search.seeds_per_trial) if source else \
             self._fixed_sources()
         try:
-            variant, runs = trial_runs(self.spec, study, rec.number, params, self._variant_xml, warm=warm)
+            variant, runs = trial_runs(self.spec, study, rec.number, params, warm=warm)
         except TrialBuildError as exc:
             trial = _Trial(rec, study, {}, None)
             self.trials[rec.key] = trial
@@ -188,7 +189,7 @@ class SearchSource:
         if [r.run_id for r in runs] != rec.runs:  # the spec changed what these parameters run: the new runs
             rec = rec.model_copy(update={"runs": [r.run_id for r in runs]})
             append_line(self.sweep_dir.trials_jsonl, rec)
-        trial = _Trial(rec, study, {r.run_id: r for r in runs}, variant.xml_text)
+        trial = _Trial(rec, study, {r.run_id: r for r in runs}, variant)
         self._register(trial)
         for run in runs:
             if run_succeeded(self.sweep_dir, run.run_id):
@@ -209,7 +210,7 @@ class SearchSource:
         if not warm.nearest:
             fixed = self._fixed_sources()
             assert fixed is not None, "engine.warmstart.resolve() found the source before launch"
-            _, runs = trial_runs(self.spec, study, number, params, self._variant_xml, variant=variant)
+            _, runs = trial_runs(self.spec, study, number, params, variant=variant)
             if (problem := nearestlib.misfit(self.spec, variant, runs[0], fixed[0])) is not None:
                 raise TrialBuildError(f"warm_start: the source run {fixed[0].run_id} does not fit: {problem}")
             return None, None, fixed
@@ -220,7 +221,7 @@ class SearchSource:
         found = nearestlib.sources(self.sweep_dir, source, self.search.seeds_per_trial) if source else None
         if source is None or found is None:
             return "cold", None, None  # nothing finished yet to start from
-        _, cold = trial_runs(self.spec, study, number, params, self._variant_xml, variant=variant)
+        _, cold = trial_runs(self.spec, study, number, params, variant=variant)
         if nearestlib.misfit(self.spec, variant, cold[0], found[0]) is not None:
             return "cold", None, None  # another network, or an edit changed the spaces
         return "warm", source.number, found
@@ -243,13 +244,8 @@ class SearchSource:
             self.by_run[run_id] = trial
 
     def _hand_out(self, trial: _Trial, run_id: str) -> RunSpec:
-        """Writes the run's folder (spec.json, and variant.xml for a generated robot) just before it starts."""
-        run = trial.runs[run_id]
-        write_run_dir(self.sweep_dir.run(run_id), run, trial.xml_text)
-        return run
-
-    def _variant_xml(self, run_id: str) -> Any:
-        return self.sweep_dir.run(run_id).variant_xml
+        """Writes the run's folder (spec.json, naming its robot's snapshot) just before it starts."""
+        return write_run_dir(self.sweep_dir.run(run_id), trial.runs[run_id], trial.variant)
 
     def _tell(self, trial: _Trial) -> None:
         """Every seed ended: each objective's IQM over those that succeeded, or a failed trial when none did."""

@@ -85,12 +85,12 @@ def _point_of(variant_name: str, family: str, labels: dict[str, list[Any]]) -> d
 
 
 def trial_runs(spec: SweepSpec, study: Study, number: int, params: dict[str, Any],
-               run_xml: Any, seeds: list[int] | None = None, prefix: str = "t",
+               seeds: list[int] | None = None, prefix: str = "t",
                variant: variantlib.Variant | None = None,
                warm: dict[int, WarmSource] | None = None) -> tuple[variantlib.Variant, list[RunSpec]]:
     """The variant and the runs (one per seed: the search's seeds, or `seeds`) of trial `number` with `params`,
     their ids led by `prefix` and the number; each seed started from `warm`'s source for it when given.
-    `run_xml(run_id)` is where a run of a generated variant reads its XML. `variant`: the trial's, built
+    `variant`: the trial's, built
     already (trial_variant). Raises TrialBuildError when its robot does not build."""
     assert spec.search is not None
     variant = variant or trial_variant(spec, study, params)
@@ -98,10 +98,7 @@ def trial_runs(spec: SweepSpec, study: Study, number: int, params: dict[str, Any
     runs = []
     for seed in seeds if seeds is not None else range(spec.search.seeds_per_trial):
         run = make_run(spec, variant, point, seed, (warm or {}).get(seed))
-        run = run.model_copy(update={"run_id": f"{prefix}{number:03d}_{run.run_id}"})
-        if variant.xml_text is not None:
-            run = run.model_copy(update={"xml": str(run_xml(run.run_id))})
-        runs.append(run)
+        runs.append(run.model_copy(update={"run_id": f"{prefix}{number:03d}_{run.run_id}"}))
     return variant, runs
 
 
@@ -125,7 +122,8 @@ def trial_variant(spec: SweepSpec, study: Study, params: dict[str, Any]) -> vari
     except (editlib.EditError, ValueError) as exc:
         raise TrialBuildError(f"the edits do not apply: {exc}") from None
     variant = variantlib.Variant(name, study.variant.xml, generated.sha256, dict(written.env_kwargs),
-                                 study.variant.loc, generated.text, dict(point))
+                                 study.variant.loc, generated.text, edit_values=dict(point),
+                                 portable_text=generated.portable)
     _check(spec, variant, params)
     return variant
 

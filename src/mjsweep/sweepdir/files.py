@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from ..errors import InputError
 from .models import CheckpointRecord, FileModel, ResumeRecord, RunResult, RunSpec, RunStatus, SweepVariants
 
 M = TypeVar("M", bound=FileModel)
@@ -154,6 +155,12 @@ def read_bytes(path: Path) -> bytes:
 
 SPEC_JSON = "spec.json"
 """The file that makes a folder a run folder."""
+SNAPSHOTS = "snapshots"
+"""The sweep folder's copy of every file its runs' models read."""
+SNAPSHOT_FILES = "files"
+"""In the sweep folder's snapshots/: each distinct model file once, named by its sha256 (robots/snapshot.py)."""
+SNAPSHOT_MODELS = "models"
+"""In snapshots/: a folder per model, named by its hash, holding its files as they lie around its XML."""
 CONTACT_SHEET_PNG = "contact_sheet.png"
 """The picture of every variant: written by the render process, kept in the sweep folder's pictures/."""
 
@@ -184,10 +191,20 @@ class RunDir:
     checkpoints = property(lambda self: self.path / "checkpoints")
     checkpoint_json = property(lambda self: self.path / "checkpoints" / "checkpoint.json")
     resume_json = property(lambda self: self.path / "resume.json")
-    variant_xml = property(lambda self: self.path / "variant.xml")
     tensorboard = property(lambda self: self.path / "tensorboard")
     warm_source = property(lambda self: self.path / "warm_source")
     """A copy of a warm start's source files, laid out as its run folder, where a Ray node sees no source."""
+
+    def model_xml(self, spec: RunSpec) -> Path:
+        """The XML the run's model loads: spec.json's, or, where the sweep folder has moved since spec.json was
+        written, the same file in the snapshot of the folder the run is in now."""
+        recorded = Path(spec.xml)
+        marker = f"{os.sep}{SNAPSHOTS}{os.sep}{SNAPSHOT_MODELS}{os.sep}"
+        at = spec.xml.rfind(marker)
+        if at < 0 or recorded.exists():
+            return recorded
+        moved = self.path.parent / SNAPSHOTS / SNAPSHOT_MODELS / spec.xml[at + len(marker):]
+        return moved if moved.is_file() else recorded
 
     def checkpoint_model(self, timesteps: int) -> Path:
         """Where the checkpoint taken at `timesteps` keeps its model."""
@@ -284,6 +301,8 @@ class SweepDir:
 
     sweep_yaml = property(lambda self: self.path / "sweep.yaml")
     lock_file = property(lambda self: self.path / "sweep.lock")
+    snapshots = property(lambda self: self.path / SNAPSHOTS)
+    """Every file the runs' models read, stored once by content (robots/snapshot.py)."""
     index_jsonl = property(lambda self: self.path / "index.jsonl")
     trials_jsonl = property(lambda self: self.path / "trials.jsonl")
     confirm_jsonl = property(lambda self: self.path / "confirm.jsonl")
@@ -329,6 +348,14 @@ class SweepDir:
 
     def run(self, run_id: str) -> RunDir:
         return RunDir(self.path / run_id)
+
+    def check_is_folder(self) -> None:
+        """InputError (exit 2, nothing read or written) when the path a reading command was given is a file or
+        nothing at all: it cannot be a sweep folder."""
+        if self.path.is_dir():
+            return
+        what = "not a sweep folder but a file" if os.path.lexists(self.path) else "no such folder"
+        raise InputError(f"{self.path}: {what}; give the folder a sweep writes: <runs_dir>/<sweep name>")
 
     def has_runs(self) -> bool:
         """Whether any subfolder is a run folder (stops at the first)."""

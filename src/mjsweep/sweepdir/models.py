@@ -16,8 +16,9 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from ..naming import format_value
 
-SCHEMA = 2
-"""The version written now. 1: files written before they carried a `schema` key (same keys otherwise)."""
+SCHEMA = 3
+"""The version written now. 1: files written before they carried a `schema` key (same keys otherwise). 3: spec.json's
+`xml` names the model in the sweep's snapshot, and result.json's `xml_sha256` hashes what the worker loaded."""
 
 M = TypeVar("M", bound="FileModel")
 
@@ -133,6 +134,10 @@ class RunResult(FileModel):
     warm_start: WarmSource | None = None
     """The finished run this one started from (spec.json's); None: from scratch."""
     xml_sha256: str | None = None
+    """The hash of the model files this attempt loaded (robots/modelfiles.loaded_sha256); files of schema 2 and
+    before copied spec.json's."""
+    env_source_sha256: str | None = None
+    """The sha256 of the source file of a custom env ('package.module:Class') this attempt trained with."""
     peak_rss_mb: float | None = None
     host: str | None = None
     node: str | None = None
@@ -417,6 +422,8 @@ class RunSpec(FileModel):
     seed: int
     env: str
     xml: str
+    """The XML the worker loads: its model's in the sweep folder's snapshot (robots/snapshot.py); in files of
+    schema 2 and before, the user's file or a generated variant's variant.xml in the run's folder."""
     xml_sha256: str
     env_kwargs: dict[str, Any]
     max_episode_steps: int | None

@@ -189,6 +189,7 @@ def report(
     from .status import read_sweep
 
     folder = SweepDir(sweep_dir)
+    folder.check_is_folder()
     view = read_sweep(folder.path)
     # The figures cost time (every pair's interval, every profile): drawn when asked for, and for
     # report.html, which draws figures anyway and is what a sweep's results are shared as.
@@ -273,6 +274,7 @@ def status(
     from . import runs_table
     from .status import read_sweep, to_json
 
+    SweepDir(sweep_dir).check_is_folder()
     if not SweepDir(sweep_dir).has_runs():
         raise InputError(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
     if as_json:
@@ -301,7 +303,9 @@ def verify(
 
     Compared: monitor.csv episode by episode, evaluations, final parameters. Exit 0 when all do, 1 otherwise."""
     from ..engine.verify import verify_sweep
+    from ..sweepdir.files import SweepDir
 
+    SweepDir(sweep_dir).check_is_folder()
     verdicts = verify_sweep(sweep_dir, list(run_ids or []), sample, scratch, lambda line: print(line, flush=True),
                             trust=trust or [])
     exact = sum(v.difference is None for v in verdicts)

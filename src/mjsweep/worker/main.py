@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
 
     from ..sweepdir.files import RunDir
+    from ..sweepdir.models import RunSpec
 
 EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
 T = TypeVar("T")
@@ -105,6 +106,7 @@ def _train(run_path: Path) -> int:
         from .reevaluation import evaluate_again
 
         return evaluate_again(spec, run, earlier, stop_if_requested)
+    xml_sha256, env_sha256 = _loaded_code(spec)
     off_policy = ALGOS[spec.algo].off_policy
     checkpointer = Checkpointer(run, spec.checkpoint_every, spec.checkpoint_every_s,
                                 normalized=spec.normalize is not None, off_policy=off_policy,
@@ -188,7 +190,8 @@ def _train(run_path: Path) -> int:
         torch_threads=torch.get_num_threads(),
         torch_interop_threads=torch.get_num_interop_threads(),
         started_by=os.environ.get("MJSWEEP_START", "exec"),  # the local launcher says; others exec
-        xml_sha256=spec.xml_sha256,
+        xml_sha256=xml_sha256,
+        env_source_sha256=env_sha256,
         warm_start=spec.warm_start,
         peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         host=platform.node(),
@@ -202,6 +205,20 @@ def _train(run_path: Path) -> int:
         tracker.finish(result.model_dump(), 0)
     print(f"mjsweep.worker: done, eval return {mean:.2f} +- {std:.2f}", flush=True)
     return EXIT_OK
+
+
+def _loaded_code(spec: RunSpec) -> tuple[str, str | None]:
+    """What this attempt trains on, hashed as it loads it: the model's files (its snapshot) and a custom env's
+    source file. A model that no longer hashes as its run id says is named in the log."""
+    from ..robots.envs import env_source_sha256
+    from ..robots.modelfiles import loaded_sha256
+
+    xml_sha256 = loaded_sha256(Path(spec.xml), spec.xml_sha256)
+    if xml_sha256 != spec.xml_sha256:
+        print(f"mjsweep.worker: warning: {spec.xml} hashes as {xml_sha256[:12]}, not as planned "
+              f"({spec.xml_sha256[:12]}): a file it reads changed since the run was planned, or it reads one "
+              "outside the sweep's snapshot by an absolute path", flush=True)
+    return xml_sha256, env_source_sha256(spec.env)
 
 
 def _save_model(model: BaseAlgorithm, run: RunDir) -> None:

@@ -1,0 +1,262 @@
+"""A sweep's snapshot of its models (robots/snapshot.py): runs train the model their ids name even when the XML, or a
+file it includes, is edited while the sweep runs; each distinct file is stored once, however many runs read it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from helpers.commands import run_dirs, run_sweep, start_sweep, status_of, wait_for, write_spec
+from helpers.fake_sweep import make_run, result, run_spec
+from helpers.models import TINY_XML
+from mjsweep.errors import InputError
+from mjsweep.robots.modelfiles import model_files, model_sha256
+from mjsweep.robots.snapshot import FILES, missing_bytes, store
+from mjsweep.robots.variants import Variant
+from mjsweep.sweepdir.models import RunState
+
+ROBOTS = Path(__file__).resolve().parents[2] / "shared" / "robots"
+ANYMAL = ROBOTS / "anybotics_anymal_c" / "scene.xml"
+
+FRONT_LEG = """<mujoco>
+  <body name="front_leg" pos="0.25 0 0">
+    <joint name="front_hip" class="hip"/>
+    <geom name="front_leg_geom" fromto="0 0 0 0 0 -0.25" size="0.035"/>
+  </body>
+</mujoco>
+"""
+KNEE = '<joint name="front_knee" class="hip"/>\n'
+"""A second hinge on the front leg: HalfCheetah-v5 then observes 11 numbers, not 9."""
+
+
+def _robot(folder: Path, included: bool) -> Path:
+    """The tiny walker in `folder`; with `included`, its front leg in a file of its own that the XML includes."""
+    folder.mkdir(parents=True)
+    text = TINY_XML.read_text()
+    if included:
+        start = text.index('      <body name="front_leg"')
+        end = text.index("</body>", start) + len("</body>\n")
+        text = text[:start] + '      <include file="front_leg.xml"/>\n' + text[end:]
+        (folder / "front_leg.xml").write_text(FRONT_LEG)
+    (folder / "walker.xml").write_text(text)
+    return folder / "walker.xml"
+
+
+def _add_knee(xml: Path, included: bool) -> None:
+    edited = xml.parent / "front_leg.xml" if included else xml
+    text = edited.read_text()
+    anchor = '<joint name="front_hip" class="hip"/>\n'
+    assert anchor in text
+    edited.write_text(text.replace(anchor, anchor + "        " + KNEE))
+
+
+def _observed(run_dir: Path) -> int:
+    """The observation size model.zip was trained with."""
+    with zipfile.ZipFile(run_dir / "model.zip") as archive:
+        [size] = json.loads(archive.read("data"))["observation_space"]["_shape"]
+    return size
+
+
+def _result(run_dir: Path) -> dict:
+    return json.loads((run_dir / "result.json").read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("included", "slots"), [(False, 1), (True, 1), (False, 2)],
+                         ids=["xml-1-slot", "include-1-slot", "xml-2-slots"])
+def test_an_edit_while_the_sweep_runs_changes_nothing_for_the_runs_planned(tmp_path, tiny_spec, included, slots):
+    """The XML (or the file it includes) gains a joint once the first seed has started: every planned seed still
+    trains the planned robot (9 observations; result.json's hash of the files the worker loaded is the planned
+    one), and the next `sweep run` plans the edited robot as a new experiment and says so."""
+    xml = _robot(tmp_path / "robot", included)
+    planned = model_sha256(xml)
+    tiny_spec.update(seeds=3, variants=[{"name": "walker", "xml": str(xml)}])
+    spec = write_spec(tmp_path, tiny_spec)
+    sweep_dir = tmp_path / "runs" / "tiny"
+    launcher = start_sweep(spec, "--workers", str(slots), "--start", "exec")
+    try:
+        wait_for(lambda: any(status_of(d).get("state") == "running" for d in run_dirs(sweep_dir)),
+                 "the first seed to start")
+        _add_knee(xml, included)
+        assert launcher.wait(timeout=600) == 0
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    edited = model_sha256(xml)
+    assert edited != planned
+    first = run_dirs(sweep_dir)
+    assert len(first) == 3
+    for run_dir in first:
+        assert _observed(run_dir) == 9, run_dir.name
+        assert _result(run_dir)["xml_sha256"] == planned
+        assert Path(json.loads((run_dir / "spec.json").read_text())["xml"]).is_relative_to(sweep_dir / "snapshots")
+
+    again = run_sweep("run", str(spec), "--workers", "2")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "this folder holds 3 runs of an earlier spec" in again.stdout and "XML content" in again.stdout
+    second = [d for d in run_dirs(sweep_dir) if d not in first]
+    assert len(second) == 3
+    for run_dir in second:
+        assert _observed(run_dir) == 11, run_dir.name
+        assert _result(run_dir)["xml_sha256"] == edited
+
+
+def test_a_model_edited_after_it_was_planned_is_refused_before_anything_is_stored(tmp_path):
+    xml = _robot(tmp_path / "robot", included=True)
+    variant = Variant("walker", xml, model_sha256(xml))
+    _add_knee(xml, included=True)
+    with pytest.raises(InputError, match="the model's files changed while the sweep was planned"):
+        store(tmp_path / "snapshots", variant)
+    assert not (tmp_path / "snapshots").exists()
+
+
+def test_the_snapshot_tree_loads_as_the_users_files_and_hashes_the_same(tmp_path):
+    xml = _robot(tmp_path / "robot", included=True)
+    variant = Variant("walker", xml, model_sha256(xml))
+    stored = store(tmp_path / "snapshots", variant)
+    assert stored.is_relative_to(tmp_path / "snapshots" / "models" / variant.sha256)
+    assert sorted(p.name for p in model_files(stored)) == ["front_leg.xml", "walker.xml"]
+    assert model_sha256(stored) == variant.sha256
+    _add_knee(xml, included=True)  # the user's files change; the stored ones do not
+    assert model_sha256(stored) == variant.sha256
+    assert not stored.stat().st_mode & 0o222  # read-only: nobody edits a stored file in place
+
+
+def test_where_the_filesystem_makes_no_hard_link_the_tree_holds_read_only_copies(tmp_path, monkeypatch):
+    def refused(source, target):
+        raise PermissionError(1, "Operation not permitted", str(target))
+
+    monkeypatch.setattr(os, "link", refused)
+    xml = _robot(tmp_path / "robot", included=True)
+    variant = Variant("walker", xml, model_sha256(xml))
+    stored = store(tmp_path / "snapshots", variant)
+    assert model_sha256(stored) == variant.sha256
+    for path in (stored, stored.parent / "front_leg.xml"):
+        assert path.stat().st_nlink == 1 and not path.stat().st_mode & 0o222
+
+
+def test_a_link_planted_in_the_snapshot_is_refused_and_its_target_untouched(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    snapshots = tmp_path / "sweep" / "snapshots"
+    snapshots.mkdir(parents=True)
+    (snapshots / "models").symlink_to(outside)
+    xml = _robot(tmp_path / "robot", included=False)
+    with pytest.raises(InputError, match=r"snapshots/models is a symbolic link .*remove it"):
+        store(snapshots, Variant("walker", xml, model_sha256(xml)))
+    assert list(outside.iterdir()) == []
+
+
+@pytest.mark.skipif(not ROBOTS.is_dir(), reason=f"{ROBOTS} is not there")
+def test_a_hundred_runs_of_a_menagerie_robot_store_its_meshes_once(tmp_path, tiny_spec):
+    """100 runs of ANYmal C (mjsweep/Locomotion-v0) planned and their folders written as `sweep run` writes them:
+    the disk estimate counts the robot's files once, the snapshot holds each of them once (its model tree links to
+    them), and a second plan of the folder adds nothing."""
+    from mjsweep.api.planning import check_disk
+    from mjsweep.engine.sweep import prepare, write_run_dir
+
+    tiny_spec.update(env="mjsweep/Locomotion-v0", seeds=100, variants=[{"name": "anymal", "xml": str(ANYMAL)}])
+    tiny_spec.pop("max_episode_steps")
+    plan = prepare(write_spec(tmp_path, tiny_spec), check_envs=False)
+    assert len(plan.runs) == 100
+    robot_files = model_files(ANYMAL)
+    robot_bytes = sum(p.stat().st_size for p in robot_files)
+    distinct = {model_sha256(p): p.stat().st_size for p in robot_files}
+    store_dir = plan.sweep_dir.snapshots
+    variants = [c.variant for c in plan.checks]
+    assert missing_bytes(store_dir, variants) == sum(distinct.values())
+    disk = check_disk(plan, plan.runs, 4).needed  # the dry run's estimate: the runs' peak and the snapshot
+    assert disk.snapshot == sum(distinct.values()) and disk.bytes == disk.peak.total + disk.snapshot
+    written = [write_run_dir(plan.sweep_dir.run(r.run_id), r, variants[0]) for r in plan.runs]
+    assert len({r.xml for r in written}) == 1
+    stored = list((store_dir / FILES).iterdir())
+    assert len(stored) == len(distinct)
+    assert sum(p.stat().st_size for p in stored) == sum(distinct.values()) <= robot_bytes
+    # The model's tree links to those files: its bytes on disk are the files', counted once.
+    inodes = {(p.stat().st_dev, p.stat().st_ino): p.stat().st_size for p in store_dir.rglob("*") if p.is_file()}
+    assert sum(inodes.values()) == sum(distinct.values())
+    assert missing_bytes(store_dir, variants) == 0  # what a dry run of the folder adds now
+    assert check_disk(plan, plan.runs, 4).needed.snapshot == 0
+
+
+CHEETAH = '''from gymnasium.envs.mujoco.half_cheetah_v5 import HalfCheetahEnv
+
+
+class Cheetah(HalfCheetahEnv):
+    """HalfCheetah-v5 under a name of the user's own."""
+'''
+
+
+@pytest.mark.slow
+def test_runs_of_one_group_trained_with_different_env_code_are_said_in_the_report(tmp_path, tiny_spec):
+    """A custom env's source file is hashed into result.json; its code edited between the seeds of one group (its
+    run ids stay: the env is named, not hashed), the report says so in a warning line."""
+    code = tmp_path / "envcode"
+    code.mkdir()
+    (code / "my_cheetah.py").write_text(CHEETAH)
+    env = {"PYTHONPATH": str(code)}
+    tiny_spec.update(env="my_cheetah:Cheetah")
+    spec = write_spec(tmp_path, tiny_spec)
+    assert run_sweep("run", str(spec), env=env).returncode == 0
+    sweep_dir = tmp_path / "runs" / "tiny"
+    report = run_sweep("report", str(sweep_dir), env=env)
+    assert report.returncode == 0 and "versions of my_cheetah:Cheetah" not in report.stdout
+    (code / "my_cheetah.py").write_text(CHEETAH + "    reward_scale = 1.0\n")
+    tiny_spec.update(seeds=2)
+    spec = write_spec(tmp_path, tiny_spec)
+    assert run_sweep("run", str(spec), env=env).returncode == 0
+    first, second = run_dirs(sweep_dir)
+    hashes = [_result(d)["env_source_sha256"] for d in (first, second)]
+    assert hashes == [hashlib.sha256(CHEETAH.encode()).hexdigest(), model_sha256(code / "my_cheetah.py")]
+    report = run_sweep("report", str(sweep_dir), env={**env, "COLUMNS": "400"})
+    assert report.returncode == 0, report.stderr
+    [line] = [ln for ln in report.stdout.splitlines() if "my_cheetah:Cheetah" in ln]
+    assert line == (f"warning: walker: its runs trained with 2 versions of my_cheetah:Cheetah's source file "
+                    f"({first.name}; {second.name}); the report pools them as seeds of one experiment")
+
+
+def test_the_report_warns_only_where_one_groups_env_code_differs(tmp_path):
+    sweep = tmp_path / "sweep"
+    for seed, code in enumerate(["a" * 64, "b" * 64, "a" * 64]):
+        make_run(sweep, run_spec("mixed", seed, env="pkg.envs:Robot"), RunState.SUCCEEDED,
+                 result(1.0, env_source_sha256=code))
+        make_run(sweep, run_spec("same", seed, env="pkg.envs:Robot"), RunState.SUCCEEDED,
+                 result(1.0, env_source_sha256="c" * 64))
+    make_run(sweep, run_spec("older", 0), RunState.SUCCEEDED, result(1.0))  # no hash: a run from before the key
+    done = run_sweep("report", str(sweep), env={"COLUMNS": "400"})
+    assert done.returncode == 0, done.stderr
+    warned = [ln for ln in done.stdout.splitlines() if "source file" in ln]
+    assert warned == ["warning: mixed: its runs trained with 2 versions of pkg.envs:Robot's source file "
+                      "(mixed_s0, mixed_s2; mixed_s1); the report pools them as seeds of one experiment"]
+    assert "- " + warned[0].removeprefix("warning: ") in (sweep / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_verify_and_a_policys_env_read_the_snapshot_once_the_users_robot_changed(tmp_path, tiny_spec):
+    """`sweep verify` trains a finished run again, and Policy.make_env() builds its env, from the model the run
+    trained: the user's XML has gained a joint since, the folder it lay in is gone, and the sweep folder has
+    moved (spec.json names the snapshot where it was)."""
+    import mjsweep
+
+    xml = _robot(tmp_path / "robot", included=True)
+    tiny_spec.update(variants=[{"name": "walker", "xml": str(xml)}])
+    assert run_sweep("run", str(write_spec(tmp_path, tiny_spec))).returncode == 0
+    _add_knee(xml, included=True)
+    sweep_dir = tmp_path / "runs" / "tiny"
+    [run] = mjsweep.load(sweep_dir).runs
+    assert run.policy().make_env().observation_space.shape == (9,)
+    for path in xml.parent.iterdir():
+        path.unlink()
+    xml.parent.rmdir()
+    sweep_dir = sweep_dir.rename(tmp_path / "moved")
+    [run] = mjsweep.load(sweep_dir).runs
+    assert not Path(run.spec.xml).exists()
+    assert run.policy().make_env().observation_space.shape == (9,)
+    done = run_sweep("verify", str(sweep_dir))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 of 1 runs reproduced exactly" in done.stdout
