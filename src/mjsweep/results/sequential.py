@@ -90,10 +90,10 @@ def _guarded(boundary: float, n_a: int, n_b: int) -> float:
     separation's |T| (2 n_a n_b), which no look can pass."""
     if not math.isfinite(boundary):
         return NEVER
-    from scipy.stats import t
+    from scipy.special import stdtrit  # Student's t quantile: scipy.stats.t.ppf without its checks
 
     level = nominal(n_a, n_b, boundary)
-    raised = max(boundary, float(t.isf(level / 2, min(n_a, n_b) - 1)))
+    raised = max(boundary, float(-stdtrit(min(n_a, n_b) - 1, level / 2)))
     return raised if raised <= 2.0 * n_a * n_b + 1e-9 else NEVER
 
 
@@ -185,8 +185,14 @@ def reaches(size: float, boundary: float) -> bool:
 def path(a_looks: Sequence[Sequence[float]], b_looks: Sequence[Sequence[float]]) -> Path:
     """The path of a pair whose groups had a_looks[k] and b_looks[k] returns at look k (2 or more each)."""
     sizes = tuple((len(x), len(y)) for x, y in zip(a_looks, b_looks, strict=True))
-    t = tuple(abs(brunnermunzel.statistic(x, y)) for x, y in zip(a_looks, b_looks, strict=True))
+    t = tuple(_size(tuple(x), tuple(y)) for x, y in zip(a_looks, b_looks, strict=True))
     return Path(sizes, t, (tuple(a_looks[-1]), tuple(b_looks[-1])))
+
+
+@lru_cache(maxsize=65536)
+def _size(x: tuple[float, ...], y: tuple[float, ...]) -> float:
+    """|T| of a look, kept: every round looks again at the earlier looks of every pair."""
+    return abs(brunnermunzel.statistic(x, y))
 
 
 def within(x: Sequence[float], y: Sequence[float], margin: float, boundary: float) -> bool:
