@@ -147,3 +147,20 @@ def test_designs_are_tried_past_four_times_max_seeds():
     [result] = decisions.run_stats(config)[:1]
     assert result.fixed_seeds is not None and result.fixed_seeds > 4 * config.max_seeds, result.fixed_seeds
     assert result.fixed_seeds <= config.largest == 12
+
+
+def test_the_spread_settings_report_each_design():
+    config = decisions.StatsConfig(min_seeds=3, max_seeds=5, groups=(2,), sweeps=100)
+    results = decisions.run_spreads(config)
+    assert [r.setting for r in results] == list(decisions.SPREADS)
+    counts = results[1]
+    assert counts.fixed.design == "fixed 12 seeds" and counts.adaptive.design == "adaptive 3-5 seeds"
+    # The wide groups' seeds fail now and then, and a group whose seeds all failed gets no more.
+    assert counts.adaptive.seeds_per_group < results[0].adaptive.seeds_per_group
+    table = decisions.render_spreads(results, config)
+    assert table.count("\n| 2 | ") == 3 and "4 and 12 in the counts setting" in table
+    rng = np.random.default_rng(0)
+    values = decisions.draw("spread", rng, (2, 20_000))
+    assert np.std(values[0]) == pytest.approx(3.0, rel=0.05) and np.std(values[1]) == pytest.approx(1.0, rel=0.05)
+    shape = decisions.draw("shape", rng, (2, 20_000))
+    assert np.mean(shape[0] > shape[1]) == pytest.approx(0.5, abs=0.02)  # P(A > B) = 1/2
