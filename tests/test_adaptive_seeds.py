@@ -12,7 +12,7 @@ import pytest
 
 from helpers.commands import run_sweep, write_spec
 from helpers.models import REPO, TINY_SPEC, TINY_XML
-from mjsweep.results.seeding import explain, next_round, to_markdown, verdicts
+from mjsweep.results.seeding import decided_by, explain, next_round, to_markdown, verdicts
 from mjsweep.spec.sweepspec import AdaptiveSeeds
 from mjsweep.sweepdir.files import append_line, read_lines
 from mjsweep.sweepdir.models import SeedRound, SeedVerdict
@@ -153,6 +153,7 @@ def test_a_record_from_before_the_sequential_test_still_reads_and_explains():
            '"mean": 1.5, "p": 0.67, "low": 0.0, "high": 1.0, "verdict": "open", "add": true}]}\n')
     decision = SeedRound.model_validate_json(old)
     assert decision.pairs == [] and decision.test is None
+    assert decided_by(decision) == "bootstrap interval of P(best > it)"
     assert explain(decision) == ("round 1: best a; b: open, P(best > it) = 0.67 [0.00, 1.00] with 3 seeds; "
                                  "one more seed to a, b")
 
@@ -180,6 +181,7 @@ def test_a_record_of_the_rank_test_keeps_its_decision_and_the_report_names_that_
     [said] = verdicts([decision, now]).values()
     assert said.words.startswith("sequential Brunner-Munzel test, round 4: separated at error 0.05")
     assert "Round 3 was decided by the sequential exact rank test" in to_markdown([decision, now])
+    assert [decided_by(d) for d in (decision, now)] == ["sequential rank test", "sequential Brunner-Munzel test"]
 
 
 def test_the_record_reads_back_and_skips_a_line_cut_short(tmp_path):

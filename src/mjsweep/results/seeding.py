@@ -174,8 +174,11 @@ def test_line(pair: SeedPair) -> str:
     return f"{name} = {value} < {bound:.3g} at error {pair.level:.2g}, {looks}"
 
 
-def test_name(decision: SeedRound) -> str:
-    """The sequential test a round was decided by: a line without `method` was the exact rank test's."""
+def decided_by(decision: SeedRound) -> str:
+    """The test a round was decided by: a line without `method` was the exact rank test's, one without `test`
+    either the bootstrap interval's, from before any sequential test."""
+    if decision.test is None:
+        return "bootstrap interval of P(best > it)"
     return f"sequential {decision.method} test" if decision.method is not None else "sequential rank test"
 
 
@@ -198,7 +201,7 @@ def verdicts(rounds: list[SeedRound]) -> dict[frozenset[str], SequentialVerdict]
     if not kept or kept[-1].test is None:
         return None
     family = len(kept[-1].pairs)
-    words = f"{test_name(kept[-1])}, round {kept[-1].round}"
+    words = f"{decided_by(kept[-1])}, round {kept[-1].round}"
     return {frozenset((p.a, p.b)): SequentialVerdict(p.separated, p.equal, family, f"{words}: {test_line(p)}")
             for p in kept[-1].pairs}
 
