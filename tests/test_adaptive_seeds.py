@@ -12,7 +12,7 @@ import pytest
 
 from helpers.commands import run_sweep, write_spec
 from helpers.models import REPO, TINY_SPEC, TINY_XML
-from mjsweep.results.seeding import explain, next_round
+from mjsweep.results.seeding import decided_by, explain, next_round, to_markdown, verdicts
 from mjsweep.spec.sweepspec import AdaptiveSeeds
 from mjsweep.sweepdir.files import append_line, read_lines
 from mjsweep.sweepdir.models import SeedRound, SeedVerdict
@@ -36,8 +36,9 @@ def simulate(draw: Callable[[str, int], float], groups: list[str], policy: Adapt
 
 def test_groups_far_apart_are_separated_at_the_first_look_whose_share_of_the_error_allows_it():
     # 3 vs 3 seeds cannot give p below 0.1. The information fraction at n each of max 10 is n / 10: at 4 each
-    # the design has spent 0.05 ln(1 + 0.4 (e - 1)) = 0.026 < 2/70; at 5 each 0.031, which D >= 23 (the
-    # complete order and one swap, 4/252) fits and D >= 21 (8/252) does not: the complete order crosses.
+    # the design has spent 0.05 ln(1 + 0.4 (e - 1)) = 0.026 < 2/70; at 5 each 0.031, which |T| >= 8.13 (the
+    # complete order, |T| = 2 x 5 x 5 = 50, and one swap, 4/252) fits and |T| >= 4.48 (8/252) does not: the
+    # complete order crosses.
     rounds = simulate(lambda g, s: (100.0 if g == "strong" else 0.0) + s, ["weak", "strong"])
     assert [r.granted() for r in rounds] == [{"weak": 4, "strong": 4}, {"weak": 5, "strong": 5},
                                              {"weak": 5, "strong": 5}]
@@ -45,8 +46,8 @@ def test_groups_far_apart_are_separated_at_the_first_look_whose_share_of_the_err
     weak = rounds[-1].groups[0]
     assert (weak.verdict, weak.p, weak.add) == (SeedVerdict.SEPARATED, 1.0, False)
     [pair] = rounds[-1].pairs
-    assert pair.looks == [[3, 3], [4, 4], [5, 5]] and pair.boundaries == [None, None, 23.0]
-    assert (pair.u, pair.d, pair.level, pair.separated) == (0.0, 25.0, pytest.approx(0.05), True)
+    assert pair.looks == [[3, 3], [4, 4], [5, 5]] and pair.boundaries == [None, None, pytest.approx(8.132, abs=1e-3)]
+    assert (pair.u, pair.d, pair.t, pair.level, pair.separated) == (0.0, 25.0, -50.0, pytest.approx(0.05), True)
 
 
 def test_identical_groups_are_never_separated_and_stop_at_max():
@@ -131,18 +132,19 @@ def test_a_group_with_one_return_is_open():
     decision = next_round(1, {"a": [1.0, 2.0, 3.0], "b": [0.0, None, None]}, [], POLICY)
     assert (decision.groups[1].verdict, decision.groups[1].add) == (SeedVerdict.OPEN, True)
     assert decision.granted() == {"a": 4, "b": 4}
-    assert decision.pairs[0].looks == [[3, 1]]
+    assert decision.pairs == []  # T needs two returns a side: the pair has no look yet
 
 
 def test_the_explanation_says_what_was_decided_and_why():
     open_ = next_round(1, {"a": [1.0, 2.0, 3.0], "b": [1.5, 2.5, 0.5]}, [], POLICY)
     line = explain(open_)
     assert line.startswith("round 1: best a; b: open, P(best > it) = ")
-    assert line.endswith("with 3 seeds (D = 3; no D can cross at error 0.05 yet, 1 look); one more seed to a, b")
+    assert line.endswith("with 3 seeds (|T| = 0.612; no |T| can cross at error 0.05 yet, 1 look); one more seed to "
+                         "a, b")
     done = next_round(1, {"a": [10.0, 11.0, 12.0, 13.0, 14.0], "b": [1.0, 2.0, 3.0, 4.0, 5.0]}, [],
                       AdaptiveSeeds(min=5, max=5))
     assert explain(done) == ("round 1: best a; b: separated, P(best > it) = 1.00 with 5 seeds (separated at error "
-                             "0.05, 1 look, D = 25); done")
+                             "0.05, 1 look, |T| = 50); done")
 
 
 def test_a_record_from_before_the_sequential_test_still_reads_and_explains():
@@ -151,8 +153,35 @@ def test_a_record_from_before_the_sequential_test_still_reads_and_explains():
            '"mean": 1.5, "p": 0.67, "low": 0.0, "high": 1.0, "verdict": "open", "add": true}]}\n')
     decision = SeedRound.model_validate_json(old)
     assert decision.pairs == [] and decision.test is None
+    assert decided_by(decision) == "bootstrap interval of P(best > it)"
     assert explain(decision) == ("round 1: best a; b: open, P(best > it) = 0.67 [0.00, 1.00] with 3 seeds; "
                                  "one more seed to a, b")
+
+
+RANK_TEST_LINE = (
+    '{"schema": 2, "round": 3, "best": "a", "confidence": 0.95, "groups": [{"group": "a", "seeds": 5, "returns": 5, '
+    '"mean": 12.0, "verdict": "best"}, {"group": "b", "seeds": 5, "returns": 5, "mean": 3.0, "p": 1.0, '
+    '"verdict": "separated"}], "test": "group-sequential rank test, error 0.05 spent as alpha * ln(1 + (e - 1) t) '
+    'over looks up to 10 seeds each, Holm over 1 pairs", "pairs": [{"a": "a", "b": "b", "looks": [[3, 3], [4, 4], '
+    '[5, 5]], "u": 25.0, "d": 25.0, "boundaries": [null, null, 23.0], "level": 0.05, "separated": true}]}')
+
+
+def test_a_record_of_the_rank_test_keeps_its_decision_and_the_report_names_that_test():
+    decision = SeedRound.model_validate_json(RANK_TEST_LINE)
+    assert decision.method is None and decision.pairs[0].t is None and decision.pairs[0].statistic == 25.0
+    assert explain(decision) == ("round 3: best a; b: separated, P(best > it) = 1.00 with 5 seeds (separated at "
+                                 "error 0.05, 3 looks, D = 25); done")
+    [said] = verdicts([decision]).values()
+    assert said.separated and said.words == "sequential rank test, round 3: separated at error 0.05, 3 looks, D = 25"
+    assert "Round 3 was decided by the sequential exact rank test (D = |2U - n_a n_b|)" in to_markdown([decision])
+    # A round decided now names its test, and the report says so.
+    now = next_round(4, {"a": [10.0, 11.0, 12.0, 13.0, 14.0], "b": [1.0, 2.0, 3.0, 4.0, 5.0]},
+                     [{"a": 3, "b": 3}, {"a": 4, "b": 4}], POLICY)
+    assert now.method == "Brunner-Munzel" and json.loads(now.model_dump_json())["method"] == "Brunner-Munzel"
+    [said] = verdicts([decision, now]).values()
+    assert said.words.startswith("sequential Brunner-Munzel test, round 4: separated at error 0.05")
+    assert "Round 3 was decided by the sequential exact rank test" in to_markdown([decision, now])
+    assert [decided_by(d) for d in (decision, now)] == ["sequential rank test", "sequential Brunner-Munzel test"]
 
 
 def test_the_record_reads_back_and_skips_a_line_cut_short(tmp_path):
@@ -222,14 +251,14 @@ def test_identical_variants_train_every_seed_up_to_max_and_resume_from_the_same_
     assert "adaptive seeds, as decided: round 3: best walker; twin: at max, P(best > it) = 0.50" in table.stdout
     markdown = run_sweep("report", str(sweep), "--format", "md").stdout
     assert "## Adaptive seeds\n\n3 decisions, done; seeds per group: walker 4, twin 4." in markdown
-    assert "- round 1: best walker; twin: open, P(best > it) = 0.50 with 2 seeds (D = 0; no D can cross at error " \
+    assert "- round 1: best walker; twin: open, P(best > it) = 0.50 with 2 seeds (|T| = 0; no |T| can cross at error " \
            "0.05 yet, 1 look); one more seed to walker, twin" in markdown
     as_json = json.loads(run_sweep("report", str(sweep), "--format", "json").stdout)
     assert as_json["seed_rounds"] == first
     # The verdict of a pair whose seeds were granted by looking is the sequential test's, not a one-look test's.
     compared = run_sweep("report", str(sweep), "--compare").stdout
-    assert "twin vs walker: not separated with 4 seeds each (sequential rank test, round 3: D = 0 < 16 at error 0.05" \
-           in compared
+    assert ("twin vs walker: not separated with 4 seeds each (sequential Brunner-Munzel test, round 3: |T| = 0 < 32 "
+            "at error 0.05") in compared
     assert run_sweep("report", str(sweep), "--format", "html").returncode == 0
     page = (sweep / "report.html").read_text()
     assert "<h2>adaptive seeds</h2><p>3 decisions, done; seeds per group: walker 4, twin 4</p>" in page
@@ -249,7 +278,7 @@ def test_variants_far_apart_stop_at_min_and_slurm_is_refused(tmp_path):
     assert decision["round"] == 1 and not any(g["add"] for g in decision["groups"])
     assert len([p for p in sweep.iterdir() if (p / "spec.json").exists()]) == 10
     [pair] = decision["pairs"]
-    assert pair["separated"] and pair["looks"] == [[5, 5]] and pair["d"] >= pair["boundaries"][0]
+    assert pair["separated"] and pair["looks"] == [[5, 5]] and abs(pair["t"]) >= pair["boundaries"][0]
 
 
 def test_the_example_config_validates_and_its_dry_run_says_what_it_may_cost(tmp_path):

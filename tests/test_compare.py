@@ -26,9 +26,9 @@ def test_groups_far_apart_are_separated_and_the_verdict_names_the_test_the_bette
     [c] = compare(FAR)
     assert c.separated and c.p == 1.0 and c.seeds_needed is None
     assert c.p_value == pytest.approx(2 / 252) and c.adjusted == c.p_value and c.family == 1
-    assert c.verdict() == "good > bad (rank test p = 0.0079; P = 1.00 [0.64, 1.00], 5 seeds each)"
+    assert c.verdict() == "good > bad (Brunner-Munzel p = 0.0079; P = 1.00 [0.64, 1.00], 5 seeds each)"
     [reverse] = compare(FAR, [("bad", "good")])
-    assert reverse.verdict() == "good > bad (rank test p = 0.0079; P = 1.00 [0.64, 1.00], 5 seeds each)"
+    assert reverse.verdict() == "good > bad (Brunner-Munzel p = 0.0079; P = 1.00 [0.64, 1.00], 5 seeds each)"
 
 
 def test_seeds_too_few_to_reach_the_level_say_so_and_name_the_count_that_could():
@@ -36,7 +36,7 @@ def test_seeds_too_few_to_reach_the_level_say_so_and_name_the_count_that_could()
     [three] = compare({"good": [10.0, 11.0, 12.0], "bad": [0.0, 1.0, 2.0]})
     assert (three.high, three.p_value) == (1.0, pytest.approx(0.1)) and 0.50 < three.low < 0.51
     assert not three.separated and not three.reachable and three.seeds_could == 4
-    assert three.verdict() == ("good vs bad: not separated with 3 seeds each (rank test p = 0.1; P(good > bad) = "
+    assert three.verdict() == ("good vs bad: not separated with 3 seeds each (Brunner-Munzel p = 0.1; P(good > bad) = "
                                "1.00 [0.50, 1.00]); 3 vs 3 seeds cannot separate anything at 95%: the smallest "
                                "p-value they can give is 0.1; 4 seeds each could")
     [four] = compare({"good": [10.0, 11.0, 12.0, 13.0], "bad": [0.0, 1.0, 2.0, 3.0]})
@@ -51,7 +51,7 @@ def test_close_groups_are_not_separated_and_the_verdict_says_how_many_seeds_woul
     [c] = compare(returns)
     assert not c.separated and c.p is not None and c.p > 0.5
     assert c.seeds_needed is not None and c.seeds_needed > 4
-    assert c.verdict().startswith("a vs b: not separated with 4 seeds each (rank test p = 0.4; P(a > b) = ")
+    assert c.verdict().startswith("a vs b: not separated with 4 seeds each (Brunner-Munzel p = 0.37; P(a > b) = ")
     assert c.verdict().endswith(f"; at the spread seen, about {c.seeds_needed} seeds each would separate them")
     more = {k: v * 8 for k, v in returns.items()}  # the same spread seen over 32 seeds each
     assert compare(more)[0].separated
@@ -129,8 +129,8 @@ def test_sweep_report_compare_prints_the_verdicts_and_json_and_report_md_carry_t
     sweep_of_two_variants(tmp_path)
     table = run_sweep("report", str(tmp_path), "--compare")
     assert table.returncode == 0, table.stderr
-    assert "good > bad (rank test p = 0.0079; P = 1.00 [0.64, 1.00], 5 seeds each)" in table.stdout
-    assert "- good > bad (rank test p = 0.0079; P = 1.00" in (tmp_path / "report.md").read_text()
+    assert "good > bad (Brunner-Munzel p = 0.0079; P = 1.00 [0.64, 1.00], 5 seeds each)" in table.stdout
+    assert "- good > bad (Brunner-Munzel p = 0.0079; P = 1.00" in (tmp_path / "report.md").read_text()
     data = json.loads(run_sweep("report", str(tmp_path), "--compare", "bad", "good", "--format", "json").stdout)
     [c] = data["comparisons"]
     assert (c["a"], c["b"], c["p"], c["low"], c["seeds_a"], c["separated"]) == ("bad", "good", 0.0, 0.0, 5, True)

@@ -44,6 +44,31 @@ def test_adaptive_seeds_hold_the_error_over_every_look_and_every_pair_of_six_gro
     assert outcome.false_rate <= CEILING, outcome
 
 
+@pytest.mark.parametrize("setting", ["spread", "shape"])
+def test_groups_with_p_one_half_but_different_spreads_or_shapes_keep_the_error_at_fixed_seeds(setting):
+    # Nothing is better, yet the groups' returns differ (sd 3 vs 1; symmetric bimodal vs normal): the rank test's
+    # null (one distribution) does not hold, the Brunner-Munzel test's (P(A > B) = 1/2) does.
+    fixed = decisions.fixed(2, 10, decisions.sampler(setting), 0.0, 1.0, SWEEPS, seed=6)
+    assert fixed.false_rate <= CEILING, fixed
+
+
+def test_groups_with_different_spreads_keep_the_error_over_every_look():
+    adaptive = decisions.adaptive(2, AdaptiveSeeds(min=3, max=10), decisions.sampler("spread"), 0.0, 1.0, SWEEPS,
+                                  seed=6)
+    assert adaptive.false_rate <= CEILING, adaptive
+
+
+@pytest.mark.slow
+def test_six_groups_with_p_one_half_but_different_spreads_keep_the_error():
+    sample = decisions.sampler("spread")
+    fixed = decisions.fixed(6, 10, sample, 0.0, 1.0, SWEEPS, seed=7)
+    assert fixed.false_rate <= CEILING, fixed
+    adaptive = decisions.adaptive(6, AdaptiveSeeds(min=3, max=10), sample, 0.0, 1.0, SWEEPS, seed=7)
+    assert adaptive.false_rate <= CEILING, adaptive
+    shape = decisions.fixed(6, 10, decisions.sampler("shape"), 0.0, 1.0, SWEEPS, seed=7)
+    assert shape.false_rate <= CEILING, shape
+
+
 def test_a_resampled_sweep_with_ties_keeps_the_error():
     # Returns resampled from a few values tie often; the rank tests count ties as half either way.
     pool = np.array([-3.2, 0.5, 0.5, 1.1, 2.0, 4.4])
@@ -122,3 +147,20 @@ def test_designs_are_tried_past_four_times_max_seeds():
     [result] = decisions.run_stats(config)[:1]
     assert result.fixed_seeds is not None and result.fixed_seeds > 4 * config.max_seeds, result.fixed_seeds
     assert result.fixed_seeds <= config.largest == 12
+
+
+def test_the_spread_settings_report_each_design():
+    config = decisions.StatsConfig(min_seeds=3, max_seeds=5, groups=(2,), sweeps=100)
+    results = decisions.run_spreads(config)
+    assert [r.setting for r in results] == list(decisions.SPREADS)
+    counts = results[1]
+    assert counts.fixed.design == "fixed 12 seeds" and counts.adaptive.design == "adaptive 3-5 seeds"
+    # The wide groups' seeds fail now and then, and a group whose seeds all failed gets no more.
+    assert counts.adaptive.seeds_per_group < results[0].adaptive.seeds_per_group
+    table = decisions.render_spreads(results, config)
+    assert table.count("\n| 2 | ") == 3 and "4 and 12 in the counts setting" in table
+    rng = np.random.default_rng(0)
+    values = decisions.draw("spread", rng, (2, 20_000))
+    assert np.std(values[0]) == pytest.approx(3.0, rel=0.05) and np.std(values[1]) == pytest.approx(1.0, rel=0.05)
+    shape = decisions.draw("shape", rng, (2, 20_000))
+    assert np.mean(shape[0] > shape[1]) == pytest.approx(0.5, abs=0.02)  # P(A > B) = 1/2

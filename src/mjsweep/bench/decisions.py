@@ -2,8 +2,9 @@
 
 A simulated sweep has 2 or 6 groups whose final returns are drawn from one distribution; under the null
 nothing differs, under the alternative the first group's returns are shifted up by `effect` times the
-distribution's scale. Each sweep is decided as `sweep report --compare` decides fixed seeds
-(results/compare.py: the exact rank test, Holm over every pair) and as adaptive seeds decide round by round
+distribution's scale. In the SPREADS settings no group is better (P(A > B) = 1/2 for every pair) but the groups
+differ in spread, seed count or shape. Each sweep is decided as `sweep report --compare` decides fixed seeds
+(results/compare.py: the Brunner-Munzel test, Holm over every pair) and as adaptive seeds decide round by round
 (results/seeding.py's next_round, fed the seeds it grants). Counted over the sweeps: the family-wise false
 separation rate (any pair of groups that do not differ called separated) with its 95% Wilson interval, the
 power (the shifted group separated from every other), and the seeds each group trained.
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..results import ranktest
+from ..results import brunnermunzel
 from ..results.compare import separations
 from ..results.seeding import next_round
 from ..spec.sweepspec import AdaptiveSeeds
@@ -33,6 +34,24 @@ DISTRIBUTIONS = ("normal", "heavy", "bimodal")
 """normal: N(0, 1); heavy: Student's t with 2 degrees of freedom (infinite variance); bimodal: 70% of seeds
 learn (N(0, 1)) and 30% fail to (N(-4, 0.5)), as RL seeds do."""
 FAILING = 0.3
+SPREADS = ("spread", "counts", "shape")
+"""Null settings where every pair has P(A > B) = 1/2 but the groups differ, alternating between two kinds (the
+first group of the first kind): spread: normal with sd 3 and with sd 1; counts: the same, the wide groups with a
+third of the seeds (4 against 12 at fixed seeds; at adaptive seeds each of their seeds fails with chance
+WIDE_FAILING, as a run that crashes); shape: symmetric bimodal (half N(-2, 0.5), half N(2, 0.5): seeds that fail
+or learn) and N(0, 1)."""
+WIDE_FAILING = 0.5
+COUNTS = (4, 12)
+"""The seeds each of the wide and of the narrow groups at fixed seeds, in the counts setting."""
+
+
+def _alternating(distribution: str, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """groups x seeds of a SPREADS setting: even rows the first kind, odd rows the second."""
+    first = np.arange(shape[0])[:, None] % 2 == 0
+    if distribution == "shape":
+        sides = np.where(rng.random(shape) < 0.5, -2.0, 2.0)
+        return np.where(first, rng.normal(sides, 0.5), rng.standard_normal(shape))
+    return np.where(first, 3.0, 1.0) * rng.standard_normal(shape)
 
 
 def draw(distribution: str, rng: np.random.Generator, shape: tuple[int, ...],
@@ -47,6 +66,8 @@ def draw(distribution: str, rng: np.random.Generator, shape: tuple[int, ...],
         return np.where(fails, rng.normal(-4.0, 0.5, shape), rng.standard_normal(shape))
     if distribution == "resampled" and pool is not None:
         return rng.choice(pool, size=shape, replace=True)
+    if distribution in SPREADS and len(shape) == 2:
+        return _alternating(distribution, rng, shape)
     raise ValueError(f"no distribution {distribution!r}")
 
 
@@ -162,9 +183,11 @@ def _fixed_block(groups: int, seeds: int, sample: Sampler, shift: float, sweeps:
                  confidence: float) -> tuple[int, int, float]:
     names = [f"g{i}" for i in range(groups)]
     false_hits = power_hits = 0
+    # The counts setting: the wide groups (even) keep a third of the seeds.
+    kept = [seeds // 3 if sample.distribution == "counts" and i % 2 == 0 else seeds for i in range(groups)]
     for _ in range(sweeps):
         values = _returns(sample, rng, groups, seeds, shift)
-        separated = separations({n: list(v) for n, v in zip(names, values, strict=True)}, confidence)
+        separated = separations({n: list(v[:k]) for n, v, k in zip(names, values, kept, strict=True)}, confidence)
         false, power = _false_and_power(separated, names, shift != 0)
         false_hits += false
         power_hits += power
@@ -187,11 +210,14 @@ def _adaptive_block(groups: int, policy: AdaptiveSeeds, sample: Sampler, shift: 
     spent = 0.0
     for _ in range(sweeps):
         values = _returns(sample, rng, groups, policy.max, shift)
+        got: np.ndarray = values.astype(object)
+        if sample.distribution == "counts":  # the wide groups' seeds fail now and then, as crashed runs
+            got[(rng.random(values.shape) < WIDE_FAILING) & (np.arange(groups)[:, None] % 2 == 0)] = None
         seeds = dict.fromkeys(names, policy.min)
         history: list[dict[str, int]] = []
         number = 1
         while True:
-            returns: dict[str, list[float | None]] = {n: list(values[i, :seeds[n]]) for i, n in enumerate(names)}
+            returns: dict[str, list[float | None]] = {n: list(got[i, :seeds[n]]) for i, n in enumerate(names)}
             decision = next_round(number, returns, history, policy)
             if decision.done:
                 break
@@ -284,10 +310,10 @@ class SettingResult:
 
     @property
     def fewest_seeds(self) -> int:
-        """The fewest seeds each at which the rank test can separate a pair at the first level of Holm's
+        """The fewest seeds each at which the test can separate a pair at the first level of Holm's
         step-down (1 - confidence over every pair): every split of so few seeds is likelier than that."""
         pairs = self.groups * (self.groups - 1) // 2
-        return ranktest.seeds_to_reach((1.0 - self.confidence) / pairs)
+        return brunnermunzel.seeds_to_reach((1.0 - self.confidence) / pairs)
 
     @property
     def most_saving(self) -> float | None:
@@ -355,10 +381,10 @@ def render(results: list[SettingResult], config: StatsConfig) -> str:
     """The Markdown table BENCHMARKS.md shows."""
     alpha = 1 - config.confidence
     lines = [f"Nothing differing: the family-wise false separation rate with its 95% interval, fixed "
-             f"{config.max_seeds} seeds each (exact rank test, Holm) and adaptive {config.min_seeds} to "
-             f"{config.max_seeds} (group-sequential rank test, Holm), error {alpha:.0%}. The first group shifted by "
-             f"{config.effect:g} x scale: the seeds each for {config.power:.0%} power (that group separated from "
-             f"every other), fixed against adaptive (min {config.min_seeds}, the max that reaches it). "
+             f"{config.max_seeds} seeds each (Brunner-Munzel test, Holm) and adaptive {config.min_seeds} to "
+             f"{config.max_seeds} (group-sequential Brunner-Munzel test, Holm), error {alpha:.0%}. The first group "
+             f"shifted by {config.effect:g} x scale: the seeds each for {config.power:.0%} power (that group "
+             f"separated from every other), fixed against adaptive (min {config.min_seeds}, the max that reaches it). "
              f"At most: the most any spending or max could save, every group at least at the fewest seeds that can "
              f"separate a pair at Holm's first level. {config.sweeps} simulated sweeps per design.", "",
              "| groups | returns | false sep., fixed | false sep., adaptive | fixed seeds | adaptive seeds (max) "
@@ -372,6 +398,59 @@ def render(results: list[SettingResult], config: StatsConfig) -> str:
             f"| {f'over {config.largest}' if fixed_n is None else f'{fixed_n:.2f}'} "
             f"| {'-' if adaptive_n is None else f'{adaptive_n:.2f}'}{top} "
             f"| {_share(r.saving)} | {_share(r.most_saving)} |")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class SpreadResult:
+    """A SPREADS setting: nothing is better, so every separation is false."""
+
+    groups: int
+    setting: str
+    fixed: Outcome
+    adaptive: Outcome
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"groups": self.groups, "setting": self.setting, "fixed": self.fixed.to_dict(),
+                "adaptive": self.adaptive.to_dict()}
+
+
+def run_spreads(config: StatsConfig, on_step: Callable[[str], None] = lambda line: None) -> list[SpreadResult]:
+    """Every SPREADS setting at each group count: fixed seeds (max_seeds each; COUNTS in the counts setting)
+    and adaptive seeds from min_seeds to max_seeds."""
+    policy = AdaptiveSeeds(min=config.min_seeds, max=config.max_seeds, confidence=config.confidence)
+    out = []
+    with _executor(config.jobs) as executor:
+        for groups in config.groups:
+            for name in SPREADS:
+                on_step(f"{groups} groups, {name}: {config.sweeps} simulated sweeps per design")
+                sample = sampler(name)
+                seeds = COUNTS[1] if name == "counts" else config.max_seeds
+                out.append(SpreadResult(
+                    groups, name,
+                    fixed(groups, seeds, sample, 0.0, 1.0, config.sweeps, config.seed, config.confidence, name,
+                          executor),
+                    adaptive(groups, policy, sample, 0.0, 1.0, config.sweeps, config.seed, name, executor)))
+    return out
+
+
+SPREAD_WORDS = {"spread": "normal, sd 3 vs sd 1", "counts": "normal, sd 3 vs sd 1, the wide with fewer seeds",
+                "shape": "symmetric bimodal vs normal"}
+
+
+def render_spreads(results: list[SpreadResult], config: StatsConfig) -> str:
+    """The Markdown table of the SPREADS settings."""
+    wide, narrow = COUNTS
+    lines = [f"Groups with P(A > B) = 1/2 but different spreads, seed counts or shapes, alternating between two "
+             f"kinds: the family-wise false separation rate with its 95% interval, fixed {config.max_seeds} seeds "
+             f"each ({wide} and {narrow} in the counts setting) and adaptive {config.min_seeds} to "
+             f"{config.max_seeds} (the wide groups' seeds failing with chance {WIDE_FAILING:g} in the counts "
+             f"setting). {config.sweeps} simulated sweeps per design.", "",
+             "| groups | returns | false sep., fixed | false sep., adaptive | adaptive seeds |",
+             "|---|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r.groups} | {SPREAD_WORDS[r.setting]} | {_rate(r.fixed)} | {_rate(r.adaptive)} "
+                     f"| {r.adaptive.seeds_per_group:.2f} |")
     return "\n".join(lines) + "\n"
 
 

@@ -2,8 +2,9 @@
 interval as the effect size, and a plain verdict.
 
 A pair is separated when a test says so at the report's level, with the family-wise error held over every
-pair compared: with fixed seeds, the exact rank test of results/ranktest.py with Holm's step-down over the
-pairs; with adaptive seeds, the group-sequential test the seeds were granted by (results/seeding.py, its
+pair compared: with fixed seeds, the studentized permutation Brunner-Munzel test of results/brunnermunzel.py
+(its null: P(A > B) = 1/2, whatever the groups' spreads) with Holm's step-down over the pairs; with adaptive
+seeds, the group-sequential test the seeds were granted by (results/seeding.py, its
 verdicts read from seeds.jsonl), since a test for one look would overstate data gathered by looking.
 P(A > B) and its score interval (results/effectsize.py) say how large the difference is; they decide nothing.
 
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from . import effectsize, ranktest, stats
+from . import brunnermunzel, effectsize, ranktest, stats
 
 MIN_SEEDS = 2
 """Seeds a group needs before it is compared: one seed says nothing of the spread."""
@@ -41,7 +42,7 @@ class Comparison:
     confidence: float
     """1 - the family-wise error the verdicts hold: 0.95 separates at most one pair in 20 sweeps of equals."""
     p_value: float | None = None
-    """The exact two-sided rank-test p-value of this pair alone (fixed seeds)."""
+    """The two-sided Brunner-Munzel p-value of this pair alone (fixed seeds)."""
     adjusted: float | None = None
     """p_value adjusted by Holm's step-down over the `family` pairs compared: separated when <= 1 - confidence."""
     family: int = 1
@@ -59,12 +60,12 @@ class Comparison:
     @property
     def reachable(self) -> bool:
         """Whether these seed counts can give a p-value at the level at all (3 vs 3 at 5% cannot: at best 0.1)."""
-        return ranktest.smallest_p(self.seeds_a, self.seeds_b) <= self.alpha + 1e-12
+        return brunnermunzel.smallest_p(self.seeds_a, self.seeds_b) <= self.alpha + 1e-12
 
     @property
     def seeds_could(self) -> int:
         """The fewest seeds each that could separate this pair even at Holm's strictest step."""
-        return ranktest.seeds_to_reach(self.alpha / self.family)
+        return brunnermunzel.seeds_to_reach(self.alpha / self.family)
 
     @property
     def seeds_needed(self) -> int | None:
@@ -91,7 +92,7 @@ class Comparison:
         if self.sequential is None and not self.reachable:
             return (f"{said}; {self.seeds_a} vs {self.seeds_b} seeds cannot separate anything at "
                     f"{self.confidence:.0%}: the smallest p-value they can give is "
-                    f"{ranktest.smallest_p(self.seeds_a, self.seeds_b):.2g}; {self.seeds_could} seeds each could")
+                    f"{brunnermunzel.smallest_p(self.seeds_a, self.seeds_b):.2g}; {self.seeds_could} seeds each could")
         if self.seeds_needed is None:
             return said + "; no difference seen: more seeds may never separate them"
         return said + f"; at the spread seen, about {self.seeds_needed} seeds each would separate them"
@@ -101,8 +102,8 @@ class Comparison:
             return self.sequential
         assert self.p_value is not None and self.adjusted is not None
         if self.family == 1:
-            return f"rank test p = {self.p_value:.2g}"
-        return f"rank test p = {self.p_value:.2g}, {self.adjusted:.2g} after Holm over {self.family} pairs"
+            return f"{brunnermunzel.NAME} p = {self.p_value:.2g}"
+        return f"{brunnermunzel.NAME} p = {self.p_value:.2g}, {self.adjusted:.2g} after Holm over {self.family} pairs"
 
     def flipped(self) -> Comparison:
         """The same pair read the other way: P(B > A) = 1 - P(A > B) (ties count half), its interval mirrored;
@@ -147,10 +148,10 @@ def compare(returns: dict[str, list[float]], pairs: list[tuple[str, str]] | None
 
 def rank_tests(returns: dict[str, list[float]], pairs: list[tuple[str, str]]
                ) -> dict[tuple[str, str], tuple[float, float]]:
-    """Each pair with enough seeds on both sides: its exact rank-test p-value and that p adjusted by Holm's
+    """Each pair with enough seeds on both sides: its Brunner-Munzel p-value and that p adjusted by Holm's
     step-down over those pairs."""
     tested = [(a, b) for a, b in pairs if len(returns[a]) >= MIN_SEEDS and len(returns[b]) >= MIN_SEEDS]
-    p_values = [ranktest.exact_p(returns[a], returns[b]) for a, b in tested]
+    p_values = [brunnermunzel.p_value(returns[a], returns[b]) for a, b in tested]
     return dict(zip(tested, zip(p_values, ranktest.holm(p_values), strict=True), strict=True))
 
 
@@ -273,10 +274,11 @@ def method(comparisons: list[Comparison]) -> str:
     """What the verdicts rest on, in one sentence for report.md and report.html."""
     first = comparisons[0]
     if first.sequential is not None:
-        test = ("the group-sequential rank test adaptive seeds were granted by (seeds.jsonl), its error spent "
-                "over the looks")
+        test = ("the group-sequential test adaptive seeds were granted by (seeds.jsonl, named in "
+                "each verdict), its error spent over the looks")
     else:
-        test = "an exact two-sided rank test (Mann-Whitney U, every split of the seeds counted)"
+        test = ("the two-sided studentized permutation Brunner-Munzel test of P(A > B) = 1/2 (valid where the groups' "
+                "spreads differ)")
     return (f"A pair is separated when {test} rejects at {first.alpha:.0%} with Holm's step-down over the "
             f"{first.family} pairs, so that the chance of any false separation among groups that do not differ is "
             f"at most {first.alpha:.0%}. P(A > B) over seeds, with its {first.confidence:.0%} score interval "

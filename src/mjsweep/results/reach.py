@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import ranktest, sequential, stats
+from . import brunnermunzel, sequential, stats
 
 if TYPE_CHECKING:
     from ..spec.sweepspec import SweepSpec
@@ -21,7 +21,7 @@ MOST_SEEDS = 1000
 
 def smallest_p(n_a: int, n_b: int) -> float:
     """The smallest two-sided p-value the comparison test can give with n_a against n_b seeds."""
-    return ranktest.smallest_p(n_a, n_b)
+    return brunnermunzel.smallest_p(n_a, n_b)
 
 
 def pairs_of(groups: int) -> int:

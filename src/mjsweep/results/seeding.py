@@ -2,7 +2,8 @@
 at 1 - confidence over every look and every pair.
 
 Every group starts with `min` seeds. After each round (a look), every pair of groups is tested by the
-group-sequential rank test of results/sequential.py on the returns it has, and Holm's step-down runs over the
+group-sequential Brunner-Munzel test of results/sequential.py on the returns it has (its null: P(A > B) = 1/2,
+whatever the groups' spreads), and Holm's step-down runs over the
 pairs (a pair is separated once its test, at alpha / (pairs not yet separated), has crossed at any of its
 looks; by the closure principle this holds the family-wise error at alpha). The best group is the one with the
 highest mean final return among those still in play; a group in play that is not separated from it (nor,
@@ -20,7 +21,7 @@ import statistics
 
 from ..spec.sweepspec import AdaptiveSeeds
 from ..sweepdir.models import SeedGroup, SeedPair, SeedRound, SeedVerdict
-from . import ranktest, sequential
+from . import brunnermunzel, ranktest, sequential
 from .compare import SequentialVerdict
 from .stats import probability_of_improvement
 
@@ -29,8 +30,8 @@ Returns = dict[str, list[float | None]]
 
 
 def test_words(policy: AdaptiveSeeds, pairs: int) -> str:
-    return (f"group-sequential rank test, error {1 - policy.confidence:.2g} spent as {sequential.SPENDING} over "
-            f"looks up to {policy.max} seeds each, Holm over {pairs} pairs")
+    return (f"group-sequential {brunnermunzel.NAME} test, error {1 - policy.confidence:.2g} spent as "
+            f"{sequential.SPENDING} over looks up to {policy.max} seeds each, Holm over {pairs} pairs")
 
 
 def next_round(number: int, returns: Returns, history: list[dict[str, int]], policy: AdaptiveSeeds) -> SeedRound:
@@ -70,7 +71,8 @@ def next_round(number: int, returns: Returns, history: list[dict[str, int]], pol
         groups = [g.model_copy(update={"add": g.seeds < policy.max}) if g.verdict is SeedVerdict.BEST else g
                   for g in groups]
     return SeedRound(round=number, best=best, confidence=policy.confidence, groups=groups,
-                     test=test_words(policy, len(pairs)), pairs=pairs, equal_within=policy.equal_within)
+                     test=test_words(policy, len(pairs)), method=brunnermunzel.NAME, pairs=pairs,
+                     equal_within=policy.equal_within)
 
 
 def _in_play(look_seeds: list[dict[str, int]]) -> set[str]:
@@ -105,7 +107,9 @@ def test_pairs(returns: Returns, look_seeds: list[dict[str, int]], policy: Adapt
         for n_a, n_b in pair_looks(a, b, look_seeds):
             x = [r for r in returns[a][:n_a] if r is not None]
             y = [r for r in returns[b][:n_b] if r is not None]
-            if x and y and (not a_looks or (len(x), len(y)) != (len(a_looks[-1]), len(b_looks[-1]))):
+            # T needs two returns a side; a look with fewer (failed seeds) is not taken.
+            grown = not a_looks or (len(x), len(y)) != (len(a_looks[-1]), len(b_looks[-1]))
+            if len(x) >= 2 and len(y) >= 2 and grown:
                 a_looks.append(x)
                 b_looks.append(y)
         if a_looks:
@@ -126,8 +130,10 @@ def test_pairs(returns: Returns, look_seeds: list[dict[str, int]], policy: Adapt
         equal = (policy.equal_within is not None and (a, b) not in separated and
                  sequential.within(last_a, last_b, policy.equal_within,
                                    sequential.boundaries(p.sizes, alpha / family, top)[-1]))
-        out.append(SeedPair(a=a, b=b, looks=[list(size) for size in p.sizes], u=ranktest.u_statistic(last_a, last_b),
-                            d=p.d[-1], boundaries=[b if math.isfinite(b) else None for b in bounds], level=level,
+        u = ranktest.u_statistic(last_a, last_b)
+        out.append(SeedPair(a=a, b=b, looks=[list(size) for size in p.sizes], u=u,
+                            d=abs(2 * u - len(last_a) * len(last_b)), t=brunnermunzel.statistic(last_a, last_b),
+                            boundaries=[b if math.isfinite(b) else None for b in bounds], level=level,
                             separated=(a, b) in separated, equal=equal))
     return out
 
@@ -156,14 +162,24 @@ def _why(group: SeedGroup, pair: SeedPair | None) -> str:
 
 
 def test_line(pair: SeedPair) -> str:
-    """The pair's test at its last look, as a reader rechecks it: D against its boundary at its level."""
+    """The pair's test at its last look, as a reader rechecks it: |T| (D in rounds of the rank test) against its
+    boundary at its level."""
     bound = pair.boundaries[-1]
     looks = f"{len(pair.looks)} look{'s' if len(pair.looks) != 1 else ''}"
+    name, value = ("D", f"{pair.d:g}") if pair.t is None else ("|T|", f"{abs(pair.t):.3g}")
     if pair.separated:
-        return f"separated at error {pair.level:.2g}, {looks}, D = {pair.d:g}"
+        return f"separated at error {pair.level:.2g}, {looks}, {name} = {value}"
     if bound is None:
-        return f"D = {pair.d:g}; no D can cross at error {pair.level:.2g} yet, {looks}"
-    return f"D = {pair.d:g} < {bound:g} at error {pair.level:.2g}, {looks}"
+        return f"{name} = {value}; no {name} can cross at error {pair.level:.2g} yet, {looks}"
+    return f"{name} = {value} < {bound:.3g} at error {pair.level:.2g}, {looks}"
+
+
+def decided_by(decision: SeedRound) -> str:
+    """The test a round was decided by: a line without `method` was the exact rank test's, one without `test`
+    either the bootstrap interval's, from before any sequential test."""
+    if decision.test is None:
+        return "bootstrap interval of P(best > it)"
+    return f"sequential {decision.method} test" if decision.method is not None else "sequential rank test"
 
 
 def standing(rounds: list[SeedRound]) -> list[SeedRound]:
@@ -185,8 +201,8 @@ def verdicts(rounds: list[SeedRound]) -> dict[frozenset[str], SequentialVerdict]
     if not kept or kept[-1].test is None:
         return None
     family = len(kept[-1].pairs)
-    return {frozenset((p.a, p.b)): SequentialVerdict(p.separated, p.equal, family,
-                                                     f"sequential rank test, round {kept[-1].round}: {test_line(p)}")
+    words = f"{decided_by(kept[-1])}, round {kept[-1].round}"
+    return {frozenset((p.a, p.b)): SequentialVerdict(p.separated, p.equal, family, f"{words}: {test_line(p)}")
             for p in kept[-1].pairs}
 
 
@@ -200,6 +216,11 @@ def to_markdown(rounds: list[SeedRound]) -> str:
             if last.test is not None else
             f"A group got one more seed a round while P(best > it) had a {last.confidence:.0%} interval that "
             "held 0.5 (rounds decided before the sequential test)")
+    ranked = [str(d.round) for d in kept if d.test is not None and d.method is None]
+    if ranked:  # an older launcher's rounds: their decisions stand as that test made them
+        rule += (f". Round{'s' if len(ranked) > 1 else ''} {', '.join(ranked)} {'were' if len(ranked) > 1 else 'was'} "
+                 "decided by the sequential exact rank test (D = |2U - n_a n_b|), whose null is one distribution "
+                 "for both groups")
     lines = ["## Adaptive seeds", "", f"{len(kept)} decision{'s' if len(kept) != 1 else ''}, {state}; seeds per "
              f"group: {seeds}. {rule} (seeds.jsonl has the numbers).", ""]
     return "\n".join(lines + [f"- {explain(d)}" for d in kept]) + "\n"

@@ -18,7 +18,9 @@ from ..naming import format_value
 
 SCHEMA = 3
 """The version written now. 1: files written before they carried a `schema` key (same keys otherwise). 3: spec.json's
-`xml` names the model in the sweep's snapshot, and result.json's `xml_sha256` hashes what the worker loaded."""
+`xml` names the model in the sweep's snapshot, and result.json's `xml_sha256` hashes what the worker loaded; a
+seeds.jsonl round's pairs are tested by the Brunner-Munzel statistic (`method`, a pair's `t`, boundaries of |T|);
+in rounds of version 2 and before, by the rank test's D."""
 
 M = TypeVar("M", bound="FileModel")
 
@@ -604,8 +606,8 @@ class SeedGroup(BaseModel):
 
 
 class SeedPair(BaseModel):
-    """One pair's group-sequential rank test as it stood at a round (results/seeding.py): enough to recheck it
-    by hand from the returns of the seeds named."""
+    """One pair's group-sequential test as it stood at a round (results/seeding.py): enough to recheck it by
+    hand from the returns of the seeds named."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
@@ -616,13 +618,21 @@ class SeedPair(BaseModel):
     u: float
     """Mann-Whitney U of a over b at the last look (a tie counts one half)."""
     d: float
-    """|2U - n_a n_b| at the last look: the statistic the boundaries bound."""
+    """|2U - n_a n_b| at the last look: the statistic the boundaries bound in rounds of the rank test (no `t`)."""
+    t: float | None = None
+    """The Brunner-Munzel statistic T of a over b at the last look; its |T| is what the boundaries bound. None in
+    rounds decided by the rank test (schema 2 and before)."""
     boundaries: list[float | None]
-    """D's boundary at each look at `level` (None: no D could cross there)."""
+    """The boundary at each look at `level`, of |T| (of D without `t`); None: nothing could cross there."""
     level: float
     """The error this pair was last tested at: alpha / (pairs not yet separated), Holm's step."""
     separated: bool
     equal: bool = False
+
+    @property
+    def statistic(self) -> float:
+        """What the boundaries bound at the last look: |T|, or D in rounds of the rank test."""
+        return self.d if self.t is None else abs(self.t)
 
 
 class SeedRound(FileModel):
@@ -636,6 +646,9 @@ class SeedRound(FileModel):
     groups: list[SeedGroup]
     test: str | None = None
     """The test the decision rests on, in words; None in rounds decided before the sequential test."""
+    method: str | None = None
+    """The sequential test's name: "Brunner-Munzel"; None in rounds decided by the exact rank test (schema 2 and
+    before) or before any sequential test."""
     pairs: list[SeedPair] = Field(default_factory=list)
     """Every pair's sequential test at this round (empty in rounds decided before it)."""
     equal_within: float | None = None

@@ -44,8 +44,10 @@ def stats(sweeps: int, effect: float, resample: Path | None, as_json: bool, mark
             raise InputError(f"--from {resample}: fewer than 2 runs with a final return to resample")
     config = decisions.StatsConfig(effect=effect, sweeps=sweeps, pool=pool, jobs=usable_cores())
     results = decisions.run_stats(config, _say)
-    table = decisions.render(results, config)
-    sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=2) + "\n" if as_json else table)
+    spreads = decisions.run_spreads(config, _say)
+    table = decisions.render(results, config) + "\n" + decisions.render_spreads(spreads, config)
+    as_dicts = {"shifts": [r.to_dict() for r in results], "spreads": [r.to_dict() for r in spreads]}
+    sys.stdout.write(json.dumps(as_dicts, indent=2) + "\n" if as_json else table)
     if markdown:
         markdown.write_text(table, encoding="utf-8")
 

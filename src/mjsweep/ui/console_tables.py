@@ -288,8 +288,9 @@ def adaptive_seeds_plan(out: Console, policy: AdaptiveSeeds, groups: int, grante
     out.print(f"adaptive seeds: {groups} groups x {policy.min} to {policy.max} seeds: at least "
               f"{groups * policy.min} runs, at most {groups * policy.max} ({granted} granted so far); after "
               f"every group's first {policy.min}, one seed a round goes to each group not yet separated from the "
-              f"best and to the best, by a group-sequential rank test whose chance of any false separation over "
-              f"every look and pair is at most {1 - policy.confidence:.0%}", markup=False, highlight=False)
+              f"best and to the best, by a group-sequential Brunner-Munzel test whose chance of any false "
+              f"separation over every look and pair is at most {1 - policy.confidence:.0%}", markup=False,
+              highlight=False)
     if (reach := adaptive_reach(policy.min, policy.max, groups, policy.confidence)) is not None:
         out.print(f"adaptive seeds: {first_look_words(reach)}", markup=False, highlight=False)
 

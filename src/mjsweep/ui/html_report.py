@@ -144,7 +144,7 @@ def _table(groups: list[GroupRow]) -> str:
 
 def _seed_rounds(folder: SweepDir) -> list[str]:
     """Adaptive seeds' decisions, one line each; nothing for a sweep with fixed seeds."""
-    from ..results.seeding import explain, standing
+    from ..results.seeding import decided_by, explain, standing
     from ..sweepdir.files import read_lines
     from ..sweepdir.models import SeedRound
 
@@ -152,7 +152,7 @@ def _seed_rounds(folder: SweepDir) -> list[str]:
     if not rounds:
         return []
     state = "done" if rounds[-1].done else "still adding seeds"
-    items = "".join(f"<li>{html.escape(explain(r))}</li>" for r in rounds)
+    items = "".join(f"<li>{html.escape(explain(r))} (by the {html.escape(decided_by(r))})</li>" for r in rounds)
     return [f"<h2>adaptive seeds</h2><p>{len(rounds)} decisions, {state}; seeds per group: "
             f"{html.escape(', '.join(f'{g} {n}' for g, n in rounds[-1].granted().items()))}</p><ul>{items}</ul>"]
 
