@@ -221,8 +221,9 @@ class RunDir:
         return list(self.checkpoints.glob("replay_buffer_*.pkl"))
 
     def checkpoint_exact(self, timesteps: int) -> Path:
-        """Where the checkpoint taken at `timesteps` keeps the state an exact resume puts back."""
-        return self.checkpoints / f"exact_{timesteps}.pkl"
+        """Where the checkpoint taken at `timesteps` keeps the state an exact resume puts back (earlier
+        versions wrote exact_<t>.pkl, a pickle, which checkpoint.json names as it names this)."""
+        return self.checkpoints / f"exact_{timesteps}.npz"
 
     def read_status(self) -> RunStatus | None:
         return read_model(self.status_json, RunStatus)
@@ -244,7 +245,8 @@ class RunDir:
     def checkpoint_files(self) -> list[Path]:
         """Every checkpoint's files in checkpoints/, and the temporary files of a save a kill cut short."""
         return [*self.checkpoint_models(), *self.checkpoint_vecnormalizes(), *self.checkpoint_replay_buffers(),
-                *self.checkpoints.glob("exact_*.pkl"), *self.checkpoints.glob(".*.tmp")]
+                *self.checkpoints.glob("exact_*.npz"), *self.checkpoints.glob("exact_*.pkl"),
+                *self.checkpoints.glob(".*.tmp")]
 
     def read_resume(self) -> ResumeRecord | None:
         return read_model(self.resume_json, ResumeRecord)
