@@ -248,6 +248,20 @@ class RunDir:
                 *self.checkpoints.glob("exact_*.npz"), *self.checkpoints.glob("exact_*.pkl"),
                 *self.checkpoints.glob(".*.tmp")]
 
+    def keep_final_checkpoint(self) -> None:
+        """Once the run has succeeded: its newest checkpoint only, which is all that extending it, a PBT
+        segment resuming from it or a warm start's replay buffer read (`sweep verify` trains from scratch, and a
+        succeeded run is never resumed). checkpoint.json is written first, so no file it names is ever missing;
+        an unreadable one is left as it is."""
+        checkpoint = read_or_none(self.read_checkpoint)
+        if checkpoint is None:
+            return
+        if checkpoint.earlier:
+            write_model(self.checkpoint_json, checkpoint.model_copy(update={"earlier": []}))
+        for path in self.checkpoint_files():
+            if path.name not in checkpoint.files():
+                path.unlink(missing_ok=True)
+
     def read_resume(self) -> ResumeRecord | None:
         return read_model(self.resume_json, ResumeRecord)
 

@@ -164,7 +164,7 @@ def disk_needs(estimate: DiskEstimate) -> str:
                if estimate.buffer_runs else "")
     held = estimate.held or f"{estimate.kept_checkpoints} checkpoints kept each"
     return (f"about {size(estimate.bytes)} at peak ({runs}, {estimate.at_once} at once, "
-            f"{held}: {buffers}{size(peak.models)} models, {size(peak.logs)} logs and run files)")
+            f"{held}: {buffers}{size(peak.models)} models and exact states, {size(peak.logs)} logs and run files)")
 
 
 def disk_line(estimate: DiskEstimate, room: Room) -> str:
