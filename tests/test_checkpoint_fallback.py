@@ -107,6 +107,27 @@ def test_a_damaged_exact_state_resumes_from_its_checkpoint_re_seeded_and_says_so
 
 
 @pytest.mark.slow
+def test_an_exact_state_of_another_mujoco_version_resumes_re_seeded_and_says_so(tmp_path, spec):
+    """A physics state laid out otherwise (as another MuJoCo version would lay it out) is never put back."""
+    from mjsweep.sweepdir import arraytree
+
+    run = Run(tmp_path, spec)
+    run.attempt(512)
+    path = run.checkpoint_file(512, "exact")
+    state = arraytree.read(str(path))
+    state["envs"][0]["physics"]["layout"][0][0] = "renamed_by_another_version"
+    with open(path, "wb") as fh:
+        arraytree.write(fh, state)
+    record = json.loads(run.dir.checkpoint_json.read_text())
+    record["sha256"][path.name] = file_sha256(path)
+    run.dir.checkpoint_json.write_text(json.dumps(record))
+    proc = run.attempt(640)
+    assert "resuming re-seeded, not exactly: exact_512.npz: its physics state is of another model or MuJoCo " \
+        "version" in proc.stdout
+    assert run.result()["resumed_from"] == 512 and run.result()["timesteps"] == 640
+
+
+@pytest.mark.slow
 def test_a_damaged_newest_model_falls_back_to_the_one_before_and_says_so(tmp_path, spec):
     run = Run(tmp_path, spec)
     run.attempt(512)

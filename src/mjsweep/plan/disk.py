@@ -171,8 +171,8 @@ def run_disk(run: RunSpec, probe: EnvProbe, kept_checkpoints: int, final_checkpo
 
 def best_pairs(run: RunSpec, kept_checkpoints: int) -> int:
     """Best models a run holds at its last checkpoint: the best of each checkpoint it holds then (the best when
-    the checkpoint was taken, an evaluation before it), which span kept_checkpoints * checkpoint_every steps, so
-    that one per evaluation within them, and the one before."""
+    that checkpoint was taken: an evaluation before it). Those checkpoints span kept_checkpoints *
+    checkpoint_every steps, so there is at most one per evaluation within the span, and the one before it."""
     if not run.eval_every:
         return 0
     evaluations = math.ceil(run.total_timesteps / run.eval_every)

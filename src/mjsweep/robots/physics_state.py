@@ -62,14 +62,18 @@ class PhysicsState:
                                  for name, _, _ in self.layout]) if self.layout else np.empty(0, np.uint8)
         return {"state": state, "arrays": packed, "layout": self._layout_list()}
 
+    def fits(self, saved: dict[str, Any]) -> bool:
+        """Whether `saved` (from capture()) is a state of this model under this MuJoCo version."""
+        return (saved["layout"] == self._layout_list() and saved["state"].shape == (self.state_size,)
+                and saved["arrays"].nbytes == self.nbytes - 8 * self.state_size)
+
     def restore(self, data: Any, saved: dict[str, Any]) -> None:
         """`saved` (from capture()) written into `data`; ValueError if it is another model's or MuJoCo
         version's."""
         import mujoco
 
         state, packed = saved["state"], saved["arrays"]
-        if (saved["layout"] != self._layout_list() or state.shape != (self.state_size,)
-                or packed.nbytes != self.nbytes - 8 * self.state_size):
+        if not self.fits(saved):
             raise ValueError("the physics state was saved for another model or MuJoCo version")
         offset = 0
         for name, dtype, shape in self.layout:

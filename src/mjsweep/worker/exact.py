@@ -103,6 +103,13 @@ class ExactEnv(gymnasium.Wrapper):
                 "np_random": rng.bit_generator.state if rng is not None else None,
                 "np_random_seed": getattr(base, "_np_random_seed", None)}
 
+    def mjsweep_fits(self, state: dict[str, Any]) -> bool:
+        """Whether `state` (mjsweep_state's) can be put back into this env: its physics of this model."""
+        model, data = self._data()
+        if state["physics"] is None or data is None:
+            return state["physics"] is None and data is None
+        return self._physics_of(model).fits(state["physics"])
+
     def mjsweep_restore(self, state: dict[str, Any]) -> None:
         model, data = self._data()
         if state["physics"] is not None:
@@ -126,6 +133,17 @@ class ExactEnv(gymnasium.Wrapper):
 
 def exact_env(env: gymnasium.Env) -> gymnasium.Env:
     return ExactEnv(env)
+
+
+def unfit(venv: VecEnv, state: dict[str, Any]) -> str | None:
+    """Why `state` cannot be put back into these envs (another model's physics, or another MuJoCo version's, or
+    another number of envs), or None. Asked before the model is loaded without a reset of its envs."""
+    if len(state["envs"]) != venv.num_envs:
+        return f"it holds {len(state['envs'])} envs, the run has {venv.num_envs}"
+    for i, env_state in enumerate(state["envs"]):
+        if not venv.env_method("mjsweep_fits", env_state, indices=[i])[0]:
+            return "its physics state is of another model or MuJoCo version"
+    return None
 
 
 def _layer(venv: VecEnv | None, cls: type) -> Any:

@@ -22,6 +22,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from ..sweepdir.files import RunDir, read_or_none, write_model
 from ..sweepdir.models import CheckpointRecord, ResumeRecord, RunSpec
 from .checkpoints import Checkpointer, truncate_logs
+from .exact import unfit
 from .live_hyperparams import set_live
 from .model import build_model
 from .train_envs import monitored_env, normalized_env
@@ -83,6 +84,8 @@ def _load(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, checkpoint: Ch
     """The env and model resumed from `checkpoint`, or why its files could not be loaded."""
     monitored = monitored_env(spec, run, checkpoint)  # an env that cannot be built fails the run, as ever
     exact, why_not = checkpointer.exact_state(checkpoint)
+    if exact is not None and (why := unfit(monitored, exact)) is not None:
+        exact, why_not = None, f"{checkpoint.exact_file}: {why}"
     try:
         venv = normalized_env(spec, run, monitored, checkpoint)
         model = build_model(spec, venv, checkpointer, checkpoint, exact=exact is not None)
