@@ -83,7 +83,7 @@ def test_each_checkpoint_keeps_the_one_before_with_the_sha256_of_every_file(tmp_
     run.attempt(512)
     record = json.loads(run.dir.checkpoint_json.read_text())
     assert record["timesteps"] == 512 and [e["timesteps"] for e in record["earlier"]] == [384]
-    assert sorted(p.name for p in run.dir.checkpoint_files()) == ["exact_384.pkl", "exact_512.pkl", "model_384.zip",
+    assert sorted(p.name for p in run.dir.checkpoint_files()) == ["exact_384.npz", "exact_512.npz", "model_384.zip",
                                                                   "model_512.zip"]
     for entry in (record, *record["earlier"]):
         assert entry["sha256"] == {name: file_sha256(run.dir.checkpoints / name)
@@ -101,9 +101,30 @@ def test_a_damaged_exact_state_resumes_from_its_checkpoint_re_seeded_and_says_so
     data[len(data) // 2:len(data) // 2 + 64] = b"\xff" * 64  # the physics state is mostly zeros: garble() keeps it
     path.write_bytes(bytes(data))
     proc = run.attempt(768)
-    assert "resuming re-seeded, not exactly: exact_512.pkl is damaged" in proc.stdout
+    assert "resuming re-seeded, not exactly: exact_512.npz is damaged" in proc.stdout
     assert f"resuming {run.spec.run_id} from 512 timesteps" in proc.stdout and "FELL BACK" not in proc.stdout
     assert run.result()["timesteps"] == 768
+
+
+@pytest.mark.slow
+def test_an_exact_state_of_another_mujoco_version_resumes_re_seeded_and_says_so(tmp_path, spec):
+    """A physics state laid out otherwise (as another MuJoCo version would lay it out) is never put back."""
+    from mjsweep.sweepdir import arraytree
+
+    run = Run(tmp_path, spec)
+    run.attempt(512)
+    path = run.checkpoint_file(512, "exact")
+    state = arraytree.read(str(path))
+    state["envs"][0]["physics"]["layout"][0][0] = "renamed_by_another_version"
+    with open(path, "wb") as fh:
+        arraytree.write(fh, state)
+    record = json.loads(run.dir.checkpoint_json.read_text())
+    record["sha256"][path.name] = file_sha256(path)
+    run.dir.checkpoint_json.write_text(json.dumps(record))
+    proc = run.attempt(640)
+    assert "resuming re-seeded, not exactly: exact_512.npz: its physics state is of another model or MuJoCo " \
+        "version" in proc.stdout
+    assert run.result()["resumed_from"] == 512 and run.result()["timesteps"] == 640
 
 
 @pytest.mark.slow
@@ -173,7 +194,7 @@ def test_a_garbled_checkpoint_json_starts_over(tmp_path, spec):
 def test_one_checkpoint_kept_has_nothing_to_fall_back_to(tmp_path, spec):
     run = Run(tmp_path, {**spec, "checkpoints_kept": 1})
     run.attempt(512)
-    assert sorted(p.name for p in run.dir.checkpoint_files()) == ["exact_512.pkl", "model_512.zip"]
+    assert sorted(p.name for p in run.dir.checkpoint_files()) == ["exact_512.npz", "model_512.zip"]
     assert json.loads(run.dir.checkpoint_json.read_text())["earlier"] == []
     garble(run.checkpoint_file(512, "model"))
     proc = run.attempt(640)

@@ -201,3 +201,28 @@ def test_run_resumes_the_stopped_sac_run_of_a_search(search_sweep):
     assert last["state"] == "complete" and last["seeds_ok"] == 2
     for run_id, final in FINAL2.items():  # finished runs are not trained again
         assert json.loads((sweep_dir / run_id / "result.json").read_text())["eval_mean_return"] == pytest.approx(final)
+
+
+EXACT_PKL_RUN = Path(__file__).parent / "fixtures" / "exact_pkl_run"
+"""A tiny PPO run (normalize, 90-step episodes) stopped at 384 timesteps, mid-episode, by the release that
+wrote each exact state as exact_<t>.pkl: a pickle holding each env's whole MjData."""
+
+
+def test_an_exact_state_pickled_by_an_earlier_version_still_resumes_exactly(tmp_path):
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    shutil.copytree(EXACT_PKL_RUN, run)
+    spec = json.loads((run / "spec.json").read_text())
+    (run / "spec.json").write_text(json.dumps({**spec, "xml": str(TINY_XML), "total_timesteps": 640}))
+    proc = subprocess.run([sys.executable, "-m", "mjsweep.worker", str(run)], capture_output=True, text=True,
+                          timeout=600, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "resuming exactly" in proc.stdout
+    result = json.loads((run / "result.json").read_text())
+    assert result["resumed_from"] == 384 and result["timesteps"] == 640
+    # the checkpoints it wrote hold the state in this version's format, the old pickle gone with its checkpoint
+    checkpoint = json.loads((run / "checkpoints" / "checkpoint.json").read_text())
+    assert checkpoint["exact_file"] == "exact_640.npz"
+    assert not list((run / "checkpoints").glob("exact_*.pkl"))

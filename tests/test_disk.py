@@ -12,6 +12,7 @@ import math
 import os
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,11 +24,12 @@ from stable_baselines3.common.save_util import save_to_pkl
 
 from helpers.commands import run_dirs, run_sweep, status_of, sweep_exe, wait_for, write_spec
 from helpers.fake_sweep import run_spec
-from helpers.models import TINY_XML
+from helpers.models import ANYMAL_XML, TINY_XML
 from mjsweep.engine.sweep import prepare
 from mjsweep.plan.disk import Verdict, estimate, judge, model_bytes, population_estimate, replay_buffer_bytes, run_disk
 from mjsweep.robots.envs import EnvProbe, probe_env
 from mjsweep.spec.algos import ALGOS, algorithm_class
+from mjsweep.sweepdir.files import RunDir
 
 ANT = EnvProbe((105,), (8,), episode_steps=1000.0)  # Ant-v5's spaces
 
@@ -89,8 +91,8 @@ def test_the_peak_is_every_run_finished_but_the_largest_at_once_at_theirs():
     one = run_disk(sac[0], ANT, 2)
     assert one.buffer == 1_000_000 * (2 * 105 * 8 + 8 * 4 + 3 * 4) + 2_000 + 20 * 105
     peak = estimate(sac, {"ant": ANT}, 2, 4).peak
-    # 2 kept checkpoints each; the 4 at once also write a third before the oldest goes.
-    assert peak.buffers == (20 * 2 + 4) * one.buffer
+    # a succeeded run keeps its final checkpoint; the 4 at once hold 2 and write a third before the oldest goes.
+    assert peak.buffers == (20 * 1 + 4 * 2) * one.buffer
     assert estimate(sac, {"ant": ANT}, 2, 4).bytes - estimate(sac, {"ant": ANT}, 2, 1).bytes == \
         3 * (one.peak.total - one.kept.total)
     assert estimate(sac, {"ant": ANT}, 1, 4).peak.buffers == (20 + 4) * one.buffer
@@ -106,9 +108,10 @@ def test_a_population_holds_the_checkpoints_of_its_last_two_generations():
                    for g in range(3)]
     one = run_disk(generations[0][0], ANT, 2)
     held = population_estimate(generations, {"ant": ANT}, 2, 4)
-    # 8 segments of the last two generations hold 2 checkpoints each; the 4 at once write one more each.
-    assert held.peak.buffers == (8 * 2 + 4) * one.buffer
-    assert held.runs == 12 and held.held == "2 checkpoints held by each segment of the last two generations"
+    # the 4 segments of the generation before hold their final checkpoint, the 4 of the last hold 2 and write a third
+    assert held.peak.buffers == (4 * 1 + 4 * 3) * one.buffer
+    assert held.runs == 12 and held.held == ("2 checkpoints held by each running segment, the final one by each "
+                                             "segment the next generation resumes from")
     # Every segment keeps its logs, which run from step 0 along its lineage.
     assert held.peak.logs == sum(run_disk(run, ANT, 2).kept.logs for g in generations for run in g)
     assert population_estimate(generations[:1], {"ant": ANT}, 2, 4).peak.buffers == (4 * 2 + 4) * one.buffer
@@ -193,11 +196,15 @@ def test_a_sweep_that_fits_its_disk_but_tightly_is_warned_and_finishes_within_th
     needed = estimate(plan.runs, {c.variant.name: c.probe for c in plan.checks}, plan.spec.checkpoints_kept, 2).bytes
     size = math.ceil(needed / 0.9 / 4096) * 4096  # the estimate is 90% of the disk
     out = _in_tmpfs(size, runs, f"{sweep_exe()} run {spec} -w 2 -q --report-every 0 --runs-dir {runs}; echo rc=$?; "
-                    f"du -sb {runs}/tiny")
+                    f"du -sb {runs}/tiny; ls {runs}/tiny/*/checkpoints; cat {runs}/tiny/*/checkpoints/checkpoint.json")
     assert re.search(rf"warning: {runs}/tiny: needs about .* over 80% of the .* free on tmpfs", out), out
     assert "2 succeeded, 0 failed" in out and "rc=0" in out, out  # the runs' real peak fit in the disk
     written = int(re.search(rf"(\d+)\s+{runs}/tiny", out).group(1))
     assert written <= needed  # what the finished runs keep (one checkpoint each today) is under the estimate
+    # each succeeded run kept its final checkpoint alone (PPO's at its last iteration's end: 4 x 128 steps)
+    assert sorted(line for line in out.splitlines() if line.startswith("model_")) == ["model_400.zip",
+                                                                                      "model_512.zip"], out
+    assert out.count('"earlier": []') == 2, out
 
 
 def test_the_estimate_counts_the_checkpoints_the_spec_keeps(tmp_path, tiny_spec):
@@ -245,3 +252,73 @@ def test_a_disk_that_fills_while_runs_run_fails_them_clearly_and_a_rerun_complet
         assert rerun.returncode == 0 and "4 succeeded, 0 failed" in rerun.stdout, rerun.stdout + rerun.stderr
         assert {p: p.read_bytes() for p in kept} == kept
         assert [json.loads((d / "result.json").read_text())["timesteps"] for d in run_dirs(seen / "tiny")] == [4096] * 4
+
+
+def files_now(folder: Path) -> dict[Path, tuple[int, int]]:
+    """Every file under `folder`: its inode and size (a file may go while we look)."""
+    found = {}
+    for path in folder.rglob("*"):
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            continue
+        if not path.is_dir():
+            found[path] = (st.st_ino, st.st_size)
+    return found
+
+
+def peak_while(folder: Path, sweep: subprocess.Popen) -> int:
+    """The most the files under `folder` held while `sweep` ran, hard links once: polled every 10 ms, and where
+    checkpoint files went between two polls, added back to the second, since a checkpoint writes all its files
+    before the older checkpoint's go (the moment of the most files, which a poll may miss)."""
+    peak, before = 0, {}
+    while True:
+        ended = sweep.poll() is not None
+        now = files_now(folder)
+        sizes = dict(now.values())
+        gone = sum(size for path, (inode, size) in before.items()
+                   if path not in now and path.parent.name == "checkpoints" and inode not in sizes)
+        peak = max(peak, sum(sizes.values()) + gone)
+        before = now
+        if ended:
+            return peak
+        time.sleep(0.01)
+
+
+def estimate_against_the_real_peak(tmp_path: Path, data: dict) -> tuple[int, int]:
+    """The estimate `sweep run` makes for the spec's one run, and the run folder's real peak as it ran."""
+    spec = write_spec(tmp_path, data)
+    plan = prepare(spec)
+    needed = estimate(plan.runs, {c.variant.name: c.probe for c in plan.checks}, plan.spec.checkpoints_kept, 1)
+    sweep = subprocess.Popen([sweep_exe(), "run", str(spec), "--report-every", "0", "-q"], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    peak = peak_while(tmp_path / "runs" / data["name"], sweep)
+    out = sweep.communicate()[0].decode()
+    assert sweep.returncode == 0 and "1 succeeded" in out, out
+    [run] = run_dirs(tmp_path / "runs" / data["name"])
+    # What a succeeded run keeps: its final checkpoint, as estimated
+    assert [c.timesteps for c in RunDir(run).read_checkpoint().kept()] == [data["total_timesteps"]]
+    kept = sum(dict(files_now(run).values()).values())
+    assert abs(run_disk(plan.runs[0], plan.checks[0].probe, plan.spec.checkpoints_kept).kept.total - kept) \
+        <= 0.2 * kept
+    return needed.bytes, peak
+
+
+def within_a_fifth(tmp_path: Path, data: dict) -> None:
+    data.update({"total_timesteps": 1536, "checkpoint_every": 256, "normalize": True,
+                 "ppo": {"n_steps": 256, "batch_size": 64, "n_epochs": 1}, "eval": {"episodes": 1, "every": 512}})
+    needed, peak = estimate_against_the_real_peak(tmp_path, data)
+    assert abs(needed - peak) <= 0.2 * peak, (needed, peak)
+
+
+@pytest.mark.slow
+def test_the_estimate_is_within_a_fifth_of_the_tiny_walkers_real_peak(tmp_path, tiny_spec):
+    within_a_fifth(tmp_path, tiny_spec)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not ANYMAL_XML.exists(), reason=f"needs ANYmal C at {ANYMAL_XML}")
+def test_the_estimate_is_within_a_fifth_of_anymal_cs_real_peak(tmp_path, tiny_spec):
+    """A real robot, whose exact state the probe sizes from its compiled model."""
+    tiny_spec.update({"env": "mjsweep/Locomotion-v0", "variants": [{"name": "anymal", "xml": str(ANYMAL_XML)}]})
+    within_a_fifth(tmp_path, tiny_spec)

@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, status_of, wait_for, write_spec
+from helpers.models import ANYMAL_XML
 
 WAIT = 240.0  # a bound on hanging, never on speed
 OFF_POLICY = {"learning_starts": 100, "batch_size": 32, "buffer_size": 5000, "policy_kwargs": {"net_arch": [16]}}
@@ -87,7 +88,7 @@ def stopped_and_resumed(folder: Path, data: dict) -> Path:
         # The stop landed on an episode's end (about one stop in max_episode_steps): this run would not test a
         # resume mid-episode, so it starts over and is stopped again at another moment.
         shutil.rmtree(sweep_dir)
-    assert checkpoint["exact_file"] == f"exact_{checkpoint['timesteps']}.pkl"
+    assert checkpoint["exact_file"] == f"exact_{checkpoint['timesteps']}.npz"
     assert checkpoint["exact_file"] in checkpoint["sha256"]
     # mid-episode: the episodes are max_episode_steps long (or shorter), the checkpoint not at their end
     assert checkpoint["timesteps"] % data["max_episode_steps"] != 0
@@ -110,6 +111,20 @@ def test_a_ppo_run_stopped_mid_episode_resumes_exactly(tmp_path, tiny_spec):
     tiny_spec.update({"total_timesteps": 2048, "max_episode_steps": 90, "checkpoint_every": 128, "normalize": True,
                       "eval": {"episodes": 2, "every": 512, "deterministic": False}})
     resumed = stopped_and_resumed(tmp_path / "stopped", tiny_spec)
+    assert_same_run(uninterrupted(tmp_path / "whole", tiny_spec), resumed)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not ANYMAL_XML.exists(), reason=f"needs ANYmal C at {ANYMAL_XML}")
+def test_an_anymal_c_run_stopped_mid_episode_resumes_exactly_from_a_small_state(tmp_path, tiny_spec):
+    """A real robot: its physics state mid-episode (contacts, the derived quantities its reward reads) put back
+    from a file that holds no model (the compiled model's meshes alone are 252 MB)."""
+    tiny_spec.update({"env": "mjsweep/Locomotion-v0", "variants": [{"name": "anymal", "xml": str(ANYMAL_XML)}],
+                      "total_timesteps": 1024, "max_episode_steps": 90, "checkpoint_every": 128, "normalize": True,
+                      "eval": {"episodes": 2, "every": 512, "deterministic": False}})
+    resumed = stopped_and_resumed(tmp_path / "stopped", tiny_spec)
+    checkpoint = json.loads((resumed / "checkpoints" / "checkpoint.json").read_text())
+    assert (resumed / "checkpoints" / checkpoint["exact_file"]).stat().st_size < 1_000_000
     assert_same_run(uninterrupted(tmp_path / "whole", tiny_spec), resumed)
 
 

@@ -198,13 +198,13 @@ def test_a_dry_run_prices_the_segments_a_generation_at_a_time_and_weighs_their_d
     # Two segments a generation: side by side on 2 slots, one after the other on 1.
     assert cost.wall_s is not None and one.wall_s is not None and one.wall_s == pytest.approx(2 * cost.wall_s)
     disk = planning.check_disk(plan, [], 2).needed
-    assert disk.runs == 4 and disk.held.startswith("2 checkpoints held by each segment of the last two")
+    assert disk.runs == 4 and disk.held.startswith("2 checkpoints held by each running segment, the final one")
 
     done = run_sweep("run", str(spec), "--dry-run", "--workers", "2")
     assert done.returncode == 0, done.stderr
     said = " ".join(done.stdout.split())
     assert "cost: 4 runs (PBT segments, a generation at a time), 512 env steps; about " in said
-    assert "disk: about " in said and "(4 PPO runs, 2 at once, 2 checkpoints held by each segment" in said
+    assert "disk: about " in said and "(4 PPO runs, 2 at once, 2 checkpoints held by each running segment" in said
 
 
 def test_the_example_config_is_the_population_docs_search_md_describes(tmp_path):

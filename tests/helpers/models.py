@@ -28,3 +28,7 @@ TINY_SPEC = {
     "eval": {"episodes": 1},
     "runs_dir": "runs",
 }
+
+ANYMAL_XML = REPO.parent / "shared" / "robots" / "anybotics_anymal_c" / "scene.xml"
+"""MuJoCo Menagerie's ANYmal C beside the repository (../shared/robots), a real robot whose compiled model
+holds 252 MB of meshes; tests that need it skip where it is not."""

@@ -8,7 +8,7 @@ from ..errors import os_words
 from ..results.runview import index_entry
 from ..sweepdir.files import RunDir, SweepDir, read_json, read_or_none
 from ..sweepdir.index import ENDED_STATES, IndexWriter
-from ..sweepdir.models import DisplayState, RunStatus
+from ..sweepdir.models import DisplayState, RunState, RunStatus
 from .memory import MeasuredPeaks
 
 
@@ -47,6 +47,11 @@ class StatusRecorder:
             return why
         if DisplayState.of(status.state) in ENDED_STATES:
             self._index.ended(index_entry(run_dir))
+        if status.state == RunState.SUCCEEDED:
+            try:
+                run_dir.keep_final_checkpoint()  # the older ones were for a resume that will not come
+            except OSError as exc:
+                self._warn(run_dir.run_id, f"cannot delete its older checkpoints: {os_words(exc)}")
         return None
 
 

@@ -7,14 +7,17 @@ A run's files, at the sizes stable-baselines3 writes them (tests/test_disk.py co
   the action as float32, reward, done and timeout as float32;
 - a model zip: the policy's parameters (from net_arch) and the optimizer's state for those it trains (Adam:
   two more copies, RMSprop one), as float32, plus what torch.save and the zip add per tensor;
+- an exact state (exact_<t>.npz): each env's physics state, whose size the env probe measured on the real
+  robot (robots/physics_state.py), and the generators and counters of the training beside it;
 - VecNormalize's statistics (normalize), the logs (monitor, progress, evaluations) and the small JSON files;
 - beside the runs, the snapshot of the models they train (the XMLs, their includes, meshes, textures): each
   distinct file not stored yet, once (the caller measures it: `DiskEstimate.snapshot`).
 
-A running run holds `kept` checkpoints (model, statistics, buffer) and writes one more beside them before
-the oldest goes, plus its final model and up to two best models; a finished run keeps its checkpoints (the
-worker deletes none at the end), its final model, its best model and its logs. The sweep is at its peak
-when every other run has finished and the `at_once` runs with the most to add are at theirs.
+A running run holds `kept` checkpoints (model, statistics, buffer, exact state) and writes one more beside them
+before the oldest goes, and up to one best model per checkpoint it keeps and the best itself; a succeeded run
+keeps its final checkpoint only (the launcher deletes the older ones: sweepdir.files.RunDir.keep_final_checkpoint),
+its final model, its best model and its logs. The sweep is at its peak when every other run has finished and
+the `at_once` runs with the most to add are at theirs.
 """
 
 from __future__ import annotations
@@ -48,6 +51,10 @@ MONITOR_ROW_BYTES = 32
 PROGRESS_ROW_BYTES = 64
 EVALUATION_ROW_BYTES = 48
 EVALUATION_BYTES_PER_EPISODE = 24
+EXACT_BYTES = 17_700
+"""An exact state's generators (Python's as JSON, numpy's, torch's), counters and .npz entries."""
+EXACT_BYTES_PER_ENV = 1_050
+"""Per env beside its physics state: its counters and generator, its last observation and episode start."""
 RUN_FILES_BYTES = 48_000
 """spec.json, status.json, result.json, checkpoint.json, best.json, log.txt and the folders, in 4 KB blocks."""
 DEFAULT_EPISODE_STEPS = 1000
@@ -60,7 +67,7 @@ class Parts:
 
     buffers: int = 0
     models: int = 0
-    """Model zips and VecNormalize statistics."""
+    """Model zips, VecNormalize statistics and exact states."""
     logs: int = 0
 
     @property
@@ -81,7 +88,7 @@ class RunDisk:
     model: int
     """One model zip."""
     kept: Parts
-    """What the run's folder holds once it has finished."""
+    """What the run's folder holds once it has succeeded."""
     peak: Parts
     """The most it holds while it runs."""
 
@@ -109,10 +116,11 @@ class DiskEstimate:
 
 
 def estimate(runs: Sequence[RunSpec], probes: Mapping[str, EnvProbe], kept_checkpoints: int,
-             at_once: int) -> DiskEstimate:
+             at_once: int, final_checkpoint: bool = True) -> DiskEstimate:
     """The peak of `runs` (probes: each variant's env probe) on `at_once` slots, each run keeping the last
-    `kept_checkpoints` checkpoints."""
-    disks = [run_disk(run, probes[run.variant], kept_checkpoints) for run in runs]
+    `kept_checkpoints` checkpoints while it runs, and its final one once it has succeeded (final_checkpoint;
+    False: none, as the caller counts them)."""
+    disks = [run_disk(run, probes[run.variant], kept_checkpoints, final_checkpoint) for run in runs]
     adding = sorted((d.peak - d.kept for d in disks), key=lambda p: p.total, reverse=True)
     peak = sum((d.kept for d in disks), Parts())
     for extra in adding[:max(1, at_once)]:
@@ -125,30 +133,61 @@ def estimate(runs: Sequence[RunSpec], probes: Mapping[str, EnvProbe], kept_check
 def population_estimate(generations: Sequence[Sequence[RunSpec]], probes: Mapping[str, EnvProbe],
                         kept_checkpoints: int, at_once: int) -> DiskEstimate:
     """The peak of PBT's segments, `generations` of them in order: every segment keeps its model, best model
-    and logs (which run from step 0 along its lineage); its checkpoints stay until every segment that resumed
-    from them has ended, so those of the last two generations are held at the end; and the `at_once` running
-    segments each write one more."""
+    and logs (which run from step 0 along its lineage); its final checkpoint stays until every segment that
+    resumed from it has ended. The peak comes while the last generation runs: the `at_once` running segments
+    each at theirs (`kept_checkpoints` and one more), beside the final checkpoints of the generation before and
+    of the last generation's segments that are not running."""
     runs = [run for generation in generations for run in generation]
-    base = estimate(runs, probes, 0, at_once)
+    base = estimate(runs, probes, kept_checkpoints, at_once, final_checkpoint=False)
+    last = list(generations[-1]) if generations else []
+    held_runs = [*(generations[-2] if len(generations) > 1 else []), *last[max(1, at_once):]]
     held = Parts()
-    for run in (run for generation in generations[-2:] for run in generation):
+    for run in held_runs:
         probe = probes[run.variant]
-        held += run_disk(run, probe, kept_checkpoints).kept - run_disk(run, probe, 0).kept
-    return dataclasses.replace(base, peak=base.peak + held, kept_checkpoints=kept_checkpoints,
-                               held=f"{kept_checkpoints} checkpoints held by each segment of the last two generations")
+        held += run_disk(run, probe, kept_checkpoints).kept - run_disk(run, probe, kept_checkpoints, False).kept
+    return dataclasses.replace(base, peak=base.peak + held,
+                               held=f"{kept_checkpoints} checkpoints held by each running segment, the final one "
+                                    "by each segment the next generation resumes from")
 
 
-def run_disk(run: RunSpec, probe: EnvProbe, kept_checkpoints: int) -> RunDisk:
+def run_disk(run: RunSpec, probe: EnvProbe, kept_checkpoints: int, final_checkpoint: bool = True) -> RunDisk:
+    """One run's files: the most it holds while it runs (at its last checkpoint, `kept_checkpoints` and the new
+    one; its final model comes after the older checkpoints have gone), and what it keeps once it has succeeded
+    (its final checkpoint, if final_checkpoint, its final model and best model, its logs)."""
     obs, act = math.prod(probe.obs_shape), math.prod(probe.act_shape)
     buffer = replay_buffer_bytes(run, obs, act, probe.obs_itemsize) if ALGOS[run.algo].off_policy else 0
     model = model_bytes(run.algo, run.hyperparams, obs, act)
     stats = vecnormalize_bytes(obs) if run.normalize is not None else 0
-    checkpoint = model + stats
-    best = checkpoint if run.eval_every else 0
+    checkpoint = model + stats + exact_state_bytes(run, probe)
+    best = model + stats if run.eval_every else 0
+    bests = best * best_pairs(run, kept_checkpoints)
     logs = Parts(logs=log_bytes(run, probe))
-    kept = Parts(kept_checkpoints * buffer, kept_checkpoints * checkpoint + model + stats + best) + logs
-    peak = Parts((kept_checkpoints + 1) * buffer, (kept_checkpoints + 1) * checkpoint + model + stats + 2 * best) + logs
+    final = 1 if final_checkpoint else 0
+    kept = Parts(final * buffer, final * checkpoint + model + stats + best) + logs
+    # the checkpoints the run writes; a timer may add any number (checkpoint_every_s)
+    written = max(1, run.total_timesteps // max(1, run.checkpoint_every)) if run.checkpoint_every_s is None \
+        else kept_checkpoints + 1
+    during = min(kept_checkpoints + 1, written)  # at its last checkpoint, before the oldest goes
+    at_end = min(kept_checkpoints, written)  # beside its final model, before the launcher deletes the older ones
+    peak = max(Parts(during * buffer, during * checkpoint + bests),
+               Parts(at_end * buffer, at_end * checkpoint + model + stats + bests), key=lambda p: p.total) + logs
     return RunDisk(buffer, model, kept, peak)
+
+
+def best_pairs(run: RunSpec, kept_checkpoints: int) -> int:
+    """Best models a run holds at its last checkpoint: the best of each checkpoint it holds then (the best when
+    that checkpoint was taken: an evaluation before it). Those checkpoints span kept_checkpoints *
+    checkpoint_every steps, so there is at most one per evaluation within the span, and the one before it."""
+    if not run.eval_every:
+        return 0
+    evaluations = math.ceil(run.total_timesteps / run.eval_every)
+    within = kept_checkpoints * max(1, run.checkpoint_every) // run.eval_every + 1
+    return min(kept_checkpoints + 1, evaluations, within)
+
+
+def exact_state_bytes(run: RunSpec, probe: EnvProbe) -> int:
+    """An exact_<t>.npz: each env's physics state (as the probe measured it), and what the training adds."""
+    return EXACT_BYTES + max(1, run.n_envs) * ((probe.physics_bytes or 0) + EXACT_BYTES_PER_ENV)
 
 
 def replay_buffer_bytes(run: RunSpec, obs: int, act: int, obs_itemsize: int) -> int:

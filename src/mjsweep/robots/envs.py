@@ -38,6 +38,9 @@ class EnvProbe:
     """Other things worth knowing, from the env's probe_notes() (a height check that is off)."""
     obs_itemsize: int = 8
     """Bytes per observation element (MuJoCo's envs observe float64): a replay buffer stores them as they are."""
+    physics_bytes: int | None = None
+    """Bytes of one env's physics state in an exact state file (robots/physics_state.py); None: not probed, or
+    not a MuJoCo env."""
     episode_steps: float | None = None
     """The probe's steps per episode (the unfinished one counted as one): random actions end episodes
     sooner than a learning policy does, so this errs towards more monitor.csv rows. None: not probed."""
@@ -240,7 +243,18 @@ def _verdict(instance, findings: list[tuple[str, str]], warn_only: frozenset[str
                     keyframe=_keyframe_of(instance.unwrapped),
                     notes=tuple(_probe_notes(instance.unwrapped)),
                     obs_itemsize=np.dtype(instance.observation_space.dtype or np.float64).itemsize,
+                    physics_bytes=_physics_bytes(instance.unwrapped),
                     warnings=tuple(f"{message} [check {check}]" for check, message in findings))
+
+
+def _physics_bytes(env) -> int | None:
+    """What an exact state stores of the env's physics: measured on its compiled model."""
+    import mujoco
+
+    from .physics_state import PhysicsState
+
+    data, model = getattr(env, "data", None), getattr(env, "model", None)
+    return PhysicsState(model).stored_bytes if isinstance(data, mujoco.MjData) else None
 
 
 def _probe_notes(env) -> list[str]:

@@ -238,8 +238,9 @@ class RunDir:
         return list(self.checkpoints.glob("replay_buffer_*.pkl"))
 
     def checkpoint_exact(self, timesteps: int) -> Path:
-        """Where the checkpoint taken at `timesteps` keeps the state an exact resume puts back."""
-        return self.checkpoints / f"exact_{timesteps}.pkl"
+        """Where the checkpoint taken at `timesteps` keeps the state an exact resume puts back (earlier
+        versions wrote exact_<t>.pkl, a pickle, which checkpoint.json names as it names this)."""
+        return self.checkpoints / f"exact_{timesteps}.npz"
 
     def read_status(self) -> RunStatus | None:
         return read_model(self.status_json, RunStatus)
@@ -261,7 +262,22 @@ class RunDir:
     def checkpoint_files(self) -> list[Path]:
         """Every checkpoint's files in checkpoints/, and the temporary files of a save a kill cut short."""
         return [*self.checkpoint_models(), *self.checkpoint_vecnormalizes(), *self.checkpoint_replay_buffers(),
-                *self.checkpoints.glob("exact_*.pkl"), *self.checkpoints.glob(".*.tmp")]
+                *self.checkpoints.glob("exact_*.npz"), *self.checkpoints.glob("exact_*.pkl"),
+                *self.checkpoints.glob(".*.tmp")]
+
+    def keep_final_checkpoint(self) -> None:
+        """Once the run has succeeded: its newest checkpoint only, which is all that extending it, a PBT
+        segment resuming from it or a warm start's replay buffer read (`sweep verify` trains from scratch, and a
+        succeeded run is never resumed). checkpoint.json is written first, so no file it names is ever missing;
+        an unreadable one is left as it is."""
+        checkpoint = read_or_none(self.read_checkpoint)
+        if checkpoint is None:
+            return
+        if checkpoint.earlier:
+            write_model(self.checkpoint_json, checkpoint.model_copy(update={"earlier": []}))
+        for path in self.checkpoint_files():
+            if path.name not in checkpoint.files():
+                path.unlink(missing_ok=True)
 
     def read_resume(self) -> ResumeRecord | None:
         return read_model(self.resume_json, ResumeRecord)

@@ -189,7 +189,8 @@ def disk_needs(estimate: DiskEstimate) -> str:
     held = estimate.held or f"{estimate.kept_checkpoints} checkpoints kept each"
     snapshot = f"{size(estimate.snapshot)} snapshot of the robots' files, " if estimate.snapshot else ""
     return (f"about {size(estimate.bytes)} at peak ({runs}, {estimate.at_once} at once, "
-            f"{held}: {buffers}{size(peak.models)} models, {snapshot}{size(peak.logs)} logs and run files)")
+            f"{held}: {buffers}{size(peak.models)} models and exact states, {snapshot}{size(peak.logs)} logs and "
+            "run files)")
 
 
 def disk_line(estimate: DiskEstimate, room: Room) -> str:

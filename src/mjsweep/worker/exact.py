@@ -1,15 +1,19 @@
 """Exact resume: what the next steps of a training depend on beyond SB3's model zip, the normalization
-statistics and the replay buffer, saved with each checkpoint (exact_<t>.pkl) and put back on resume, so
+statistics and the replay buffer, saved with each checkpoint (exact_<t>.npz) and put back on resume, so
 that a run stopped at any checkpoint and resumed ends as the same run never stopped (same machine, same
 libraries, CPU).
 
-That is each env's whole MuJoCo data (the physics mid-episode and the derived quantities a reward reads
-before its step), its time limit's and episode return's counters and its reset generator; the global
-generators (torch, numpy, Python); the model's last observation, episode starts and episode infos; the
-non-finite check's and the monitor's counters; VecNormalize's discounted returns (its pickle drops them);
-an action noise's state, RecurrentPPO's LSTM states, gSDE's exploration noise. A stop mid-iteration
-rewinds to the iteration's start (iterations.py), so the same is snapshotted there: a few small copies, one
-env_method call per iteration.
+That is each env's physics state (robots/physics_state.py: MuJoCo's integration state and the derived
+quantities a reward reads before its step, never the model), its time limit's and episode return's counters
+and its reset generator; the global generators (torch, numpy, Python); the model's last observation, episode
+starts and episode infos; the non-finite check's and the monitor's counters; VecNormalize's discounted returns
+(its pickle drops them); an action noise's state, RecurrentPPO's LSTM states, gSDE's exploration noise. A stop
+mid-iteration rewinds to the iteration's start (iterations.py), so the same is snapshotted there: a few small
+copies, one env_method call per iteration.
+
+The state is a tree of plain values and arrays (torch's tensors as numpy arrays), written as one .npz that reads
+back without pickle (sweepdir/arraytree.py). Checkpoints of earlier versions hold an exact_<t>.pkl, a pickle
+with each env's whole MjData; those are read with pickle and turned into the same tree.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import copy
 import pickle
 import random
+from pathlib import Path
 from typing import Any
 
 import gymnasium
@@ -25,7 +30,11 @@ import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecCheckNan, VecEnv, VecMonitor, VecNormalize
 
-VERSION = 1
+from ..robots.physics_state import PhysicsState
+from ..sweepdir import arraytree
+
+VERSION = 2
+"""1: exact_<t>.pkl, each env's MjData pickled whole; 2: exact_<t>.npz, a tree of plain values and arrays."""
 
 EPISODE_COUNTERS = ("_elapsed_steps", "episode_return", "episode_length", "_has_reset", "_start_height")
 """Attributes of the env's layers (gymnasium's TimeLimit and OrderEnforcing, monitor.EpisodeReturn, the
@@ -43,6 +52,7 @@ class ExactEnv(gymnasium.Wrapper):
         self._marked: dict[str, Any] | None = None
         self._data_copy: Any = None
         """A preallocated MjData the snapshot of each iteration's start is copied into (a memcpy)."""
+        self._physics: PhysicsState | None = None
 
     def _layers(self) -> list[Any]:
         layers, env = [], self.env
@@ -54,42 +64,56 @@ class ExactEnv(gymnasium.Wrapper):
             env = inner
 
     def _data(self) -> tuple[Any, Any]:
+        """The env's MjModel and MjData; (None, None) for an env that simulates without MuJoCo."""
+        import mujoco
+
         base = self.env.unwrapped
-        return getattr(base, "model", None), getattr(base, "data", None)
+        data = getattr(base, "data", None)
+        return (getattr(base, "model", None), data) if isinstance(data, mujoco.MjData) else (None, None)
+
+    def _physics_of(self, model: Any) -> PhysicsState:
+        if self._physics is None:
+            self._physics = PhysicsState(model)
+        return self._physics
 
     def mjsweep_mark(self) -> None:
         """Snapshot the state as it is now: an iteration's start, where a stop rewinds to."""
         import mujoco
 
         model, data = self._data()
-        if isinstance(data, mujoco.MjData):
+        if data is not None:
             if self._data_copy is None:
                 self._data_copy = mujoco.MjData(model)
             mujoco.mj_copyData(self._data_copy, model, data)
-        self._marked = self._counters(self._data_copy)
+        self._marked = self._counters()
 
     def mjsweep_state(self, marked: bool) -> dict[str, Any]:
-        """The state now, or (marked) at the last mark; picklable."""
+        """The state now, or (marked) at the last mark: plain values and arrays."""
+        model, data = self._data()
+        counters = self._marked if marked and self._marked is not None else self._counters()
         if marked and self._marked is not None:
-            return {**self._marked, "data": copy.copy(self._marked["data"])}
-        _, data = self._data()
-        return self._counters(copy.copy(data) if data is not None else None)
+            data = self._data_copy
+        return {**counters, "physics": self._physics_of(model).capture(data) if data is not None else None}
 
-    def _counters(self, data: Any) -> dict[str, Any]:
+    def _counters(self) -> dict[str, Any]:
         base = self.env.unwrapped
         rng = getattr(base, "_np_random", None)
-        return {"data": data,
-                "layers": [{k: getattr(layer, k) for k in EPISODE_COUNTERS if k in vars(layer)}
+        return {"layers": [{k: getattr(layer, k) for k in EPISODE_COUNTERS if k in vars(layer)}
                            for layer in self._layers()],
                 "np_random": rng.bit_generator.state if rng is not None else None,
                 "np_random_seed": getattr(base, "_np_random_seed", None)}
 
-    def mjsweep_restore(self, state: dict[str, Any]) -> None:
-        import mujoco
-
+    def mjsweep_fits(self, state: dict[str, Any]) -> bool:
+        """Whether `state` (mjsweep_state's) can be put back into this env: its physics of this model."""
         model, data = self._data()
-        if state["data"] is not None:
-            mujoco.mj_copyData(data, model, state["data"])
+        if state["physics"] is None or data is None:
+            return state["physics"] is None and data is None
+        return self._physics_of(model).fits(state["physics"])
+
+    def mjsweep_restore(self, state: dict[str, Any]) -> None:
+        model, data = self._data()
+        if state["physics"] is not None:
+            self._physics_of(model).restore(data, state["physics"])
         for layer, counters in zip(self._layers(), state["layers"], strict=True):
             for key, value in counters.items():
                 setattr(layer, key, value)
@@ -109,6 +133,17 @@ class ExactEnv(gymnasium.Wrapper):
 
 def exact_env(env: gymnasium.Env) -> gymnasium.Env:
     return ExactEnv(env)
+
+
+def unfit(venv: VecEnv, state: dict[str, Any]) -> str | None:
+    """Why `state` cannot be put back into these envs (another model's physics, or another MuJoCo version's, or
+    another number of envs), or None. Asked before the model is loaded without a reset of its envs."""
+    if len(state["envs"]) != venv.num_envs:
+        return f"it holds {len(state['envs'])} envs, the run has {venv.num_envs}"
+    for i, env_state in enumerate(state["envs"]):
+        if not venv.env_method("mjsweep_fits", env_state, indices=[i])[0]:
+            return "its physics state is of another model or MuJoCo version"
+    return None
 
 
 def _layer(venv: VecEnv | None, cls: type) -> Any:
@@ -153,7 +188,7 @@ class ExactState:
         self._marked = self._main(numpy=self.rollout_draws_numpy)
 
     def state(self, marked: bool) -> dict[str, Any]:
-        """Everything, now or (marked) at the iteration's start."""
+        """Everything, now or (marked) at the iteration's start: plain values and arrays."""
         main = self._marked if marked and self._marked is not None else self._main(numpy=True)
         if main.get("numpy") is None:
             main = {**main, "numpy": np.random.get_state()}
@@ -164,7 +199,7 @@ class ExactState:
         model = self.model
         check = self.check
         return {
-            "torch": torch.get_rng_state(),
+            "torch": torch.get_rng_state().numpy(),
             "numpy": np.random.get_state() if numpy else None,
             "last_obs": _copied(model._last_obs),
             "last_episode_starts": _copied(model._last_episode_starts),
@@ -173,9 +208,9 @@ class ExactState:
             "ep_success_buffer": list(model.ep_success_buffer or []),
             "episode_num": model._episode_num,
             "n_calls": getattr(model, "_n_calls", None),
-            "action_noise": copy.deepcopy(getattr(model, "action_noise", None)),
+            "action_noise": noise_state(getattr(model, "action_noise", None)),
             # RecurrentPPO's LSTM states, carried from step to step
-            "lstm": copy.deepcopy(getattr(model, "_last_lstm_states", None)),
+            "lstm": lstm_state(getattr(model, "_last_lstm_states", None)),
             "sde": _sde_noise(model),
             "action_space": _rng_state(model.action_space),
             "check": (check.steps, check.episodes, check.episode.copy()) if check is not None else None,
@@ -188,7 +223,7 @@ class ExactState:
         model = self.model
         for i, env_state in enumerate(state["envs"]):
             self.envs.env_method("mjsweep_restore", env_state, indices=[i])
-        torch.set_rng_state(state["torch"])
+        torch.set_rng_state(torch.from_numpy(state["torch"]))
         np.random.set_state(state["numpy"])
         random.setstate(state["random"])
         model._last_obs = state["last_obs"]
@@ -203,10 +238,10 @@ class ExactState:
         model._episode_num = state["episode_num"]
         if state["n_calls"] is not None:
             model._n_calls = state["n_calls"]  # type: ignore[attr-defined]
-        if hasattr(model, "action_noise"):
-            model.action_noise = state["action_noise"]
+        if state["action_noise"] is not None:
+            set_noise_state(model.action_noise, state["action_noise"])
         if state.get("lstm") is not None:
-            model._last_lstm_states = state["lstm"]  # type: ignore[attr-defined]
+            model._last_lstm_states = lstm_states(model._last_lstm_states, state["lstm"])  # type: ignore[attr-defined]
         if state["action_space"] is not None:
             model.action_space.np_random.bit_generator.state = state["action_space"]
         if self.check is not None and state["check"] is not None:
@@ -221,10 +256,45 @@ class ExactState:
         checkpoint had them after the same draw. Nothing else has drawn from it since restore()."""
         if not state.get("sde"):
             return
-        torch.set_rng_state(state["torch"])
+        torch.set_rng_state(torch.from_numpy(state["torch"]))
         for dist, noise in zip(_sde_distributions(self.model), state["sde"], strict=False):
             for key, value in noise.items():
-                setattr(dist, key, value)
+                setattr(dist, key, torch.from_numpy(value).to(getattr(dist, key).device))
+
+
+def noise_state(noise: Any) -> dict[str, Any] | None:
+    """An action noise's attributes (Ornstein-Uhlenbeck's carries its last value from step to step), those of
+    each env's noise for a VectorizedActionNoise."""
+    if noise is None:
+        return None
+    if hasattr(noise, "noises"):
+        return {"noises": [noise_state(n) for n in noise.noises]}
+    return {key: _copied(value) for key, value in vars(noise).items()
+            if value is None or isinstance(value, np.ndarray | np.generic | int | float)}  # not its dtype
+
+
+def set_noise_state(noise: Any, state: dict[str, Any]) -> None:
+    """Into the model's own action noise (built from the spec as the saved one was)."""
+    if "noises" in state:
+        for each, saved in zip(noise.noises, state["noises"], strict=True):
+            set_noise_state(each, saved)
+        return
+    for key, value in state.items():
+        setattr(noise, key, value)
+
+
+def lstm_state(states: Any) -> dict[str, list[np.ndarray]] | None:
+    """RecurrentPPO's RNNStates: the actor's and the critic's (hidden, cell) tensors, as arrays."""
+    if states is None:
+        return None
+    return {part: [t.detach().cpu().numpy().copy() for t in getattr(states, part)] for part in ("pi", "vf")}
+
+
+def lstm_states(current: Any, saved: dict[str, list[np.ndarray]]) -> Any:
+    """RNNStates like `current` (the model's, on its device) holding the saved tensors."""
+    return type(current)(**{part: tuple(torch.from_numpy(a).to(t.device) for a, t in
+                                        zip(saved[part], getattr(current, part), strict=True))
+                            for part in ("pi", "vf")})
 
 
 SDE_NOISE = ("exploration_mat", "exploration_matrices")
@@ -246,8 +316,8 @@ def _sde_distributions(model: BaseAlgorithm) -> list[Any]:
 
 def _sde_noise(model: BaseAlgorithm) -> list[dict[str, Any]] | None:
     found = _sde_distributions(model)
-    return [{key: value.detach().clone() for key in SDE_NOISE if (value := getattr(dist, key, None)) is not None}
-            for dist in found] or None
+    return [{key: value.detach().cpu().numpy().copy() for key in SDE_NOISE
+             if (value := getattr(dist, key, None)) is not None} for dist in found] or None
 
 
 def _copied(value: Any) -> Any:
@@ -263,13 +333,31 @@ def _rng_state(space: gymnasium.Space) -> dict[str, Any] | None:
 
 def save(state: dict[str, Any], path: str) -> None:
     with open(path, "wb") as fh:
-        pickle.dump(state, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        arraytree.write(fh, state)
 
 
 def load(path: str) -> dict[str, Any]:
-    """An exact_<t>.pkl; raises what a damaged pickle raises."""
-    with open(path, "rb") as fh:
-        state = pickle.load(fh)
+    """An exact_<t>.npz, or an earlier version's exact_<t>.pkl; raises what a damaged file raises."""
+    if Path(path).suffix == ".pkl":
+        return _from_pickle(path)
+    state = arraytree.read(path)
     if not isinstance(state, dict) or state.get("version") != VERSION:
         raise ValueError(f"not an exact state of version {VERSION}")
     return state
+
+
+def _from_pickle(path: str) -> dict[str, Any]:
+    """A version 1 state, pickled with live objects (each env's MjData, torch tensors, the action noise), as
+    the tree version 2 stores."""
+    with open(path, "rb") as fh:
+        state = pickle.load(fh)
+    if not isinstance(state, dict) or state.get("version") != 1:
+        raise ValueError("not an exact state of version 1")
+    envs = []
+    for env in state["envs"]:
+        data = env.pop("data")
+        envs.append({**env, "physics": PhysicsState(data.model).capture(data) if data is not None else None})
+    sde = state.get("sde")
+    return {**state, "version": VERSION, "envs": envs, "torch": state["torch"].numpy(),
+            "action_noise": noise_state(state["action_noise"]), "lstm": lstm_state(state.get("lstm")),
+            "sde": [{k: v.numpy() for k, v in noise.items()} for noise in sde] if sde else sde}

@@ -23,6 +23,7 @@ from ..sweepdir.files import RunDir, read_or_none, write_model
 from ..sweepdir.models import CheckpointRecord, ResumeRecord, RunSpec
 from ..sweepdir.trust import require
 from .checkpoints import Checkpointer, truncate_logs
+from .exact import unfit
 from .live_hyperparams import set_live
 from .model import build_model
 from .train_envs import monitored_env, normalized_env
@@ -87,6 +88,8 @@ def _load(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, checkpoint: Ch
         require(run.checkpoints / name, run.path.parent)
     monitored = monitored_env(spec, run, checkpoint)  # an env that cannot be built fails the run, as ever
     exact, why_not = checkpointer.exact_state(checkpoint)
+    if exact is not None and (why := unfit(monitored, exact)) is not None:
+        exact, why_not = None, f"{checkpoint.exact_file}: {why}"
     try:
         venv = normalized_env(spec, run, monitored, checkpoint)
         model = build_model(spec, venv, checkpointer, checkpoint, exact=exact is not None)
