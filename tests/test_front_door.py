@@ -15,13 +15,21 @@ from mjsweep.bench import recommend
 from mjsweep.engine import sweep as enginesweep
 
 
-def test_run_options_take_the_choices_as_words_and_refuse_a_bad_one_by_name():
+def test_run_options_take_the_choices_as_words_and_refuse_a_bad_one_by_name(monkeypatch):
     options = mjsweep.RunOptions(backend="ray", order="variant", start="exec", trust=["/x"], report_every_s=0)
     assert options.backend is mjsweep.Backend.RAY and options.order is mjsweep.Order.VARIANT
     assert options.start is mjsweep.StartWith.EXEC and options.trust == (Path("/x"),)
     assert options.report_every_s is None  # 0: never, as --report-every 0
+    assert mjsweep.RunOptions().report_every_s is None  # MJSWEEP_REPORT_EVERY=off (conftest), as --report-every
+    monkeypatch.setenv("MJSWEEP_REPORT_EVERY", "5m")
+    assert mjsweep.RunOptions().report_every_s == 300.0
+    monkeypatch.delenv("MJSWEEP_REPORT_EVERY")
     defaults = mjsweep.RunOptions()
     assert (defaults.backend, defaults.retries, defaults.grace_s, defaults.report_every_s) == ("local", 1, 10.0, 60.0)
+    monkeypatch.setenv("MJSWEEP_REPORT_EVERY", "soon")
+    with pytest.raises(mjsweep.InputError, match="MJSWEEP_REPORT_EVERY 'soon': not a duration like 90m"):
+        mjsweep.RunOptions()
+    monkeypatch.delenv("MJSWEEP_REPORT_EVERY")
     with pytest.raises(mjsweep.InputError, match=r"^RunOptions backend 'kubernetes': expected one of local, ray, "
                                                  r"slurm$"):
         mjsweep.RunOptions(backend="kubernetes")
@@ -53,7 +61,9 @@ def test_a_spec_mapping_is_read_without_a_file_its_paths_from_the_current_folder
 
 
 @pytest.mark.slow
-def test_python_runs_with_the_machine_profiles_workers_and_keeps_report_html_as_sweep_run_does(tmp_path, tiny_spec):
+def test_python_runs_with_the_machine_profiles_workers_and_keeps_report_html_as_sweep_run_does(
+        tmp_path, tiny_spec, monkeypatch):
+    monkeypatch.delenv("MJSWEEP_REPORT_EVERY")  # the default: report.html kept
     # What `sweep bench` kept for this machine: one run at a time (this test's private cache, conftest).
     recommend.save(1, len(os.sched_getaffinity(0)), "HalfCheetah-v5", 100.0)
     sweep = mjsweep.run({**tiny_spec, "seeds": 2, "total_timesteps": 128}, runs_dir=tmp_path / "runs")

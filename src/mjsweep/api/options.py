@@ -4,6 +4,7 @@ choices as enums, checked when made (InputError naming the option and the value)
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -54,8 +55,9 @@ class RunOptions:
     """Start order: breadth (every group's first seed before any's second, the longest first within) or
     variant (the spec's order)."""
     start: StartWith = StartWith.AUTO
-    report_every_s: float | None = 60.0
-    """Rewrite the sweep folder's report.html while runs end, at most this often (None: never)."""
+    report_every_s: float | None = field(default_factory=lambda: report_every_default())
+    """Rewrite the sweep folder's report.html while runs end, at most this often (None: never). Default:
+    MJSWEEP_REPORT_EVERY as `sweep run --report-every` reads it, else 60 s."""
     max_runs: int | None = None
     """The most runs the spec may plan (None: the spec's max_runs)."""
     trust: tuple[Path, ...] = field(default=())
@@ -77,6 +79,22 @@ class RunOptions:
             if value is not None and not (isinstance(value, int | float) and math.isfinite(value) and value >= 0
                                           and (value > 0 or name == "grace_s")):
                 raise InputError(f"RunOptions {name} {value!r}: expected a number of seconds above 0")
+
+
+REPORT_EVERY_ENV = "MJSWEEP_REPORT_EVERY"
+
+
+def report_every_default() -> float | None:
+    """`--report-every`'s default: MJSWEEP_REPORT_EVERY (a duration, 0 or off), else 60 s."""
+    from ..naming import parse_interval
+
+    text = os.environ.get(REPORT_EVERY_ENV)
+    if text is None:
+        return 60.0
+    try:
+        return parse_interval(text)
+    except ValueError as exc:
+        raise InputError(f"{REPORT_EVERY_ENV} {text!r}: {exc}") from None
 
 
 def _choice(name: str, value: object, kind: type[Enum]) -> Any:

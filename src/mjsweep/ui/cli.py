@@ -16,8 +16,9 @@ import typer
 
 from ..engine.machine import usable_cores
 from ..errors import InputError
+from ..naming import parse_duration, parse_interval
 from . import console_tables as tables
-from .usage import Commands, parse_duration, parse_interval
+from .usage import Commands
 
 
 def literal(text: str) -> str:
