@@ -1,6 +1,6 @@
 """How `sweep run` and `sweep validate` print what they decided before anything starts (api/planning.py): a
-dry run's plan and cost (grid, adaptive seeds, search), the disk check's line, warning or refusal, the
-variants' pictures, and the runs at once without --workers."""
+dry run's plan and cost (grid, adaptive seeds, search), the disk check's line, warning or refusal, and the
+variants' pictures."""
 
 from __future__ import annotations
 
