@@ -98,3 +98,60 @@ def test_the_examples_in_docs_api_md_run(trained, monkeypatch, capsys):
         exec(compile(block, str(API_DOC), "exec"), namespace)
     assert namespace["plan"].to_run == 0 and namespace["plan"].runs == 4  # the trained runs are skipped
     assert "over 20 steps" in capsys.readouterr().out
+
+
+def test_a_sweep_is_a_sequence_of_its_runs_and_its_best_is_by_any_metric(trained):
+    _, sweep = trained
+    assert len(sweep) == 4 and list(sweep) == sweep.runs and sweep[0] is sweep.runs[0] and sweep[-2:] == sweep.runs[2:]
+    assert sweep.runs[1] in sweep and isinstance(sweep[0], mjsweep.Run)
+    highest = sweep.best(metric="final_return")
+    assert highest.final_return == max(r.final_return for r in sweep)
+    assert sweep.best(metric="final_return", mode="min").final_return == min(r.final_return for r in sweep)
+    assert all(r.cpu_s and r.cpu_s > 0 for r in sweep)
+    assert sweep.best(metric="cpu_s", mode="min").cpu_s == min(r.cpu_s for r in sweep)
+    # A search objective's metric reads one seed's value: eval_iqm is its final evaluation's mean return.
+    assert sweep.best(metric="eval_iqm") is highest
+    walker = sweep.best("walker", metric="fps")
+    assert walker.variant == "walker" and walker.fps == max(r.fps for r in sweep if r.variant == "walker")
+    with pytest.raises(mjsweep.InputError, match="no succeeded run has a best_return value"):
+        sweep.best(metric="best_return")  # no periodic evaluation (eval.every) in this sweep
+    with pytest.raises(mjsweep.InputError, match=r"metric 'speed': expected one of final_return, best_return, cpu_s"):
+        sweep.best(metric="speed")
+    with pytest.raises(mjsweep.InputError, match="mode 'up': expected max or min"):
+        sweep.best(metric="fps", mode="up")
+    with pytest.raises(mjsweep.InputError, match="not a search, so no objective"):
+        sweep.best(metric="objective")
+
+
+def test_report_and_compare_return_the_types_mjsweep_exports(trained):
+    _, sweep = trained
+    assert all(isinstance(g, mjsweep.GroupRow) for g in sweep.report())
+    assert all(isinstance(c, mjsweep.Comparison) for c in sweep.compare())
+
+
+def test_a_grid_has_no_trials_no_lineage_and_no_cross_matrix_before_one_is_evaluated(trained):
+    _, sweep = trained
+    with pytest.raises(mjsweep.InputError, match="not a search"):
+        sweep.trials()
+    with pytest.raises(mjsweep.InputError, match="not a population-based training sweep"):
+        sweep.lineage()
+    with pytest.raises(mjsweep.InputError, match="no cross-evaluation yet"):
+        sweep.cross_matrix()
+
+
+@pytest.mark.slow
+def test_the_cross_matrix_is_sweep_evaluate_crosss(trained, tmp_path):
+    import shutil
+
+    from helpers.commands import run_sweep
+
+    _, sweep = trained
+    copy = tmp_path / "tiny"  # evaluated in a copy: the module's other tests read the sweep as trained
+    shutil.copytree(sweep.path, copy)
+    done = run_sweep("evaluate", str(copy), "--cross", "--episodes", "1", "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    cells = mjsweep.load(copy).cross_matrix()
+    assert all(isinstance(c, mjsweep.CrossCell) for c in cells)
+    assert sorted((c.train, c.test, c.seeds) for c in cells) == [
+        ("long", "long", 2), ("long", "walker", 2), ("walker", "long", 2), ("walker", "walker", 2)]
+    assert all(c.mean is not None and c.ci_low <= c.mean <= c.ci_high for c in cells)

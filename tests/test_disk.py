@@ -11,7 +11,9 @@ import json
 import math
 import os
 import re
+import shlex
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -184,6 +186,21 @@ def test_a_sweep_too_big_for_its_disk_is_refused_before_anything_is_written(tmp_
     assert out.count("rc=2") == 2, out  # run and validate
     assert "disk: about 1.0 GB at peak" in out and "warning: sweep run would refuse: " in out and "rc=0" in out
     assert "written:" not in out  # no lock, no sweep.yaml, no run folder
+
+
+def test_python_refuses_a_sweep_too_big_for_its_disk_with_the_command_lines_words(tmp_path, tiny_spec):
+    tiny_spec.update({"algo": "sac", "ppo": {}, "sac": {"buffer_size": 1_000_000}, "seeds": 2})
+    spec = write_spec(tmp_path, tiny_spec)
+    runs = tmp_path / "small"
+    code = ("import mjsweep\ntry:\n"
+            f"    mjsweep.run({str(spec)!r}, runs_dir={str(runs)!r}, workers=2)\n"
+            "except mjsweep.InputError as exc:\n    print('python:', exc)\n")
+    out = _in_tmpfs(4_000_000, runs, f"{sweep_exe()} run {spec} -w 2 --runs-dir {runs}; "
+                    f"{sys.executable} -c {shlex.quote(code)}; find {runs} -mindepth 1 | sed 's/^/written: /'")
+    said = re.search(r"^error: (.*)$", out, re.M)
+    assert said is not None and "needs about 1.0 GB at peak" in said.group(1), out
+    assert f"python: {said.group(1)}\n" in out, out  # the same refusal, word for word
+    assert "written:" not in out
 
 
 def test_a_sweep_that_fits_its_disk_but_tightly_is_warned_and_finishes_within_the_estimate(tmp_path, tiny_spec):

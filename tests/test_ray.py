@@ -109,6 +109,20 @@ def test_smoke_sweep_runs_on_both_nodes_and_files_come_back(cluster, tmp_path):
 
 
 @pytest.mark.slow
+def test_python_runs_a_sweep_on_the_cluster_through_the_same_front_door(cluster, tmp_path):
+    import mjsweep
+
+    spec = one_variant_spec(tmp_path, "ray-python", 512)
+    options = mjsweep.RunOptions(backend="ray", address=cluster.address, report_every_s=None)
+    sweep = mjsweep.run(spec, options=options)
+    assert [r.state for r in sweep] == ["succeeded", "succeeded"]
+    node_ids = {n.node_id for n in cluster.list_all_nodes()}
+    for run in sweep:
+        assert read_json(run.path / "result.json")["node"] in node_ids  # trained on a node, its files back
+        assert (run.path / "model.zip").is_file()
+
+
+@pytest.mark.slow
 def test_a_search_runs_its_trials_on_the_cluster(cluster, tmp_path):
     """The launcher asks and tells; the cluster's nodes only train. 2 trials x 2 seeds, one run per node."""
     from mjsweep.search.journal import replay

@@ -1,8 +1,8 @@
 """mjsweep: sweeps of single-threaded SB3 trainings over MuJoCo robot variants.
 
-The Python API (docs/api.md): `mjsweep.load(path)` reads a sweep folder back, `mjsweep.run(spec)` runs a sweep,
-`mjsweep.validate(spec)` checks one. Its names are imported on first use, so that `import mjsweep` stays light
-(no torch, SB3, matplotlib or pandas).
+The Python API (docs/api.md): `mjsweep.load(path)` reads a sweep folder back, `mjsweep.run(spec)` runs a sweep
+(how: `RunOptions`, `sweep run`'s options), `mjsweep.validate(spec)` checks one. Its names are imported on first
+use, so that `import mjsweep` stays light (no torch, SB3, matplotlib or pandas).
 """
 
 from __future__ import annotations
@@ -10,15 +10,40 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .api import CurvePoint, PlanSummary, Policy, Run, Sweep, SweepFailed, load, run, validate
+    from .api import (
+        Backend,
+        CurvePoint,
+        Order,
+        PlanSummary,
+        Policy,
+        Run,
+        RunOptions,
+        StartWith,
+        Sweep,
+        SweepFailed,
+        load,
+        run,
+        validate,
+    )
+    from .api.lineage import Lineage
+    from .crosseval.pairs import Cell as CrossCell
     from .errors import InputError, LaunchError, SpecError
+    from .results.compare import Comparison
+    from .results.report import GroupRow
+    from .search.ranking import TrialRow
     from .sweepdir.trust import UntrustedFolderError
 
-__all__ = ["CurvePoint", "InputError", "LaunchError", "PlanSummary", "Policy", "Run", "SpecError", "Sweep",
-           "SweepFailed", "UntrustedFolderError", "load", "run", "validate"]
+__all__ = ["Backend", "Comparison", "CrossCell", "CurvePoint", "GroupRow", "InputError", "LaunchError", "Lineage",
+           "Order", "PlanSummary", "Policy", "Run", "RunOptions", "SpecError", "StartWith", "Sweep", "SweepFailed",
+           "TrialRow", "UntrustedFolderError", "load", "run", "validate"]
 
-_API = {"CurvePoint", "PlanSummary", "Policy", "Run", "Sweep", "SweepFailed", "load", "run", "validate"}
+_API = {"Backend", "CurvePoint", "Order", "PlanSummary", "Policy", "Run", "RunOptions", "StartWith", "Sweep",
+        "SweepFailed", "load", "run", "validate"}
 _ERRORS = {"InputError", "LaunchError", "SpecError"}
+# What Sweep's methods return, by the module that defines it and its name there.
+_RESULT_TYPES = {"GroupRow": ("results.report", "GroupRow"), "Comparison": ("results.compare", "Comparison"),
+                 "TrialRow": ("search.ranking", "TrialRow"), "Lineage": ("api.lineage", "Lineage"),
+                 "CrossCell": ("crosseval.pairs", "Cell")}
 
 
 def __getattr__(name: str) -> Any:
@@ -36,6 +61,11 @@ def __getattr__(name: str) -> Any:
         from . import errors
 
         return getattr(errors, name)
+    if name in _RESULT_TYPES:
+        from importlib import import_module
+
+        module, attribute = _RESULT_TYPES[name]
+        return getattr(import_module(f".{module}", __name__), attribute)
     if name == "UntrustedFolderError":
         from .sweepdir import trust
 

@@ -7,8 +7,10 @@ only for a DataFrame."""
 
 from __future__ import annotations
 
+from .options import Backend, Order, RunOptions, StartWith
 from .policy import Policy
 from .running import PlanSummary, SweepFailed, run, validate
 from .sweep_records import CurvePoint, Run, Sweep, load
 
-__all__ = ["CurvePoint", "PlanSummary", "Policy", "Run", "Sweep", "SweepFailed", "load", "run", "validate"]
+__all__ = ["Backend", "CurvePoint", "Order", "PlanSummary", "Policy", "Run", "RunOptions", "StartWith", "Sweep",
+           "SweepFailed", "load", "run", "validate"]

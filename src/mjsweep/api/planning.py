@@ -164,6 +164,41 @@ def check_disk(plan: SweepPlan, runs: Sequence[RunSpec], slots: int | None) -> D
     return DiskCheck(needed, free, judge(needed.bytes, free.free))
 
 
+def disk_needs(estimate: DiskEstimate) -> str:
+    """The estimate of plan/disk.py in words: 'about 26 GB at peak (20 SAC runs, 4 at once, ...)'."""
+    from ..plan.disk import human_bytes as size
+
+    peak = estimate.peak
+    plural = "" if estimate.runs == 1 else "s"
+    runs = f"{estimate.runs} {estimate.algos[0]} run{plural}" if len(estimate.algos) == 1 else \
+        f"{estimate.runs} run{plural} ({', '.join(estimate.algos)})"
+    buffers = (f"{size(peak.buffers)} replay buffers at {size(estimate.largest_buffer)} each, "
+               if estimate.buffer_runs else "")
+    held = estimate.held or f"{estimate.kept_checkpoints} checkpoints kept each"
+    snapshot = f"{size(estimate.snapshot)} snapshot of the robots' files, " if estimate.snapshot else ""
+    return (f"about {size(estimate.bytes)} at peak ({runs}, {estimate.at_once} at once, "
+            f"{held}: {buffers}{size(peak.models)} models and exact states, {snapshot}{size(peak.logs)} logs and "
+            "run files)")
+
+
+def disk_shortage(plan: SweepPlan, check: DiskCheck) -> str:
+    """The refusal's one line: what is needed, what is free, and what to change."""
+    from ..plan.disk import human_bytes
+
+    remedies = ["free space", "a --runs-dir on a larger disk",
+                *(["lower buffer_size"] if check.needed.buffer_runs else []), "fewer --workers"]
+    return (f"{plan.sweep_dir.path}: needs {disk_needs(check.needed)}, {human_bytes(check.free.free)} free on "
+            f"{check.free.device}: {', '.join(remedies[:-1])} or {remedies[-1]}")
+
+
+def disk_tight(plan: SweepPlan, check: DiskCheck) -> str:
+    """The warning's text when the runs need most of the free space."""
+    from ..plan.disk import WARN_SHARE, human_bytes
+
+    return (f"{plan.sweep_dir.path}: needs {disk_needs(check.needed)}, over {100 * WARN_SHARE:.0f}% of the "
+            f"{human_bytes(check.free.free)} free on {check.free.device}")
+
+
 def open_runs(plan: SweepPlan, order: Order, backend: str = "local") -> RunsOpener:
     """What execute runs: a search's trials, a population's generations (pbt), adaptive seeds' rounds, or the
     grid's runs in `order`. InputError for those but the grid on SLURM (their runs come as results do) or a

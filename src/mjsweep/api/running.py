@@ -1,23 +1,28 @@
-"""A sweep run or checked from Python on the path `sweep run` and `sweep validate` take: prepare (every check),
-then execute under the sweep's lock with the local launcher. Exit codes become exceptions: InputError for bad
-input (nothing started), SweepFailed when a run failed, KeyboardInterrupt when the sweep was stopped."""
+"""The one front door that runs a sweep, for `sweep run` and `mjsweep.run` alike (`launch`): the refusals
+(trust, disk), the launcher of `RunOptions.backend`, the scheduler's options (workers from the machine profile,
+the memory guard where the runs execute here), the live report.html, and `engine.sweep.execute` under the
+sweep's lock. `run()` and `validate()` are its Python side: exit codes become exceptions (InputError for bad
+input, nothing started; SweepFailed when a run failed; KeyboardInterrupt when the sweep was stopped)."""
 
 from __future__ import annotations
 
-import os
-import tempfile
+import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..naming import counted
+from .options import RunOptions
 from .sweep_records import Sweep
 
 if TYPE_CHECKING:
+    from ..engine.livereport import LiveReport
     from ..engine.scheduler import Event, SweepOutcome
     from ..engine.sweep import SweepPlan
+    from ..launchers.template_client import TemplateProcess
+    from ..plan.planned import PlannedRun
 
 
 class SweepFailed(Exception):
@@ -49,47 +54,142 @@ class PlanSummary:
 SpecSource = str | Path | Mapping[str, Any]
 
 
-def validate(spec: SpecSource, runs_dir: str | Path | None = None) -> PlanSummary:
+def _ignore(_: Any) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Watch:
+    """What the caller of `launch` sees happen. on_event: each scheduler event (a run started, ended, retried;
+    warnings, the live report's among them); warn: a warning before anything started (the disk nearly full;
+    default: a warning event); on_planned: the runs once the sweep's lock is held; before_start:
+    after the refusals, before the lock (the command line draws --pictures there); after_runs: once the runs
+    have ended, before the last report.html; template: a template process started early, for the local
+    launcher to adopt."""
+
+    on_event: Callable[[Event], None] = _ignore
+    warn: Callable[[str], None] | None = None
+    on_planned: Callable[[list[PlannedRun]], None] = _ignore
+    before_start: Callable[[], None] = lambda: None
+    after_runs: Callable[[], None] = lambda: None
+    template: TemplateProcess | None = None
+
+
+def launch(plan: SweepPlan, options: RunOptions, watch: Watch | None = None) -> SweepOutcome:
+    """Run the prepared sweep: refused (InputError, nothing started) when it would unpickle an untrusted
+    folder or needs more disk than is free; else the runs under the sweep's lock, report.html rewritten as
+    they end (options.report_every_s), and how they ended."""
+    from ..engine.profile import workers_for
+    from ..engine.scheduler import SchedulerOptions
+    from ..engine.sweep import execute
+    from ..engine.trusted_sources import require_trusted_sources
+    from ..launchers import build_launcher
+    from ..sweepdir.trust import granted
+    from .planning import open_runs
+
+    watch = watch or Watch()
+    backend = options.backend.value
+    require_trusted_sources(plan, list(options.trust))
+    _check_disk(plan, options, watch.warn or _warning_event(watch.on_event))
+    opener = open_runs(plan, options.order, backend)
+    watch.before_start()
+    launcher = build_launcher(backend, plan.spec, gpus=options.gpus, address=options.address,
+                              workers=options.workers, start=options.start.value, template=watch.template)
+    with granted(list(options.trust)), launcher:  # the runs started check the trust again
+        # Memory is only this machine's to guard when the runs execute here.
+        scheduling = SchedulerOptions(max_workers=launcher.slots(options.workers, workers_for(backend).workers),
+                                      retries=options.retries, timeout_s=options.timeout_s, grace_s=options.grace_s,
+                                      memory_guard=backend == "local")
+        report = _live_report(plan, options, watch.on_event)
+        try:
+            try:
+                outcome = execute(plan, opener, launcher, scheduling, on_event=_each(watch.on_event, report.event),
+                                  on_poll=report.tick, on_planned=watch.on_planned)
+            finally:
+                watch.after_runs()
+            report.finish(stopped=outcome.stopped)
+        finally:
+            report.close()
+    return outcome
+
+
+def _check_disk(plan: SweepPlan, options: RunOptions, warn: Callable[[str], None]) -> None:
+    """Refused (InputError) when the runs to start need more disk than is free; warned when they need most of
+    it. A search makes its runs as it goes: it is not weighed."""
+    if plan.spec.search is not None:
+        return
+    from ..engine.profile import at_once
+    from ..engine.sweep import decide
+    from ..plan.disk import Verdict
+    from .planning import check_disk, disk_shortage, disk_tight, to_run
+
+    check = check_disk(plan, to_run(decide(plan)), at_once(options.workers, options.backend.value))
+    if check.verdict is Verdict.SHORT:
+        raise InputError(disk_shortage(plan, check))
+    if check.verdict is Verdict.TIGHT:
+        warn(disk_tight(plan, check))
+
+
+def _warning_event(on_event: Callable[[Event], None]) -> Callable[[str], None]:
+    from ..engine.scheduler import Event, EventKind
+
+    return lambda message: on_event(Event(EventKind.WARNING, None, message))
+
+
+def _live_report(plan: SweepPlan, options: RunOptions, on_event: Callable[[Event], None]) -> LiveReport:
+    """report.html kept current while runs end: `sweep report --format html` itself, run by the same Python in
+    a child process; the final build started ahead, importing while runs train."""
+    from ..engine.livereport import ChildBuild, LiveReport
+
+    command = [sys.executable, "-m", "mjsweep.ui.cli", "report", str(plan.sweep_dir.path.absolute()),
+               "--format", "html"]
+    final = [sys.executable, "-m", "mjsweep.ui.report_child", *command[3:]]
+    return LiveReport(command, options.report_every_s, by_hand=f"sweep report {plan.sweep_dir.path} --format html",
+                      warn=_warning_event(on_event),
+                      start_final=lambda: ChildBuild(final, waiting=True, niceness=0))
+
+
+def _each(*handlers: Callable[[Event], None]) -> Callable[[Event], None]:
+    """One on_event that hands each event to every handler, in order."""
+    def on_event(event: Event) -> None:
+        for handler in handlers:
+            handler(event)
+    return on_event
+
+
+def validate(spec: SpecSource, runs_dir: str | Path | None = None, max_runs: int | None = None) -> PlanSummary:
     """Check the spec, compile every variant, build its env and take random steps: InputError (SpecError)
     naming file, line and key when something is wrong, else the plan. Writes nothing."""
     from ..engine.sweep import decide
     from ..plan.planned import Action
 
-    plan = _prepare(spec, runs_dir)
+    plan = _prepare(spec, runs_dir, max_runs)
     searched = plan.spec.search is not None or plan.spec.pbt is not None  # these make their runs as they go
     to_run = 0 if searched else sum(1 for p in decide(plan) if p.action is not Action.SKIP)
     return PlanSummary(plan.spec.name, plan.sweep_dir.path, [c.variant.name for c in plan.checks],
                        0 if searched else len(plan.runs), to_run, [str(w) for w in plan.spec.warnings])
 
 
-def run(spec: SpecSource, *, runs_dir: str | Path | None = None, workers: int | None = None, retries: int = 1,
-        timeout_s: float | None = None, grace_s: float = 10.0, order: str = "breadth", start: str = "auto",
+def run(spec: SpecSource, *, runs_dir: str | Path | None = None, options: RunOptions | None = None,
+        workers: int | None = None, retries: int | None = None, timeout_s: float | None = None,
+        grace_s: float | None = None, order: str | None = None, start: str | None = None,
         on_event: Callable[[Event], None] | None = None, trust: Iterable[str | Path] = ()) -> Sweep:
     """Run the sweep of `spec` (a YAML file, or the spec as a mapping: its relative paths are read from the
-    current folder) as `sweep run` does with the local launcher, and return its folder read back. Runs that
-    succeeded before are skipped, interrupted ones resumed. workers: runs at once (default: the usable cores);
-    on_event: called with each scheduler event (a run started, ended, retried; warnings). trust: folders
-    whose pickles the runs may load (resumed runs, a warm start's source) though another user owns or can
-    write them; UntrustedFolderError (an InputError, nothing started) for one not trusted (docs/trust.md)."""
-    from ..engine.scheduler import SchedulerOptions
-    from ..engine.sweep import execute
-    from ..engine.trusted_sources import require_trusted_sources
-    from ..launchers import build_launcher
-    from ..plan.order import Order
-    from ..sweepdir.trust import granted
-
-    try:
-        start_order = Order(order)
-    except ValueError:
-        raise InputError(f"order {order!r}: expected breadth or variant") from None
-    plan = _prepare(spec, runs_dir)
-    trust = list(trust)
-    require_trusted_sources(plan, trust)
-    opener = _opener(plan, start_order, workers)
-    with granted(trust), build_launcher("local", plan.spec, workers=workers, start=start) as launcher:
-        options = SchedulerOptions(max_workers=launcher.slots(workers, _cores()), retries=retries, timeout_s=timeout_s,
-                                   grace_s=grace_s)
-        outcome = execute(plan, opener, launcher, options, on_event=on_event or (lambda e: None))
+    current folder, and nothing is written there) as `sweep run` does, and return its folder read back. Runs
+    that succeeded before are skipped, interrupted ones resumed. options: how it runs (RunOptions: the
+    backend, local, ray or slurm, workers, retries, ...; `sweep run`'s defaults); workers, retries, timeout_s,
+    grace_s, order, start and trust given here override those of `options`. on_event: called with each
+    scheduler event (a run started, ended, retried; warnings). trust: folders whose pickles the runs may load
+    (resumed runs, a warm start's source) though another user owns or can write them; UntrustedFolderError
+    (an InputError, nothing started) for one not trusted (docs/trust.md)."""
+    given: dict[str, Any] = {"workers": workers, "retries": retries, "timeout_s": timeout_s, "grace_s": grace_s,
+                             "order": order, "start": start}
+    chosen = replace(options or RunOptions(), **{k: v for k, v in given.items() if v is not None})
+    trust = tuple(trust)
+    if trust:
+        chosen = replace(chosen, trust=(*chosen.trust, *(Path(p) for p in trust)))
+    plan = _prepare(spec, runs_dir, chosen.max_runs)
+    outcome = launch(plan, chosen, Watch(on_event=on_event or _ignore))
     if outcome.stopped:
         raise KeyboardInterrupt(f"sweep {plan.spec.name} stopped: {counted(len(outcome.interrupted), 'run')} "
                                 f"interrupted, {len(outcome.pending)} pending"
@@ -100,35 +200,14 @@ def run(spec: SpecSource, *, runs_dir: str | Path | None = None, workers: int | 
     return sweep
 
 
-def _prepare(spec: SpecSource, runs_dir: str | Path | None) -> SweepPlan:
+def _prepare(spec: SpecSource, runs_dir: str | Path | None, max_runs: int | None) -> SweepPlan:
     from ..engine.sweep import prepare
 
     where = Path(runs_dir) if runs_dir is not None else None
     if not isinstance(spec, Mapping):
-        return prepare(spec, where)
+        return prepare(spec, where, max_runs=max_runs)
     import yaml
 
-    # The spec's relative paths are resolved against its file's folder: here, the current one.
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix=".mjsweep-spec-", dir=Path.cwd(),
-                                     encoding="utf-8") as fh:
-        yaml.safe_dump(dict(spec), fh, sort_keys=False)
-        fh.flush()
-        return prepare(fh.name, where)
-
-
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def _opener(plan: SweepPlan, order: Any, workers: int | None) -> Any:
-    """What execute runs (planning.open_runs); refused (InputError) when the disk cannot hold a grid's runs."""
-    from ..engine.sweep import decide
-    from ..plan.disk import Verdict, human_bytes
-    from .planning import check_disk, open_runs, to_run
-
-    if plan.spec.search is None:  # a search makes its runs as it goes; a population's segments are known
-        check = check_disk(plan, to_run(decide(plan)), workers or _cores())
-        if check.verdict is Verdict.SHORT:
-            raise InputError(f"{plan.sweep_dir.path}: needs about {human_bytes(check.needed.bytes)} at peak, "
-                             f"{human_bytes(check.free.free)} free on {check.free.device}")
-    return open_runs(plan, order)
+    # Read as a file's text would be, its relative paths against the current folder; no file is written.
+    text = yaml.safe_dump(dict(spec), sort_keys=False)
+    return prepare("<spec mapping>", where, max_runs=max_runs, text=text, base=Path.cwd())

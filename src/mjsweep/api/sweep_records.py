@@ -1,11 +1,12 @@
-"""A sweep folder read back as typed records: its runs, their curves, the report's groups and comparisons,
-and the best run of a group."""
+"""A sweep folder read back as typed records, as a sequence of its runs: their curves, the report's groups and
+comparisons, the best run by any metric, a search's trials, a population's lineage, the cross-evaluation."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from ..errors import InputError
 from ..results import sweepreport
@@ -21,6 +22,9 @@ from ..sweepdir.trust import Trust
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..crosseval.pairs import Cell
+    from ..search.ranking import TrialRow
+    from .lineage import Lineage
     from .policy import Policy
 
 
@@ -61,6 +65,10 @@ class Run:
     spec: RunSpec | None
     problems: tuple[str, ...]
     """Files of the run that could not be read, each with why."""
+    best_return: float | None = None
+    """The best periodic evaluation's mean return (eval.every); None without one, or unless the run succeeded."""
+    cpu_s: float | None = None
+    """CPU seconds the run's processes used (its cost); None in a result.json from before they were counted."""
     trust: tuple[str, ...] = field(default=(), repr=False)
     """The folders `load(..., trust=)` was told to trust."""
 
@@ -87,7 +95,9 @@ def _run(row: ResultRow, folder: SweepDir, trust: tuple[str, ...]) -> Run:
                ended_at=status.ended_at if status else None, attempts=status.attempts if status else 0,
                cause=row.cause, algo=row.spec.algo if row.spec else None,
                experiment=row.spec.experiment if row.spec else None, path=folder.run(row.run_id).path,
-               spec=row.spec, problems=row.problems, trust=trust)
+               spec=row.spec, problems=row.problems,
+               best_return=result.best_eval_mean_return if result is not None and row.ok else None,
+               cpu_s=result.cpu_s if result else None, trust=trust)
 
 
 @dataclass(frozen=True)
@@ -104,10 +114,11 @@ class CurvePoint:
     value: float
 
 
-class Sweep:
-    """A sweep folder (<runs_dir>/<sweep name>). By default its runs are the last plan's, as `sweep report`
-    shows them; with all_specs, also earlier specs' runs, each experiment a group of its own. Reading it
-    unpickles nothing; `trust` is handed to its runs' policy()."""
+class Sweep(Sequence[Run]):
+    """A sweep folder (<runs_dir>/<sweep name>), a sequence of its runs (len, index, iterate: `runs` as a
+    list). By default its runs are the last plan's, as `sweep report` shows them; with all_specs, also earlier
+    specs' runs, each experiment a group of its own. Reading it unpickles nothing; `trust` is handed to its
+    runs' policy()."""
 
     def __init__(self, path: str | Path, all_specs: bool = False, trust: Trust = ()):
         self.path = Path(path)
@@ -125,6 +136,21 @@ class Sweep:
 
     def __repr__(self) -> str:
         return f"Sweep({str(self.path)!r}, {len(self.runs)} runs)"
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    @overload
+    def __getitem__(self, index: int) -> Run: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Run]: ...
+
+    def __getitem__(self, index: int | slice) -> Run | list[Run]:
+        return self.runs[index]
+
+    def __iter__(self) -> Iterator[Run]:
+        return iter(self.runs)
 
     @property
     def name(self) -> str:
@@ -146,24 +172,79 @@ class Sweep:
         verdict is the sequential test's. Comparison.verdict() says it in words."""
         return self._read("final").compare(list(names))
 
-    def best(self, name: str | None = None) -> Run:
-        """The succeeded run with the highest final return of a group (its name as the report gives it, or a
-        variant with one group); without a name, of the report's best group."""
+    def best(self, name: str | None = None, *, metric: str | None = None, mode: str | None = None) -> Run:
+        """The best succeeded run. Without a metric: the highest final return of a group (its name as the
+        report gives it, or a variant with one group), without a name of the report's best group. With a
+        metric: the run with its highest (mode "max", the default) or lowest ("min") value, of the group
+        `name` or of every run. metric: a result's (final_return, best_return: the best periodic evaluation,
+        cpu_s, fps, wall_s, training_s, eval_s, timesteps), a search objective's metric (eval_iqm, best_iqm,
+        auc_iqm, info:<key>, cpu_seconds, cpu_hours, env_steps, mass, actuators, total_gear: one seed's
+        value), or "objective", the sweep's search objective (mode: its direction unless given)."""
+        if metric is None and mode is None:
+            return self._best_final(name)
+        from .metrics import reader
+
+        value, maximize = reader(self.folder, metric or "final_return")
+        if mode not in (None, "max", "min"):
+            raise InputError(f"mode {mode!r}: expected max or min")
+        highest = mode == "max" if mode is not None else maximize is not False
+        runs = self.runs if name is None else [r for r in self.runs if r.group in self._groups_named(name)]
+        scored = [(v, r) for r in runs if r.succeeded if (v := value(r)) is not None]
+        if not scored:
+            raise InputError(f"{name or self.name}: no succeeded run has a {metric or 'final_return'} value")
+        return (max if highest else min)(scored, key=lambda item: item[0])[1]
+
+    def _best_final(self, name: str | None) -> Run:
+        """The succeeded run with the highest final return of a group, or of the report's best group."""
         groups = [g.group for g in self.report()]
-        if name is None:
-            chosen = groups
-        elif name in groups:
-            chosen = [name]
-        else:
-            chosen = sorted({r.group for r in self.runs if r.variant == name})
-            if len(chosen) != 1:
-                raise InputError(f"{name!r}: {'no' if not chosen else 'more than one'} group of that name; "
-                                 f"the groups: {', '.join(groups)}")
+        chosen = groups if name is None else self._groups_named(name)
         for group in chosen:
             done = [r for r in self.runs if r.group == group and r.final_return is not None]
             if done:
                 return max(done, key=lambda r: r.final_return or 0.0)
         raise InputError(f"{name or self.name}: no run has succeeded yet")
+
+    def _groups_named(self, name: str) -> list[str]:
+        """The group of that name, or a variant's one group; InputError naming the groups otherwise."""
+        groups = [g.group for g in self.report()]
+        if name in groups:
+            return [name]
+        chosen = sorted({r.group for r in self.runs if r.variant == name})
+        if len(chosen) != 1:
+            raise InputError(f"{name!r}: {'no' if not chosen else 'more than one'} group of that name; "
+                             f"the groups: {', '.join(groups)}")
+        return chosen
+
+    def trials(self) -> list[TrialRow]:
+        """A search's trials, ranked as `sweep report` ranks them (complete ones best first, then pruned,
+        running and failed): each with its record (study, number, params, state, value, runs), the seeds that
+        counted and the objective's interval. InputError for a sweep that is not a search."""
+        from ..search.ranking import ranked, searched
+
+        search = searched(self.folder)
+        if search is None:
+            raise InputError(f"{self.path}: not a search (no trials.jsonl)")
+        return ranked(self.folder, search)
+
+    def lineage(self) -> list[Lineage]:
+        """A population-based training sweep's populations: members, segments, copies and the best member's
+        schedule. InputError for a sweep that is not one."""
+        from .lineage import lineages
+
+        found = lineages(self.folder)
+        if not found:
+            raise InputError(f"{self.path}: not a population-based training sweep (no pbt.jsonl)")
+        return found
+
+    def cross_matrix(self) -> list[Cell]:
+        """`sweep evaluate --cross`'s matrix: each trained group's mean return over seeds (with its 95%
+        interval) on each variant, or why a pair has none. InputError before any cross-evaluation."""
+        from ..crosseval.pairs import matrix, trained_runs
+
+        cells = matrix(self.folder, trained_runs(self.folder)[0])
+        if not cells:
+            raise InputError(f"{self.path}: no cross-evaluation yet (sweep evaluate {self.path} --cross)")
+        return cells
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per run: its group, variant, grid values and edit values (a column each, typed as the

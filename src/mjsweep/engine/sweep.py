@@ -90,14 +90,15 @@ class SweepPlan:
 
 
 def prepare(spec_path: str | Path, runs_dir: Path | None = None, check_envs: bool = True,
-            max_runs: int | None = None) -> SweepPlan:
+            max_runs: int | None = None, *, text: str | None = None, base: Path | None = None) -> SweepPlan:
     """Load and check the spec, its XMLs and its env; expand the runs. Writes nothing. max_runs overrides the
-    spec's limit on the runs it plans.
+    spec's limit on the runs it plans. text: the spec's YAML, given rather than read from `spec_path` (then
+    only its name in errors), its relative paths against `base`.
 
     Raises SpecError for a bad spec, and BrokenVariantsError naming every variant that does not
     compile or whose env fails the random-action probe (see _check_variant).
     """
-    spec = loading.load(spec_path, max_runs)
+    spec = loading.load(spec_path, max_runs, text=text, base=base)
     check_tracking(spec)
     if check_envs:
         _check_env_kwargs(spec)

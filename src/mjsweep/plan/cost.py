@@ -1,6 +1,6 @@
 """What a sweep will cost before it starts: its env steps, and its wall time on this machine from speeds
 measured here. Pure: runs, runs at once and measurements in, a Cost out (plan/speeds.py reads the
-measurements of earlier runs; `sweep bench`'s record comes from bench/recommend.py through the CLI).
+measurements of earlier runs; `sweep bench`'s record comes from engine/profile.py).
 
 A run is priced, in this order of preference, from
 1. earlier runs of its own variant in this sweep folder (same n_envs and algorithm): their median training fps

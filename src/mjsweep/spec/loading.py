@@ -28,11 +28,14 @@ from .sweepspec import MENAGERIE_PREFIX, ZOO_KEY_OF, AlgoOwnKeys, SweepSpec
 from .zoo import ZooProblem, zoo_sections
 
 
-def load(path: str | Path, max_runs: int | None = None) -> SweepSpec:
+def load(path: str | Path, max_runs: int | None = None, *, text: str | None = None,
+         base: Path | None = None) -> SweepSpec:
     """Read, validate and resolve a spec file. Raises SpecError with one line naming file, line, key.
-    max_runs overrides the spec's own limit on the runs it plans."""
+    max_runs overrides the spec's own limit on the runs it plans. text: the spec's YAML given, not read from
+    `path` (then only the name errors give), its relative paths against `base` (default: the file's folder)."""
     path = Path(path)
-    text = _read_spec(path)
+    if text is None:
+        text = _read_spec(path)
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         # Before anything is built from it: the node graph holds an alias once, the data would not.
@@ -51,7 +54,7 @@ def load(path: str | Path, max_runs: int | None = None) -> SweepSpec:
     if not isinstance(data, dict):
         raise locator.error((), "the spec must be a YAML mapping of keys to values")
     spec = parse(data, locator, max_runs)
-    return _resolve_paths(spec, path.parent)
+    return _resolve_paths(spec, base or path.parent)
 
 
 def _read_spec(path: Path) -> str:

@@ -16,8 +16,9 @@ import typer
 
 from ..engine.machine import usable_cores
 from ..errors import InputError
+from ..naming import parse_duration, parse_interval
 from . import console_tables as tables
-from .usage import Commands, parse_duration, parse_interval
+from .usage import Commands
 
 
 def literal(text: str) -> str:
@@ -97,39 +98,32 @@ def run(
     # Before anything else, so that its imports overlap all that follows. Should `sweep run` end
     # before the launcher adopts it, it ends too: it dies with this process.
     template = None if dry_run else early_template(backend, start_with)
-    from ..api import planning
-    from ..engine.sweep import decide, prepare
-    from ..engine.trusted_sources import require_trusted_sources
-    from ..plan.order import Order
-    from ..sweepdir.trust import granted
+    from ..api.options import Backend as Backends
+    from ..api.options import Order, RunOptions, StartWith
+    from ..engine.sweep import prepare
     from . import run_session, run_view
 
+    options = RunOptions(backend=Backends(backend), address=address, gpus=gpus, workers=workers, retries=retries,
+                         timeout_s=timeout, grace_s=grace, order=Order(order), start=StartWith(start_with),
+                         report_every_s=report_every, max_runs=max_runs, trust=tuple(trust or ()))
     out = tables.make_console()
     plan = prepare(spec_file, runs_dir, max_runs=max_runs)
-    if not dry_run:  # a dry run unpickles nothing
-        require_trusted_sources(plan, trust or [])
     tables.warn_spec(plan.spec)
     if dry_run:
         tables.warn_reach(plan)
     tables.warn_missing_tensorboard(plan.spec)
-    if plan.spec.search is None and not dry_run:  # before pictures, lock or folders
-        run_view.check_disk(plan, planning.to_run(decide(plan)), workers, backend)
-    if pictures:
-        run_view.render_pictures(plan, pictures)
-    if dry_run:
+    if dry_run:  # it unpickles nothing and refuses nothing: it says what a run would refuse
+        if pictures:
+            run_view.render_pictures(plan, pictures)
         if plan.spec.search is not None:
             from ..search.execute import check_method
 
             check_method(plan)
             run_view.search_dry_run(out, plan, workers, backend)
         else:
-            run_view.dry_run(out, plan, Order(order), workers, backend)
+            run_view.dry_run(out, plan, options.order, workers, backend)
         return
-    options = run_session.RunOptions(backend=backend, workers=workers, quiet=quiet, gpus=gpus, address=address,
-                                     start_with=start_with, template=template, retries=retries, timeout_s=timeout,
-                                     grace_s=grace, report_every_s=report_every, pictures=pictures)
-    with granted(trust or []):  # the runs started check again
-        outcome = run_session.execute(out, plan, planning.open_runs(plan, Order(order), backend), options)
+    outcome = run_session.execute(out, plan, options, quiet=quiet, pictures=pictures, template=template)
     tables.outcome_summary(out, plan, outcome)
     raise typer.Exit(outcome.exit_code)
 

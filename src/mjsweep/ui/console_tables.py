@@ -10,6 +10,7 @@ from rich.console import Console, ConsoleOptions
 from rich.segment import Segment
 from rich.table import Table
 
+from ..api.planning import disk_needs
 from ..naming import counted
 from ..spec.algos import label_of
 
@@ -176,23 +177,6 @@ def cost_lines(cost: Cost, *, skipped: int = 0, note: str = "", at_max: Cost | N
             f"  speed: {_speed_text(hi, here)}"]
 
 
-def disk_needs(estimate: DiskEstimate) -> str:
-    """The estimate of plan/disk.py in words: 'about 26 GB at peak (20 SAC runs, 4 at once, ...)'."""
-    from ..plan.disk import human_bytes as size
-
-    peak = estimate.peak
-    plural = "" if estimate.runs == 1 else "s"
-    runs = f"{estimate.runs} {estimate.algos[0]} run{plural}" if len(estimate.algos) == 1 else \
-        f"{estimate.runs} run{plural} ({', '.join(estimate.algos)})"
-    buffers = (f"{size(peak.buffers)} replay buffers at {size(estimate.largest_buffer)} each, "
-               if estimate.buffer_runs else "")
-    held = estimate.held or f"{estimate.kept_checkpoints} checkpoints kept each"
-    snapshot = f"{size(estimate.snapshot)} snapshot of the robots' files, " if estimate.snapshot else ""
-    return (f"about {size(estimate.bytes)} at peak ({runs}, {estimate.at_once} at once, "
-            f"{held}: {buffers}{size(peak.models)} models and exact states, {snapshot}{size(peak.logs)} logs and "
-            "run files)")
-
-
 def disk_line(estimate: DiskEstimate, room: Room) -> str:
     """The dry run's and `sweep validate`'s line about disk space."""
     from ..plan.disk import human_bytes
@@ -200,16 +184,6 @@ def disk_line(estimate: DiskEstimate, room: Room) -> str:
     if not estimate.runs:
         return f"disk: nothing left to run; {human_bytes(room.free)} free on {room.device}"
     return f"disk: {disk_needs(estimate)}; {human_bytes(room.free)} free on {room.device}"
-
-
-def disk_shortage(where: object, estimate: DiskEstimate, room: Room) -> str:
-    """The refusal's one line: what is needed, what is free, and what to change."""
-    from ..plan.disk import human_bytes
-
-    remedies = ["free space", "a --runs-dir on a larger disk", *(["lower buffer_size"] if estimate.buffer_runs else []),
-                "fewer --workers"]
-    return (f"{where}: needs {disk_needs(estimate)}, {human_bytes(room.free)} free on {room.device}: "
-            f"{', '.join(remedies[:-1])} or {remedies[-1]}")
 
 
 def _speed_text(cost: Cost, here: str) -> str:

@@ -1,6 +1,6 @@
 """How `sweep run` and `sweep validate` print what they decided before anything starts (api/planning.py): a
-dry run's plan and cost (grid, adaptive seeds, search), the disk check's line, warning or refusal, the
-variants' pictures, and the runs at once without --workers."""
+dry run's plan and cost (grid, adaptive seeds, search), the disk check's line, warning or refusal, and the
+variants' pictures."""
 
 from __future__ import annotations
 
@@ -11,16 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..api import planning
-from ..engine.machine import usable_cores
+from ..engine.profile import at_once, bench_speed
 from ..errors import InputError
 from . import console_tables as tables
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..bench.recommend import DefaultWorkers
     from ..engine.sweep import SweepPlan
-    from ..plan.cost import BenchSpeed
     from ..plan.order import Order
     from ..sweepdir.models import RunSpec
 
@@ -114,46 +112,18 @@ def check_disk(plan: SweepPlan, runs: Sequence[RunSpec], workers: int | None, ba
                out: Console | None = None, refuse: bool = True) -> None:
     """Refused (an InputError) when the runs need more disk than is free, or only said when not `refuse` (a
     dry run); a warning when they need most of it. With `out`, the estimate's line too."""
-    from ..plan.disk import WARN_SHARE, Verdict, human_bytes
+    from ..plan.disk import Verdict
 
     check = planning.check_disk(plan, runs, at_once(workers, backend))
     if out is not None:
         out.print(tables.disk_line(check.needed, check.free), markup=False, highlight=False, soft_wrap=True)
     if check.verdict is Verdict.SHORT:
-        shortage = tables.disk_shortage(plan.sweep_dir.path, check.needed, check.free)
+        shortage = planning.disk_shortage(plan, check)
         if refuse:
             raise InputError(shortage)
         print(f"warning: sweep run would refuse: {shortage}", file=sys.stderr, flush=True)
     elif check.verdict is Verdict.TIGHT:
-        print(f"warning: {plan.sweep_dir.path}: needs {tables.disk_needs(check.needed)}, over "
-              f"{100 * WARN_SHARE:.0f}% of the {human_bytes(check.free.free)} free on {check.free.device}",
-              file=sys.stderr, flush=True)
-
-
-def default_workers(backend: str) -> DefaultWorkers:
-    """Runs at once without --workers: here, what `sweep bench` measured best on this machine, else the
-    usable cores, with where that came from."""
-    from ..bench.recommend import DefaultWorkers, default_workers
-
-    if backend != "local":
-        return DefaultWorkers(usable_cores(), "")  # a cluster launcher sizes itself
-    return default_workers(usable_cores())
-
-
-def at_once(workers: int | None, backend: str) -> int | None:
-    """Runs at once: --workers, else the default here; None for a cluster that sizes itself."""
-    return workers or (default_workers(backend).workers if backend == "local" else None)
-
-
-def bench_speed() -> BenchSpeed | None:
-    """What `sweep bench` kept for this machine as a per-run speed (it trains PPO on one env per run)."""
-    from ..bench.recommend import load
-    from ..plan.cost import BenchSpeed
-
-    rec = load(usable_cores())
-    if rec is None or rec.aggregate_fps <= 0:
-        return None
-    return BenchSpeed(rec.env, "ppo", 1, rec.aggregate_fps / rec.workers, rec.workers, rec.measured_at)
+        print(f"warning: {planning.disk_tight(plan, check)}", file=sys.stderr, flush=True)
 
 
 def render_pictures(plan: SweepPlan, folder: Path) -> None:

@@ -75,22 +75,6 @@ class Commands(TyperGroup):
             raise typer.Exit(EXIT_FAILED) from None
 
 
-def parse_duration(text: str) -> float:
-    """'90m', '2h', '1h30m', '45s' or plain seconds -> seconds."""
-    if re.fullmatch(r"\d+(\.\d+)?", text):
-        return float(text)
-    parts = re.findall(r"(\d+(?:\.\d+)?)([dhms])", text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise ValueError("not a duration like 90m, 2h, 1h30m or 45s")
-    scale = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-    return sum(float(n) * scale[u] for n, u in parts)
-
-
-def parse_interval(text: str) -> float | None:
-    """--report-every: a duration, or None for 0 and off (never)."""
-    return None if text in ("0", "off") else parse_duration(text) or None
-
-
 def usage_line(exc: Any, args: Sequence[str]) -> str:
     """The line after `error: ` for a parsing error; `args` is the command line it came from, where the value
     a BadParameter refused is found (the error itself does not always carry it)."""
