@@ -23,11 +23,12 @@ from .template_child import become_worker, run_command
 from .template_wire import Reader, send
 
 PRELOADED = ("numpy", "torch", "torch._dynamo", "gymnasium", "gymnasium.envs.mujoco.mujoco_env", "mujoco",
-             "stable_baselines3", "mjsweep.robots.envs", "mjsweep.plan.runs", "mjsweep.sweepdir.files",
-             "mjsweep.sweepdir.csvfiles", "mjsweep.sweepdir.models", "mjsweep.worker.tracking",
-             "mjsweep.worker.checkpoints", "mjsweep.worker.train_envs", "mjsweep.worker.evaluation",
-             "mjsweep.worker.model", "mjsweep.worker.iterations", "mjsweep.worker.main", "mjsweep.worker.resume",
-             "torch.utils.serialization", "torch.profiler._cupti_monitor")
+             "stable_baselines3", "mjsweep.robots.envs", "mjsweep.robots.modelfiles", "mjsweep.plan.runs",
+             "mjsweep.sweepdir.files", "mjsweep.sweepdir.csvfiles", "mjsweep.sweepdir.models",
+             "mjsweep.worker.tracking", "mjsweep.worker.checkpoints", "mjsweep.worker.train_envs",
+             "mjsweep.worker.evaluation", "mjsweep.worker.model", "mjsweep.worker.iterations", "mjsweep.worker.main",
+             "mjsweep.worker.resume", "mjsweep.worker.reevaluation", "torch.utils.serialization",
+             "torch.profiler._cupti_monitor")
 """What the worker imports in a run. torch._dynamo is the largest: torch imports it lazily when the first
 optimizer is built; torch.save and torch.load import the last two. tests/test_template.py checks that a
 run imports nothing of torch, SB3, gymnasium, MuJoCo, numpy or mjsweep beyond these."""
