@@ -232,7 +232,10 @@ def test_identical_variants_train_every_seed_up_to_max_and_resume_from_the_same_
            in compared
     assert run_sweep("report", str(sweep), "--format", "html").returncode == 0
     page = (sweep / "report.html").read_text()
-    assert "<h2>adaptive seeds</h2><p>3 decisions, done; seeds per group: walker 4, twin 4</p>" in page
+    assert "<h2>adaptive seeds</h2>\n<p>3 decisions, done; seeds per group: walker 4, twin 4. " in page
+    # the rounds as a table: each group's seeds at the round's look, its verdict, and whether it got one more
+    assert '<table class="rounds"><thead><tr><th>round</th><th>best</th><th>walker</th><th>twin</th></tr>' in page
+    assert "<tr><td>3</td><td>walker</td><td>4 best</td><td>4 at max</td></tr>" in page
 
 
 def test_variants_far_apart_stop_at_min_and_slurm_is_refused(tmp_path):

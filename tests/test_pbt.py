@@ -15,6 +15,7 @@ import yaml
 from helpers.commands import launcher_output, run_sweep, start_sweep, wait_for, write_spec
 from helpers.models import REPO
 from mjsweep.errors import SpecError
+from mjsweep.results.sections import Table, to_markdown
 from mjsweep.search import pbtpolicy, pbtreport
 from mjsweep.spec.loading import load
 from mjsweep.spec.pbtspec import PbtSpec
@@ -93,9 +94,16 @@ def test_the_report_traces_the_best_members_schedule_through_the_members_it_copi
     for run, score in (("a1", 5.0), ("b1", 3.0)):
         folder.run(run).path.mkdir()
         write_model(folder.run(run).result_json, RunResult(run_id=run, eval_mean_return=score))
-    text = pbtreport.report(folder)
-    assert "generation 1: member 0 (1) copied member 1 (2); ppo.learning_rate 0.001 -> 0.0025 (member 1's 0.002 " \
-        "x1.25)" in text
+    sections = pbtreport.sections(folder)
+    text = to_markdown(sections)
+    tables = {b.name: b for s in sections for b in s.blocks if isinstance(b, Table)}
+    # generation 1: member 0 (scored 1) copied member 1 (scored 2), its learning rate member 1's times 1.25
+    assert tables["copies"].rows == (("1", "0", "1", "1", "2", "ppo.learning_rate 0.001 -> 0.0025 (member 1's "
+                                      "0.002 x1.25)"),)
+    assert tables["members"].rows == (("0", "5", "2", "1", "ppo.learning_rate=0.0025", "a1"),
+                                      ("1", "3", "2", "0", "ppo.learning_rate=0.002", "b1"))
+    assert tables["generations"].rows == (("0", "-", "-"), ("1", "5 <- 1", "3"))
+    assert tables["schedule"].rows == (("0", "1", "0.002"), ("1", "0", "0.0025"))
     assert "best member: 0 (final evaluation 5)" in text
     replay = yaml.safe_load(folder.pbt_best_yaml.read_text())["pbt"]
     assert replay["schedule"] == [{lr: 2e-3}, {lr: 2.5e-3}]  # member 1's first segment, then its own

@@ -198,12 +198,18 @@ def failed_runs(rows: list[ResultRow]) -> list[tuple[str, str]]:
 
 
 def to_markdown(groups: list[GroupRow], title: str, warnings: list[str],
-                failed: list[tuple[str, str]] | None = None) -> str:
-    lines = [f"# {title}", "", "Final evaluation return over seeds, best first (95% CI: Student's t interval of "
-             "the mean; IQM 95% CI: trimmed-mean t interval).", "",
-             "| " + " | ".join(ReportRow.columns()) + " |", "|" + "---|" * len(ReportRow.columns())]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") or "-" for c in cells) + " |" for cells in
-              (row.cells() for row in report_rows(groups))]
+                failed: list[tuple[str, str]] | None = None, no_groups: str | None = None) -> str:
+    """report.md's head: the groups' table, or `no_groups` in its place (a population's sweep), the failed runs
+    and the warnings."""
+    lines = [f"# {title}", ""]
+    if no_groups is not None:
+        lines.append(no_groups)
+    else:
+        lines += ["Final evaluation return over seeds, best first (95% CI: Student's t interval of the mean; IQM "
+                  "95% CI: trimmed-mean t interval).", "",
+                  "| " + " | ".join(ReportRow.columns()) + " |", "|" + "---|" * len(ReportRow.columns())]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") or "-" for c in cells) + " |" for cells in
+                  (row.cells() for row in report_rows(groups))]
     if failed:
         lines += ["", "## Failed runs", "", *(f"- `{run_id}`: {cause}" for run_id, cause in failed)]
     if warnings:
