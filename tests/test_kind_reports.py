@@ -3,7 +3,6 @@ tiny walker, reported in every format and report.html opened in Chromium (no Mar
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from pathlib import Path
@@ -70,7 +69,10 @@ def test_a_populations_report_lists_members_and_no_segment_as_a_group_in_every_f
     assert pop["best"]["schedule"][-1] == best["hyperparams"]
 
     with (population / "report.csv").open() as f:
-        assert list(csv.DictReader(f)) == []
+        assert f.readline().startswith("variant,grid,") and f.read() == ""  # the header, no group
+    refused = run_sweep("report", str(population), "--compare")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "its runs are a population's segments, not groups of seeds to compare" in refused.stderr
     md = (population / "report.md").read_text()
     assert "| variant |" not in md and "[x" not in md and "not a seed of a group" in md
     assert "## Population-based training" in md and "| member | final evaluation |" in md

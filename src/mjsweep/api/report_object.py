@@ -198,9 +198,12 @@ def build(folder: SweepDir, *, status_warnings: list[str], all_specs: bool = Fal
     from ..search import pbtreport
 
     segments = frozenset(pbtreport.segment_runs(folder))
-    comparisons = read.compare(names) if compare else None
     returns = {g: values for g, values in read.returns.items()  # a population's segments are no groups
                if not segments or any(r.group == g and r.run_id not in segments for r in read.rows)}
+    if compare and not returns:
+        raise InputError(f"sweep report --compare: {folder.path}: its runs are a population's segments, not groups "
+                         "of seeds to compare; the report shows its members instead")
+    comparisons = read.compare(names) if compare else None
     drawn = figures(folder, returns, f"sweep {folder.path.name}", read.sequential) if figures and returns else None
     trials = _search_trials(folder)
     return Report(read, status_warnings + ([read.left_out] if read.left_out else []), reportlib.failed_runs(read.rows),
