@@ -234,7 +234,8 @@ def test_identical_variants_train_every_seed_up_to_max_and_resume_from_the_same_
     page = (sweep / "report.html").read_text()
     assert "<h2>adaptive seeds</h2>\n<p>3 decisions, done; seeds per group: walker 4, twin 4. " in page
     # the rounds as a table: each group's seeds at the round's look, its verdict, and whether it got one more
-    assert '<table class="rounds"><thead><tr><th>round</th><th>best</th><th>walker</th><th>twin</th></tr>' in page
+    assert ('<table class="rounds"><caption>rounds</caption><thead><tr><th>round</th><th>best</th><th>walker</th>'
+            "<th>twin</th></tr>") in page
     assert "<tr><td>3</td><td>walker</td><td>4 best</td><td>4 at max</td></tr>" in page
 
 

@@ -39,6 +39,9 @@ th:first-child, td:first-child, th:nth-child(2), td:nth-child(2) { text-align: l
 th { background: #f0f0f0; }
 .pareto th:last-child, .pareto td:last-child { text-align: left; }
 td pre { margin: 0; }
+figure.code pre { white-space: pre-wrap; }
+caption { text-align: left; font-weight: bold; padding: 2px 0; }
+table.members td:last-child { word-break: break-all; }
 figure { margin: 1.5em 0; }
 img, video, figure svg { max-width: 100%; height: auto; }
 .videos { display: flex; flex-wrap: wrap; gap: 1em; }

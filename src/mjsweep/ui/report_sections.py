@@ -35,7 +35,9 @@ def _html_block(block: Block) -> str:
                 f"<figcaption>{caption}</figcaption></figure>")
     head = "".join(f"<th>{html.escape(c)}</th>" for c in block.columns)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in block.rows)
-    return f'<table class="{html.escape(block.name)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    name = html.escape(block.name)
+    return (f'<table class="{name}"><caption>{name}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody>'
+            "</table>")
 
 
 def show(out: Console, sections: list[Section]) -> None:
