@@ -4,6 +4,7 @@ seeds, stop, and resume from the same state."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -220,6 +221,8 @@ def test_identical_variants_train_every_seed_up_to_max_and_resume_from_the_same_
     # The report says what was decided, in every format.
     table = run_sweep("report", str(sweep))
     assert "adaptive seeds, as decided: round 3: best walker; twin: at max, P(best > it) = 0.50" in table.stdout
+    assert "adaptive seeds: rounds" in table.stdout, table.stdout
+    assert re.search(r"│ 3 +│ walker +│ 4 best +│ 4 at max +│", table.stdout), table.stdout
     markdown = run_sweep("report", str(sweep), "--format", "md").stdout
     assert "## Adaptive seeds\n\n3 decisions, done; seeds per group: walker 4, twin 4." in markdown
     assert "- round 1: best walker; twin: open, P(best > it) = 0.50 with 2 seeds (D = 0; no D can cross at error " \

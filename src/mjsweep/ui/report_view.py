@@ -38,8 +38,11 @@ def _table(report: Report) -> None:
         print(f"figures: {folder.report_matrix_svg}, {folder.report_profile_svg}" if figures.drawn
               else f"no figures: {figures.why_no_figures}")
     if read.rounds:
+        from ..results.rounds_section import section
         from ..results.seeding import explain
+        from .report_sections import show
 
+        show(tables.make_console(), [section(read.rounds)])
         print(f"adaptive seeds, as decided: {explain(read.rounds[-1])}")
     if report.trials is not None:
         from .search_console import trials_table
