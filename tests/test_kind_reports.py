@@ -14,6 +14,7 @@ from helpers.models import TINY_XML
 from helpers.rendering import chromium, needs_browser
 from mjsweep.search.confirm import replay as confirmations
 from mjsweep.search.journal import replay as trials
+from mjsweep.search.pbtreport import CURVES_CAPTION
 from mjsweep.sweepdir.files import SweepDir
 
 BASE = {"env": "HalfCheetah-v5", "max_episode_steps": 50, "variants": [{"name": "walker", "xml": str(TINY_XML)}],
@@ -76,7 +77,7 @@ def test_a_populations_report_lists_members_and_no_segment_as_a_group_in_every_f
     md = (population / "report.md").read_text()
     assert "| variant |" not in md and "[x" not in md and "not a seed of a group" in md
     assert "## Population-based training" in md and "| member | final evaluation |" in md
-    assert "```yaml" in md and "![each member's episode return through its lineage](pbt_curves.png)" in md
+    assert "```yaml" in md and f"![{CURVES_CAPTION}](pbt_curves.png)" in md
     table = run_sweep("report", str(population), env={"COLUMNS": "200"}).stdout
     assert "final eval return over seeds" not in table and "95% CI" not in table
     assert "population-based training" in table and "copied member" in table
@@ -152,7 +153,7 @@ def test_report_html_of_a_population_and_of_a_search_shows_tables_and_no_markdow
         assert [row[0] for row in schedule] == ["0", "1"]
         figures = driver.execute_script(
             "return [...document.images].map(i => [i.alt, i.complete && i.naturalWidth > 0]);")
-        assert figures == [["each member's episode return through its lineage", True]]  # the one figure
+        assert figures == [[CURVES_CAPTION, True]]  # the one figure
         replay = driver.find_element(By.CSS_SELECTOR, "figure.code pre").text
         assert replay.splitlines()[1] == "pbt:" and "```" not in replay
 

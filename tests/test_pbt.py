@@ -4,6 +4,7 @@ after a launcher killed while it wrote a generation's lines; `sweep report`'s re
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 import signal
@@ -343,7 +344,7 @@ def test_a_pbt_sweep_records_its_lineage_and_resumes_to_the_same_one(tmp_path, t
     assert run_sweep("report", str(sweep_dir), "--format", "html").returncode == 0
     page = (sweep_dir / "report.html").read_text()
     assert "<h2>population-based training</h2>" in page and "best member" in page
-    assert "the population&#x27;s evaluation returns" in page and "data:image/png;base64," in page
+    assert html.escape(pbtreport.CURVES_CAPTION) in page and "data:image/png;base64," in page
     replay = yaml.safe_load((sweep_dir / "pbt_best.yaml").read_text())["pbt"]
     assert replay["interval"] == 128 and len(replay["schedule"]) == 3
     assert replay["schedule"][-1] in [line["hyperparams"] for line in lines[4:]]

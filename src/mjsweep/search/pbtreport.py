@@ -17,6 +17,9 @@ from ..sweepdir.csvfiles import read_progress_points
 from ..sweepdir.files import SweepDir, read_lines, read_or_none, write_text_atomic
 from ..sweepdir.lineage import SegmentRecord
 
+CURVES_CAPTION = "the population's episode returns, each member through its lineage"
+"""pbt_curves.png's caption: training episodes' returns (progress.csv), not evaluations."""
+
 
 @dataclass(frozen=True)
 class Best:
@@ -142,7 +145,7 @@ def sections(sweep_dir: SweepDir) -> list[Section]:
         "members, not groups of seeds: their scores are the members' below.")]
     figure = plot_curves(sweep_dir, found)
     if figure is not None:
-        blocks.append(Figure(figure, "each member's episode return through its lineage"))
+        blocks.append(Figure(figure, CURVES_CAPTION))
     parts: list[Section] = []
     snippets = []
     for population, lines in found.items():
