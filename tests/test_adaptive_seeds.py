@@ -4,6 +4,7 @@ seeds, stop, and resume from the same state."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -249,6 +250,8 @@ def test_identical_variants_train_every_seed_up_to_max_and_resume_from_the_same_
     # The report says what was decided, in every format.
     table = run_sweep("report", str(sweep))
     assert "adaptive seeds, as decided: round 3: best walker; twin: at max, P(best > it) = 0.50" in table.stdout
+    assert "adaptive seeds: rounds" in table.stdout, table.stdout
+    assert re.search(r"│ 3 +│ walker +│ 4 best +│ 4 at max +│", table.stdout), table.stdout
     markdown = run_sweep("report", str(sweep), "--format", "md").stdout
     assert "## Adaptive seeds\n\n3 decisions, done; seeds per group: walker 4, twin 4." in markdown
     assert "- round 1: best walker; twin: open, P(best > it) = 0.50 with 2 seeds (|T| = 0; no |T| can cross at error " \
@@ -261,7 +264,11 @@ def test_identical_variants_train_every_seed_up_to_max_and_resume_from_the_same_
             "at error 0.05") in compared
     assert run_sweep("report", str(sweep), "--format", "html").returncode == 0
     page = (sweep / "report.html").read_text()
-    assert "<h2>adaptive seeds</h2><p>3 decisions, done; seeds per group: walker 4, twin 4</p>" in page
+    assert "<h2>adaptive seeds</h2>\n<p>3 decisions, done; seeds per group: walker 4, twin 4. " in page
+    # the rounds as a table: each group's seeds at the round's look, its verdict, and whether it got one more
+    assert ('<table class="rounds"><caption>rounds</caption><thead><tr><th>round</th><th>best</th><th>walker</th>'
+            "<th>twin</th></tr>") in page
+    assert "<tr><td>3</td><td>walker</td><td>4 best</td><td>4 at max</td></tr>" in page
 
 
 def test_variants_far_apart_stop_at_min_and_slurm_is_refused(tmp_path):

@@ -106,3 +106,20 @@ def test_a_stop_interrupts_then_kills_the_evaluations_and_raises_keyboard_interr
     out, _ = launcher.communicate()
     assert launcher.returncode == 130 and out.splitlines()[-1] == "stopped"
     assert not evaluation.is_running() or evaluation.status() == psutil.STATUS_ZOMBIE
+
+
+def test_the_matrix_gives_an_interval_from_two_seeds_and_none_for_one(tmp_path):
+    from mjsweep.crosseval.pairs import matrix, to_csv
+    from mjsweep.sweepdir.files import SweepDir, write_model
+    from mjsweep.sweepdir.models import CrossResult
+
+    sweep = SweepDir(tmp_path)
+    solo, pair = [run_spec("a", 0)], [run_spec("b", 0), run_spec("b", 1)]
+    for run, mean in zip([*solo, *pair], (3.0, 1.0, 3.0), strict=True):
+        path = sweep.cross_result(run.run_id, "a")
+        path.parent.mkdir(parents=True)
+        write_model(path, CrossResult(episodes=1, mean=mean))
+    one, two = matrix(sweep, [*solo, *pair])
+    assert (one.train, one.seeds, one.mean, one.ci_low, one.ci_high) == ("a", 1, 3.0, None, None)
+    assert (two.train, two.seeds, two.mean) == ("b", 2, 2.0) and two.ci_low < 2.0 < two.ci_high
+    assert to_csv([one]).splitlines()[1] == "a,a,1,3,,,"  # no interval: empty cells

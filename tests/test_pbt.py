@@ -4,6 +4,7 @@ after a launcher killed while it wrote a generation's lines; `sweep report`'s re
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 import signal
@@ -15,6 +16,7 @@ import yaml
 from helpers.commands import launcher_output, run_sweep, start_sweep, wait_for, write_spec
 from helpers.models import REPO
 from mjsweep.errors import SpecError
+from mjsweep.results.sections import Table, to_markdown
 from mjsweep.search import pbtpolicy, pbtreport
 from mjsweep.spec.loading import load
 from mjsweep.spec.pbtspec import PbtSpec
@@ -93,9 +95,16 @@ def test_the_report_traces_the_best_members_schedule_through_the_members_it_copi
     for run, score in (("a1", 5.0), ("b1", 3.0)):
         folder.run(run).path.mkdir()
         write_model(folder.run(run).result_json, RunResult(run_id=run, eval_mean_return=score))
-    text = pbtreport.report(folder)
-    assert "generation 1: member 0 (1) copied member 1 (2); ppo.learning_rate 0.001 -> 0.0025 (member 1's 0.002 " \
-        "x1.25)" in text
+    sections = pbtreport.sections(folder)
+    text = to_markdown(sections)
+    tables = {b.name: b for s in sections for b in s.blocks if isinstance(b, Table)}
+    # generation 1: member 0 (scored 1) copied member 1 (scored 2), its learning rate member 1's times 1.25
+    assert tables["copies"].rows == (("1", "0", "1", "1", "2", "ppo.learning_rate 0.001 -> 0.0025 (member 1's "
+                                      "0.002 x1.25)"),)
+    assert tables["members"].rows == (("0", "5", "2", "1", "ppo.learning_rate=0.0025", "a1"),
+                                      ("1", "3", "2", "0", "ppo.learning_rate=0.002", "b1"))
+    assert tables["generations"].rows == (("0", "-", "-"), ("1", "5 <- 1", "3"))
+    assert tables["schedule"].rows == (("0", "1", "0.002"), ("1", "0", "0.0025"))
     assert "best member: 0 (final evaluation 5)" in text
     replay = yaml.safe_load(folder.pbt_best_yaml.read_text())["pbt"]
     assert replay["schedule"] == [{lr: 2e-3}, {lr: 2.5e-3}]  # member 1's first segment, then its own
@@ -335,7 +344,7 @@ def test_a_pbt_sweep_records_its_lineage_and_resumes_to_the_same_one(tmp_path, t
     assert run_sweep("report", str(sweep_dir), "--format", "html").returncode == 0
     page = (sweep_dir / "report.html").read_text()
     assert "<h2>population-based training</h2>" in page and "best member" in page
-    assert "the population&#x27;s evaluation returns" in page and "data:image/png;base64," in page
+    assert html.escape(pbtreport.CURVES_CAPTION) in page and "data:image/png;base64," in page
     replay = yaml.safe_load((sweep_dir / "pbt_best.yaml").read_text())["pbt"]
     assert replay["interval"] == 128 and len(replay["schedule"]) == 3
     assert replay["schedule"][-1] in [line["hyperparams"] for line in lines[4:]]

@@ -147,6 +147,29 @@ def test_cli_report_formats_and_files(tmp_path):
     assert [c.strip() for c in a_row.split("│")[3:9]] == ["4/4", "0", "40.00", "40.82", "25.00", "[-24.96, 104.96]"]
 
 
+
+def test_a_group_of_one_seed_shows_no_interval_in_any_format(tmp_path):
+    make_run(tmp_path, run_spec("solo", 0), RunState.SUCCEEDED, result(7.0))
+    for seed, ret in enumerate(RETURNS_B):
+        make_run(tmp_path, run_spec("b", seed), RunState.SUCCEEDED, result(ret))
+    [solo] = [g for g in aggregate(collect(tmp_path)) if g.variant == "solo"]
+    assert (solo.mean_return, solo.ci_low, solo.ci_high, solo.iqm_ci_low, solo.iqm_ci_high) == (7.0, None, None,
+                                                                                                 None, None)
+    runner = CliRunner()
+    data = json.loads(runner.invoke(app, ["report", str(tmp_path), "--format", "json"]).stdout)
+    [shown] = [g for g in data["groups"] if g["variant"] == "solo"]
+    assert shown["ci_low"] is shown["ci_high"] is shown["iqm_ci_low"] is None
+    rows = {r["variant"]: r for r in csv.DictReader((tmp_path / "report.csv").open())}
+    assert rows["solo"]["ci95_low"] == rows["solo"]["ci95_high"] == "" and rows["b"]["ci95_low"] != ""
+    md = (tmp_path / "report.md").read_text()
+    assert "[7" not in md and "| solo | - | 1 | 1 | 0 | 7 | 0 | 7 | - | - |" in md
+    table = runner.invoke(app, ["report", str(tmp_path)], env={"COLUMNS": "250"}).stdout
+    solo_row = next(ln for ln in table.splitlines() if "│ solo " in ln)
+    assert "[7.00, 7.00]" not in solo_row and [c.strip() for c in solo_row.split("│")][8] == "-"
+    assert runner.invoke(app, ["report", str(tmp_path), "--format", "html"]).exit_code == 0
+    page = (tmp_path / "report.html").read_text()
+    assert "<td>solo</td>" in page and "[7.00, 7.00]" not in page
+
 # A run of 4,096 steps: 8 s of rollout + update, 11 s of evaluation, 0.2 s of saving.
 TIMED = {"timesteps": 4096, "rollout_s": 5.0, "train_s": 3.0}
 NEW_RESULT = result(1.0, fps=512.0, **TIMED, training_s=8.0, eval_s=11.0, save_s=0.2, startup_s=2.5)

@@ -1,6 +1,7 @@
 """`sweep report` as one object: a sweep folder read once (groups, comparisons, adaptive seeds' rounds, a
-search's trials and confirmations, the warnings) and rendered from it as report.csv, report.md and JSON.
-The command line prints its table and writes report.html from the same object.
+search's trials and confirmations, a population's members, the warnings) and rendered from it as report.csv,
+report.md and JSON. The command line prints its table and writes report.html from the same object. What is
+particular to a sweep's kind comes as sections (results/sections.py), which each format renders its own way.
 
 The decision figures are drawn by whoever builds the report (`figures`: the ui's SVG figures), before
 report.md is rendered, so that report.md never names a figure that is not there."""
@@ -8,7 +9,7 @@ report.md is rendered, so that report.md never names a figure that is not there.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -20,6 +21,8 @@ from ..sweepdir.files import SweepDir, write_text_atomic
 
 if TYPE_CHECKING:
     from ..results.compare import Comparison, Matrix, Profiles, SequentialVerdict
+    from ..results.report import GroupRow
+    from ..results.sections import Section
     from ..search.confirm import StudyConfirmation
     from ..search.ranking import TrialRow
     from ..spec.searchspace import SearchSpec
@@ -71,30 +74,68 @@ class Report:
     pareto: Path | None
     """A multi-objective search's front, drawn to report_pareto.png."""
     confirmed: list[StudyConfirmation] | None
-    pbt: str = ""
-    """A PBT sweep's lineage, best schedule and replay spec (Markdown); "" for any other sweep."""
+    pbt: list[Section] = field(default_factory=list)
+    """A PBT sweep's members, generations, copies, best schedule and replay spec; none for any other sweep."""
+    segments: frozenset[str] = frozenset()
+    """The runs that are PBT segments: a population's members, not groups of seeds."""
 
     @property
     def folder(self) -> SweepDir:
         return self.read.folder
 
     @property
+    def groups(self) -> list[GroupRow]:
+        """The groups of seeds, best first; a population's segments are none (its section shows them)."""
+        if not self.segments:
+            return self.read.groups
+        kept = {row.group for row in self.read.rows if row.run_id not in self.segments}
+        return [g for g in self.read.groups if g.group in kept]
+
+    @property
+    def no_groups(self) -> str | None:
+        """What the report says in place of the groups' table where every run is a PBT segment."""
+        if self.groups or not self.segments:
+            return None
+        return ("Every run is a segment of a population's member, not a seed of a group: the members, their "
+                "generations and copies follow under population-based training.")
+
+    def sections(self) -> list[Section]:
+        """The sections of the sweep's kind, in the report's order: a search's trials (and warm against cold
+        starts) and confirmations, adaptive seeds' rounds, a population's members."""
+        out: list[Section] = []
+        if self.trials is not None:
+            from ..search.ranking import trials_sections
+
+            out += trials_sections(*self.trials)
+            if self.confirmed:
+                from ..search.confirm import section as confirmed_section
+
+                out.append(confirmed_section(self.confirmed, self.trials[1].metric))
+        if self.read.rounds:
+            from ..results.rounds_section import section as rounds_section
+
+            out.append(rounds_section(self.read.rounds))
+        return out + self.pbt
+
+    @property
     def title(self) -> str:
         return f"sweep {self.folder.path.name}"
 
     def csv(self) -> str:
-        return reportlib.to_csv(self.read.groups)
+        return reportlib.to_csv(self.groups)
 
     def markdown(self) -> str:
-        parts = [reportlib.to_markdown(self.read.groups, self.title, self.warnings, self.failed)]
+        from ..results.sections import to_markdown as sections_markdown
+
+        parts = [reportlib.to_markdown(self.groups, self.title, self.warnings, self.failed, self.no_groups)]
         if self.trials is not None:
             from ..search.ranking import to_markdown as trials_markdown
 
             parts.append(trials_markdown(*self.trials, self.pareto.name if self.pareto else None))
         if self.confirmed and self.trials is not None:
-            from ..search.confirm import to_markdown as confirmed_markdown
+            from ..search.confirm import section as confirmed_section
 
-            parts.append(confirmed_markdown(self.confirmed, self.trials[1].metric))
+            parts.append(sections_markdown([confirmed_section(self.confirmed, self.trials[1].metric)]))
         if self.comparisons:
             from ..results.compare import to_markdown as comparisons_markdown
 
@@ -102,29 +143,33 @@ class Report:
         if self.figures is not None:
             parts.append(self.figures.markdown(self.folder))
         if self.read.rounds:
-            from ..results.seeding import to_markdown as seeds_markdown
+            from ..results.rounds_section import section as rounds_section
 
-            parts.append(seeds_markdown(self.read.rounds))
-        if self.pbt:
-            parts.append(self.pbt)
-        return "\n".join(parts)
+            parts.append(sections_markdown([rounds_section(self.read.rounds)]))
+        parts.append(sections_markdown(self.pbt))
+        return "\n".join(part for part in parts if part)
 
     def json(self) -> str:
         problems = [p for r in self.read.rows for p in r.problems]
         figures = self.figures
         return reportlib.to_json(
-            self.read.groups, self.warnings, problems,
+            self.groups, self.warnings, problems,
             [c.to_json() for c in self.comparisons] if self.comparisons is not None else None,
             figures.matrix.to_json() if figures is not None else None,
             figures.profiles.to_json() if figures is not None else None,
-            [r.to_file() for r in self.read.rounds] if self.read.rounds else None, self.failed, self._search_json())
+            [r.to_file() for r in self.read.rounds] if self.read.rounds else None, self.failed, self._kind_json())
 
     def write_files(self) -> None:
         """report.csv and report.md in the sweep folder."""
         write_text_atomic(self.folder.report_csv, self.csv())
         write_text_atomic(self.folder.report_md, self.markdown())
 
-    def _search_json(self) -> dict[str, Any] | None:
+    def _kind_json(self) -> dict[str, Any] | None:
+        """A search's trials and confirmations, or a population's segments and best schedule."""
+        if self.segments:
+            from ..search.pbtreport import to_json as populations
+
+            return {"populations": populations(self.folder)}
         if self.trials is None:
             return None
         from ..search.confirm import to_dicts as confirmed_dicts
@@ -151,15 +196,21 @@ def build(folder: SweepDir, *, status_warnings: list[str], all_specs: bool = Fal
     writable_sweep(folder, "sweep report writes report.csv and report.md")
     if names and not compare:
         raise InputError(f"sweep report: {' '.join(names)}: group names go with --compare")
-    comparisons = read.compare(names) if compare else None
-    drawn = figures(folder, read.returns, f"sweep {folder.path.name}", read.sequential) if figures else None
-    trials = _search_trials(folder)
-    from ..search.pbtreport import report as pbt_report
+    from ..search import pbtreport
 
+    segments = frozenset(pbtreport.segment_runs(folder))
+    returns = {g: values for g, values in read.returns.items()  # a population's segments are no groups
+               if not segments or any(r.group == g and r.run_id not in segments for r in read.rows)}
+    if compare and not returns:
+        raise InputError(f"sweep report --compare: {folder.path}: its runs are a population's segments, not groups "
+                         "of seeds to compare; the report shows its members instead")
+    comparisons = read.compare(names) if compare else None
+    drawn = figures(folder, returns, f"sweep {folder.path.name}", read.sequential) if figures and returns else None
+    trials = _search_trials(folder)
     warnings = status_warnings + ([read.left_out] if read.left_out else []) + env_code_notes(read.rows)
     return Report(read, warnings, reportlib.failed_runs(read.rows),
                   comparisons, drawn, trials, _pareto_figure(folder, *trials) if trials is not None else None,
-                  _confirmations(folder, trials), pbt_report(folder))
+                  _confirmations(folder, trials), pbtreport.sections(folder), segments)
 
 
 def _search_trials(folder: SweepDir) -> tuple[list[TrialRow], SearchSpec] | None:

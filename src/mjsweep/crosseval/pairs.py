@@ -83,7 +83,8 @@ class Cell:
 
 
 def matrix(sweep: SweepDir, trained: list[RunSpec]) -> list[Cell]:
-    """Mean over seeds (and its 95% Student's t interval) of each trained group's return on each variant."""
+    """Mean over seeds (and its 95% Student's t interval, from two seeds) of each trained group's return on each
+    variant."""
     returns: dict[tuple[str, str], list[float]] = {}
     skipped: dict[tuple[str, str], str] = {}
     for run in trained:
@@ -99,8 +100,8 @@ def matrix(sweep: SweepDir, trained: list[RunSpec]) -> list[Cell]:
     cells = []
     for key in sorted(set(returns) | set(skipped)):
         values = returns.get(key, [])
-        if values:
-            low, high = mean_interval(values)
+        if values:  # one seed has no spread: no interval, rather than [x, x]
+            low, high = mean_interval(values) if len(values) >= 2 else (None, None)
             cells.append(Cell(*key, len(values), sum(values) / len(values), low, high))
         else:
             cells.append(Cell(*key, 0, None, None, None, skipped[key]))

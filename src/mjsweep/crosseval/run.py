@@ -75,7 +75,8 @@ def _heatmap(cells: list[Cell], title: str, output: Path) -> bool:
     image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", aspect="auto")
     low, high = float(np.nanmin(grid)), float(np.nanmax(grid))
     for c in cells:
-        text = f"{c.mean:.1f}\n[{c.ci_low:.1f}, {c.ci_high:.1f}]" if c.mean is not None else "skipped"
+        text = "skipped" if c.mean is None else f"{c.mean:.1f}" + (
+            f"\n[{c.ci_low:.1f}, {c.ci_high:.1f}]" if c.ci_low is not None and c.ci_high is not None else "")
         # viridis turns yellow towards its top: dark text there
         bright = c.mean is None or high == low or (c.mean - low) / (high - low) > 0.6
         ax.text(tests.index(c.test), trains.index(c.train), text, ha="center", va="center", fontsize=8,

@@ -33,10 +33,12 @@ class GroupRow:
     iqm_return: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
-    """Student's t 95% interval of the mean return over seeds (stats.mean_interval)."""
+    """Student's t 95% interval of the mean return over seeds (stats.mean_interval); None under two seeds,
+    where no spread is known (never [x, x])."""
     iqm_ci_low: float | None = None
     iqm_ci_high: float | None = None
-    """95% interval of the IQM over seeds (stats.iqm_t_interval: Tukey and McLaughlin's trimmed-mean t)."""
+    """95% interval of the IQM over seeds (stats.iqm_t_interval: Tukey and McLaughlin's trimmed-mean t); None
+    under two seeds."""
     model: ModelStats | None = None
     """Total mass, bodies, joints, actuators of the variant's compiled model; None if it does not compile."""
     mean_eval_s: float | None = None
@@ -110,13 +112,15 @@ def _group_row(name: str, members: list[ResultRow], model: ModelStats | None,
     cpu_s = [r.cpu_s for r in ok]
     steps = [r.timesteps for r in ok]
     summary = stats.summarize(returns) if returns else None
-    iqm_ci = stats.iqm_t_interval(returns) if returns else None
+    # One seed has no spread: no interval, rather than [x, x].
+    ci = (summary.ci_low, summary.ci_high) if summary is not None and summary.n >= 2 else None
+    iqm_ci = stats.iqm_t_interval(returns) if ci is not None else None
     return GroupRow(
         group=name, variant=members[0].variant, grid=members[0].grid, edits=members[0].edits, runs=len(members),
         succeeded=len(returns), failed=sum(1 for m in members if m.state == DisplayState.FAILED),
         mean_return=summary.mean if summary else None, std_return=summary.std if summary else None,
         mean_fps=statistics.fmean(fps) if fps else None, iqm_return=summary.iqm if summary else None,
-        ci_low=summary.ci_low if summary else None, ci_high=summary.ci_high if summary else None, model=model,
+        ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None, model=model,
         iqm_ci_low=iqm_ci[0] if iqm_ci else None, iqm_ci_high=iqm_ci[1] if iqm_ci else None,
         mean_eval_s=statistics.fmean(eval_s) if eval_s else None,
         mean_best_return=statistics.fmean(best) if best else None,
@@ -194,12 +198,18 @@ def failed_runs(rows: list[ResultRow]) -> list[tuple[str, str]]:
 
 
 def to_markdown(groups: list[GroupRow], title: str, warnings: list[str],
-                failed: list[tuple[str, str]] | None = None) -> str:
-    lines = [f"# {title}", "", "Final evaluation return over seeds, best first (95% CI: Student's t interval of "
-             "the mean; IQM 95% CI: trimmed-mean t interval).", "",
-             "| " + " | ".join(ReportRow.columns()) + " |", "|" + "---|" * len(ReportRow.columns())]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") or "-" for c in cells) + " |" for cells in
-              (row.cells() for row in report_rows(groups))]
+                failed: list[tuple[str, str]] | None = None, no_groups: str | None = None) -> str:
+    """report.md's head: the groups' table, or `no_groups` in its place (a population's sweep), the failed runs
+    and the warnings."""
+    lines = [f"# {title}", ""]
+    if no_groups is not None:
+        lines.append(no_groups)
+    else:
+        lines += ["Final evaluation return over seeds, best first (95% CI: Student's t interval of the mean; IQM "
+                  "95% CI: trimmed-mean t interval).", "",
+                  "| " + " | ".join(ReportRow.columns()) + " |", "|" + "---|" * len(ReportRow.columns())]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") or "-" for c in cells) + " |" for cells in
+                  (row.cells() for row in report_rows(groups))]
     if failed:
         lines += ["", "## Failed runs", "", *(f"- `{run_id}`: {cause}" for run_id, cause in failed)]
     if warnings:

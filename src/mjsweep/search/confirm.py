@@ -20,6 +20,7 @@ from ..engine import warmstart
 from ..engine.scheduler import Event, EventKind
 from ..engine.sweep import write_run_dir
 from ..results import stats
+from ..results.sections import Items, Section, Table, Text
 from ..robots.variants import Variant
 from ..spec.sweepspec import SweepSpec
 from ..sweepdir.files import SweepDir, append_line, read_lines
@@ -257,26 +258,26 @@ def kendall_tau(x: list[float], y: list[float]) -> float:
     return score / (n * (n - 1) / 2)
 
 
-def to_markdown(confirmations: list[StudyConfirmation], metric: str) -> str:
-    """report.md's section: tuned against confirmed for every confirmed trial."""
-    lines = ["## Confirmed on fresh seeds", "",
-             f"Each study's best trials trained again on seeds no trial used; {metric} as the IQM over seeds. The "
-             "optimism gap is tuned minus confirmed (in the direction of the objective), with Yuen's 95% "
-             "interval of a difference of IQMs over both sides' seeds.", "",
-             "| study | trial | tuned | confirmed | gap | 95% CI | fresh seeds | parameters |",
-             "|---|---|---|---|---|---|---|---|"]
+def section(confirmations: list[StudyConfirmation], metric: str) -> Section:
+    """The report's section: tuned against confirmed for every confirmed trial, the optimism gap with its
+    interval (none where a side has too few seeds), and whether each study's ranking held."""
+    rows = []
     for study in confirmations:
         for c in study.trials:
             rec = c.record
             seeds = f"{rec.seeds[0]}-{rec.seeds[-1]}" + ("" if c.fresh else " (NOT fresh)")
             ci = f"[{c.gap_low:.2f}, {c.gap_high:.2f}]" if c.gap_low is not None and c.gap_high is not None else "-"
-            params = " ".join(f"`{k}={v}`" for k, v in rec.params.items())
-            lines.append(f"| {rec.study} | {rec.number} | {_num(rec.tuned)} | "
-                         f"{_num(rec.value) if rec.state is TrialState.COMPLETE else rec.state.value} | "
-                         f"{_num(c.gap)} | {ci} | {seeds} ({rec.seeds_ok}/{len(rec.seeds)} ok) | {params} |")
-    lines.append("")
-    lines += [f"- {line}" for line in summary_lines(confirmations)]
-    return "\n".join(lines) + "\n"
+            rows.append((rec.study, str(rec.number), _num(rec.tuned),
+                         _num(rec.value) if rec.state is TrialState.COMPLETE else rec.state.value, _num(c.gap), ci,
+                         f"{seeds} ({rec.seeds_ok}/{len(rec.seeds)} ok)",
+                         " ".join(f"{k}={v}" for k, v in rec.params.items())))
+    return Section("confirmed on fresh seeds", (
+        Text(f"Each study's best trials trained again on seeds no trial used; {metric} as the IQM over seeds. The "
+             "optimism gap is tuned minus confirmed (in the direction of the objective), with Yuen's 95% "
+             "interval of a difference of IQMs over both sides' seeds."),
+        Table(("study", "trial", "tuned", "confirmed", "gap", "95% CI", "fresh seeds", "parameters"), tuple(rows),
+              "confirmed"),
+        Items(tuple(summary_lines(confirmations)))))
 
 
 def summary_lines(confirmations: list[StudyConfirmation]) -> list[str]:

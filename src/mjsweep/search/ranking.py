@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from ..results.sections import Block, Code, Section, Table, Text
+from ..results.sections import to_markdown as to_section_markdown
 from ..spec.algos import ALGO_NAMES
 from ..spec.searchspace import SearchSpec
 from ..spec.sweepspec import SweepSpec
@@ -149,63 +151,66 @@ def front_title(row: TrialRow, search: SearchSpec) -> str:
     return f"trial {row.record.number} of {row.record.study}: {values}"
 
 
-def to_markdown(rows: list[TrialRow], search: SearchSpec, figure: str | None = None) -> str:
-    """The ranked trials as a Markdown section for report.md, with the best block, or for several objectives
-    the Pareto front: `figure` (its file name beside report.md) and every point's block."""
+def trials_sections(rows: list[TrialRow], search: SearchSpec) -> list[Section]:
+    """The ranked trials as a report's section: each one's objective (for one objective, with its 95% interval
+    over seeds; for several, its Pareto front), seeds and parameters, then the best trial's block to paste;
+    warm against cold starts after it where the search warm started."""
     metrics = [o.metric for o in search.objective]
     if search.multi:
-        title = f"## Trials by Pareto front ({objectives_text(search)}), front first"
-        head = ["rank", "study", "trial", "state", "front", *metrics, "seeds", "parameters"]
+        title = f"trials by Pareto front ({objectives_text(search)}), front first"
+        head = ("rank", "study", "trial", "state", "front", *metrics, "seeds", "parameters")
     else:
-        title = f"## Trials by {search.metric}, best first"
-        head = ["rank", "study", "trial", "state", search.metric, "95% CI", "seeds", "parameters"]
-    lines = [title, "", "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+        title = f"trials by {search.metric}, best first"
+        head = ("rank", "study", "trial", "state", search.metric, "95% CI", "seeds", "parameters")
+    table = []
     for rank, row in enumerate(rows, 1):
         rec = row.record
-        params = " ".join(f"`{k}={v}`" for k, v in rec.params.items())
         if search.multi:
             middle = ["yes" if row.on_front else "", *objective_cells(row, search)]
         else:
             middle = [*objective_cells(row, search), f"[{row.ci[0]:.2f}, {row.ci[1]:.2f}]" if row.ci else "-"]
-        cells = [str(rank), rec.study, str(rec.number), rec.state.value, *middle, f"{row.seeds_done}/{row.seeds}",
-                 params]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += start_lines(rows, search)
-    if search.multi:
-        points = front(rows)
-        if points:
-            lines += ["", "## Pareto front", ""]
-            if figure is not None:
-                lines += [f"![Pareto front]({figure})", ""]
-            lines.append("Each point's parameters as spec keys to paste:")
-            for row in points:
-                lines += ["", f"**{front_title(row, search)}**", "", "```yaml", best_block(row).rstrip(),
-                          "```"]
-        return "\n".join(lines) + "\n"
+        table.append((str(rank), rec.study, str(rec.number), rec.state.value, *middle,
+                      f"{row.seeds_done}/{row.seeds}", " ".join(f"{k}={v}" for k, v in rec.params.items())))
+    blocks: list[Block] = [Table(head, tuple(table), "trials")]
     best = next((r for r in rows if r.record.state is TrialState.COMPLETE), None)
-    if best is not None:
-        lines += ["", f"Best: trial {best.record.number} of {best.record.study}:", "", "```yaml",
-                  best_block(best).rstrip(), "```"]
-    return "\n".join(lines) + "\n"
+    if best is not None and not search.multi:
+        blocks.append(Code(best_block(best), f"Best: trial {best.record.number} of {best.record.study}"))
+    return [Section(title, tuple(blocks)), *start_sections(rows, search)]
 
 
-def start_lines(rows: list[TrialRow], search: SearchSpec) -> list[str]:
+def to_markdown(rows: list[TrialRow], search: SearchSpec, figure: str | None = None) -> str:
+    """The ranked trials as report.md's sections, and for several objectives the Pareto front: `figure` (its
+    file name beside report.md) and every point's block."""
+    text = to_section_markdown(trials_sections(rows, search))
+    points = front(rows) if search.multi else []
+    if not points:
+        return text
+    lines = ["## Pareto front", ""]
+    if figure is not None:
+        lines += [f"![Pareto front]({figure})", ""]
+    lines.append("Each point's parameters as spec keys to paste:")
+    for row in points:
+        lines += ["", f"**{front_title(row, search)}**", "", "```yaml", best_block(row).rstrip(), "```"]
+    return text + "\n".join(lines) + "\n"
+
+
+def start_sections(rows: list[TrialRow], search: SearchSpec) -> list[Section]:
     """warm_start: nearest: the complete warm and cold trials side by side (count, mean of each objective);
     nothing for a search that did not warm start."""
     starts = [s for s in ("warm", "cold") if any(r.record.start == s for r in rows)]
     if not starts:
         return []
     metrics = [o.metric for o in search.objective]
-    lines = ["", "## Warm against cold starts", "",
-             "Complete trials that started from the nearest finished design (warm) or from scratch (cold).", "",
-             "| start | trials | " + " | ".join(f"mean {m}" for m in metrics) + " |", "|---" * (2 + len(metrics)) + "|"]
+    table = []
     for start in starts:
         done = [r.record.objectives for r in rows if r.record.start == start
                 and r.record.state is TrialState.COMPLETE and r.record.objectives]
         means = [f"{statistics.fmean(column):.4g}" for column in zip(*done, strict=True)] if done else \
             ["-"] * len(metrics)
-        lines.append(f"| {start} | {len(done)} | " + " | ".join(means) + " |")
-    return lines
+        table.append((start, str(len(done)), *means))
+    return [Section("warm against cold starts", (
+        Text("Complete trials that started from the nearest finished design (warm) or from scratch (cold)."),
+        Table(("start", "trials", *(f"mean {m}" for m in metrics)), tuple(table), "starts")))]
 
 
 def to_dicts(rows: list[TrialRow]) -> list[dict[str, Any]]:

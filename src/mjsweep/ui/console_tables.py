@@ -336,14 +336,15 @@ def report_table(out: Console, groups: list[GroupRow], rows: list[ResultRow], wa
                fixed(m.total_mass if m else None), f"{m.bodies}/{m.joints}/{m.actuators}" if m else "-")
         for col, cell in zip(REPORT_COLUMNS, shown, strict=True):
             cells[col].append(cell)
-    kept = fitted_columns(cells, out.width)
-    table = Table(title="final eval return over seeds, best first")
-    for col in kept:
-        # A cell is never split: only the grid's wraps, between its key=value pairs.
-        table.add_column(col, no_wrap=col != "grid", overflow="fold")
-    for i in range(len(groups)):
-        table.add_row(*(cells[col][i] for col in kept))
-    out.print(table)
+    kept = fitted_columns(cells, out.width) if groups else list(REPORT_COLUMNS)
+    if groups:  # none where every run is a population's segment
+        table = Table(title="final eval return over seeds, best first")
+        for col in kept:
+            # A cell is never split: only the grid's wraps, between its key=value pairs.
+            table.add_column(col, no_wrap=col != "grid", overflow="fold")
+        for i in range(len(groups)):
+            table.add_row(*(cells[col][i] for col in kept))
+        out.print(table)
     if left_out := [col for col in REPORT_COLUMNS if col not in kept]:
         out.print(f"left out to fit {out.width} columns: {', '.join(left_out)} (report.csv and --format md have "
                   "every column)", soft_wrap=True, markup=False, highlight=False)

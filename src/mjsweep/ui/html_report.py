@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING
 from ..results.report import failed_runs
 from ..sweepdir.index import ENDED_STATES
 from ..sweepdir.models import DisplayState
+from . import report_sections
 from .console_tables import fixed
 
 if TYPE_CHECKING:
     from ..api.report_object import Figures
     from ..results.report import GroupRow
     from ..results.rows import ResultRow
-    from ..search.confirm import StudyConfirmation
+    from ..results.sections import Section
     from ..search.ranking import TrialRow
     from ..spec.searchspace import SearchSpec
     from ..sweepdir.files import SweepDir
@@ -38,6 +39,9 @@ th:first-child, td:first-child, th:nth-child(2), td:nth-child(2) { text-align: l
 th { background: #f0f0f0; }
 .pareto th:last-child, .pareto td:last-child { text-align: left; }
 td pre { margin: 0; }
+figure.code pre { white-space: pre-wrap; }
+caption { text-align: left; font-weight: bold; padding: 2px 0; }
+table.members td:last-child { word-break: break-all; }
 figure { margin: 1.5em 0; }
 img, video, figure svg { max-width: 100%; height: auto; }
 .videos { display: flex; flex-wrap: wrap; gap: 1em; }
@@ -55,31 +59,32 @@ PARETO_CAPTION = "Pareto front: the complete trials in objective space, trial nu
 def build(folder: SweepDir, groups: list[GroupRow], rows: list[ResultRow], warnings: list[str],
           decisions: Figures | None = None, state: SweepState | None = None,
           trials: tuple[list[TrialRow], SearchSpec] | None = None, pareto: Path | None = None,
-          confirmed: list[StudyConfirmation] | None = None, pbt: str = "", answer: str | None = None) -> str:
+          sections: list[Section] | None = None, answer: str | None = None, no_groups: str | None = None) -> str:
     """The whole report as one HTML document; with `decisions`, which group beats which, every pair; `state`
     says under the title whether the sweep still runs; `trials` (a search's, ranked) with `pareto` (the
-    figure `sweep report` drew) show a multi-objective search's Pareto front; `confirmed`, its best trials
-    retrained on fresh seeds; `pbt`, a population's lineage and best schedule (report.md's section); `answer`,
-    which group leads and whether it is separated, the page's first line under its title."""
+    figure `sweep report` drew) show a multi-objective search's Pareto front; `sections`, what is particular to
+    the sweep's kind (a search's trials and confirmations, adaptive seeds' rounds, a population's members);
+    `answer`, which group leads and whether it is separated, the page's first line under its title;
+    `no_groups`, the sentence in place of the groups' table where there are none (a population's segments)."""
     name = html.escape(folder.path.name)
     parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sweep {name}</title>",
              f"<style>{STYLE}</style></head><body>", f"<h1>sweep {name}</h1>",
-             *([f'<p class="answer">{html.escape(answer)}</p>'] if answer else []), *_state(state),
-             f"<p>{sum(g.succeeded for g in groups)} of {len(rows)} runs succeeded; final evaluation return over "
-             "seeds, best first (IQM: interquartile mean; CI: 95% Student's t interval of the mean).</p>",
-             _table(groups)]
+             *([f'<p class="answer">{html.escape(answer)}</p>'] if answer else []), *_state(state)]
+    if no_groups is not None:
+        parts.append(f"<p>{html.escape(no_groups)}</p>")
+    else:
+        parts += [f"<p>{sum(g.succeeded for g in groups)} of {len(rows)} runs succeeded; final evaluation return "
+                  "over seeds, best first (IQM: interquartile mean; CI: 95% Student's t interval of the mean).</p>",
+                  _table(groups)]
     parts += [f'<p class="failed">failed: {html.escape(run_id)}: {html.escape(cause)}</p>'
               for run_id, cause in failed_runs(rows)]
     parts += [f'<p class="warning">warning: {html.escape(w)}</p>' for w in warnings]
     parts += [f'<p class="warning">warning: {html.escape(p)}</p>' for r in rows for p in r.problems]
-    parts += _seed_rounds(folder)
+    parts += report_sections.to_html(sections or [])
     if trials is not None:
         parts += _pareto_front(*trials, pareto)
-        if confirmed:
-            parts += _confirmed(confirmed, trials[1].metric)
-    if pbt:
-        parts += _population(folder, pbt)
-    parts += _figures(folder, groups, rows)
+    if no_groups is None:
+        parts += _figures(folder, groups, rows)
     if decisions is not None:
         parts += _decisions(decisions)
     if folder.contact_sheet.is_file():
@@ -142,21 +147,6 @@ def _table(groups: list[GroupRow]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _seed_rounds(folder: SweepDir) -> list[str]:
-    """Adaptive seeds' decisions, one line each; nothing for a sweep with fixed seeds."""
-    from ..results.seeding import decided_by, explain, standing
-    from ..sweepdir.files import read_lines
-    from ..sweepdir.models import SeedRound
-
-    rounds = standing(read_lines(folder.seeds_jsonl, SeedRound))
-    if not rounds:
-        return []
-    state = "done" if rounds[-1].done else "still adding seeds"
-    items = "".join(f"<li>{html.escape(explain(r))} (by the {html.escape(decided_by(r))})</li>" for r in rounds)
-    return [f"<h2>adaptive seeds</h2><p>{len(rounds)} decisions, {state}; seeds per group: "
-            f"{html.escape(', '.join(f'{g} {n}' for g, n in rounds[-1].granted().items()))}</p><ul>{items}</ul>"]
-
-
 def _pareto_front(rows: list[TrialRow], search: SearchSpec, figure: Path | None) -> list[str]:
     """The figure, then each front point's trial, objective values and parameters as spec keys to paste;
     nothing for one objective or before a trial is complete."""
@@ -179,44 +169,6 @@ def _pareto_front(rows: list[TrialRow], search: SearchSpec, figure: Path | None)
                         for c in (row.record.study, str(row.record.number), *objective_cells(row, search)))
         body.append(f"<tr>{cells}<td><pre>{html.escape(best_block(row).rstrip())}</pre></td></tr>")
     parts.append(f'<table class="pareto"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>')
-    return parts
-
-
-def _confirmed(confirmations: list[StudyConfirmation], metric: str) -> list[str]:
-    """Tuned against confirmed for every confirmed trial, the optimism gap with its interval, and whether each
-    study's ranking held (report.md's "Confirmed on fresh seeds")."""
-    from ..search.confirm import summary_lines
-    from ..sweepdir.models import TrialState
-
-    head = "".join(f"<th>{c}</th>" for c in ("study", "trial", "tuned", "confirmed", "gap", "95% CI", "fresh seeds",
-                                             "parameters"))
-    body = []
-    for study in confirmations:
-        for c in study.trials:
-            rec = c.record
-            ci = f"[{fixed(c.gap_low)}, {fixed(c.gap_high)}]" if c.gap_low is not None else "-"
-            fresh = "" if c.fresh else " (NOT fresh)"
-            seeds = f"{rec.seeds[0]}-{rec.seeds[-1]}{fresh} ({rec.seeds_ok}/{len(rec.seeds)} ok)"
-            confirmed = fixed(rec.value) if rec.state is TrialState.COMPLETE else rec.state.value
-            cells = (rec.study, str(rec.number), fixed(rec.tuned), confirmed, fixed(c.gap), ci, seeds,
-                     " ".join(f"{k}={v}" for k, v in rec.params.items()))
-            body.append("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in cells) + "</tr>")
-    held = "".join(f"<li>{html.escape(line)}</li>" for line in summary_lines(confirmations))
-    return ["<h2>confirmed on fresh seeds</h2>",
-            f"<p>Each study's best trials trained again on seeds no trial used; {html.escape(metric)} as the IQM over "
-            "seeds. The optimism gap is tuned minus confirmed (in the direction of the objective), with Yuen's "
-            "95% interval of a difference of IQMs over both sides' seeds.</p>",
-            f'<table class="confirmed"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>',
-            f"<ul>{held}</ul>"]
-
-
-def _population(folder: SweepDir, text: str) -> list[str]:
-    """Population-based training: the population's curves, then the lineage, the best member's schedule and
-    the spec that replays it, as `sweep report` prints them."""
-    parts = ["<h2>population-based training</h2>"]
-    if folder.pbt_curves_png.is_file():
-        parts.append(_image_figure(folder.pbt_curves_png.read_bytes(), "the population's evaluation returns"))
-    parts.append(f'<pre class="pbt">{html.escape(text.strip())}</pre>')
     return parts
 
 

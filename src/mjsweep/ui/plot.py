@@ -186,10 +186,12 @@ def _final_figure(rows: list[ResultRow], colors: dict, title: str, output: Path)
         color = colors.get(g.group, "black")
         seeds = [r.final_return for r in rows if r.group == g.group and r.final_return is not None]
         ax.scatter(seeds, [y - 0.2] * len(seeds), color=color, alpha=0.6, s=25, zorder=2)
-        if g.mean_return is None or g.ci_low is None or g.ci_high is None:
+        if g.mean_return is None:
             continue  # no succeeded run: its seeds' dots are all it has
-        ax.errorbar([g.mean_return], [y], xerr=[[g.mean_return - g.ci_low], [g.ci_high - g.mean_return]],
-                    fmt="D", color=color, capsize=5, markersize=7, zorder=3)
+        # one seed has no interval: its mean alone
+        bar = [[g.mean_return - g.ci_low], [g.ci_high - g.mean_return]] if g.ci_low is not None and \
+            g.ci_high is not None else None
+        ax.errorbar([g.mean_return], [y], xerr=bar, fmt="D", color=color, capsize=5, markersize=7, zorder=3)
     ax.set_ylim(-0.6, len(groups) - 0.4)
     ax.set_yticks(range(len(groups)), [f"{g.group} (n={g.succeeded})" for g in reversed(groups)])
     ax.set(xlabel="final eval return (dots: seeds; diamond and bar: mean, 95% t interval)",

@@ -68,8 +68,8 @@ def final_svg(groups: list[GroupRow], rows: list[ResultRow], colors: dict[str, s
         hue = colors.get(g.group, "#000000")
         for value in seeds[g.group]:
             axes.svg.circle(axes.x(value), axes.y(at - 0.2), 3.5, hue, opacity=0.6, css="seed", group=g.group)
-        if g.mean_return is None or g.ci_low is None or g.ci_high is None:
-            continue  # no interval: its seeds' dots are all it has
-        axes.interval(g.ci_low, g.ci_high, at, hue)
-        axes.diamond(g.mean_return, at, hue, g.group)
+        if g.ci_low is not None and g.ci_high is not None:  # none from one seed: its mean alone
+            axes.interval(g.ci_low, g.ci_high, at, hue)
+        if g.mean_return is not None:
+            axes.diamond(g.mean_return, at, hue, g.group)
     return axes.svg

@@ -27,7 +27,9 @@ def _table(report: Report) -> None:
     read = report.read
     if (line := answer_line(report)) is not None:
         print(line)
-    tables.report_table(tables.make_console(), read.groups, read.rows, report.warnings, report.failed)
+    if report.no_groups is not None:
+        print(report.no_groups)
+    tables.report_table(tables.make_console(), report.groups, read.rows, report.warnings, report.failed)
     for comparison in report.comparisons or []:
         print(comparison.verdict())
     figures = report.figures
@@ -36,8 +38,11 @@ def _table(report: Report) -> None:
         print(f"figures: {folder.report_matrix_svg}, {folder.report_profile_svg}" if figures.drawn
               else f"no figures: {figures.why_no_figures}")
     if read.rounds:
+        from ..results.rounds_section import section
         from ..results.seeding import explain
+        from .report_sections import show
 
+        show(tables.make_console(), [section(read.rounds)])
         print(f"adaptive seeds, as decided: {explain(read.rounds[-1])}")
     if report.trials is not None:
         from .search_console import trials_table
@@ -49,7 +54,9 @@ def _table(report: Report) -> None:
         for line in summary_lines(report.confirmed):
             print(f"confirmed on fresh seeds: {line}")
     if report.pbt:
-        print(report.pbt)
+        from .report_sections import show
+
+        show(tables.make_console(), report.pbt)
 
 
 def answer_line(report: Report) -> str | None:
@@ -68,8 +75,8 @@ def _html(report: Report, view: SweepView) -> None:
 
     read = report.read
     # While a launcher runs the sweep, the page says so (under its title: how far it got).
-    write_text_atomic(report.folder.report_html, build(report.folder, read.groups, read.rows, report.warnings,
+    write_text_atomic(report.folder.report_html, build(report.folder, report.groups, read.rows, report.warnings,
                                                        report.figures, sweep_state(view), report.trials,
-                                                       report.pareto, report.confirmed, report.pbt,
-                                                       answer_line(report)))
+                                                       report.pareto, report.sections(), answer_line(report),
+                                                       report.no_groups))
     print(report.folder.report_html)
