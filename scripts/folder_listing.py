@@ -42,9 +42,9 @@ SWEEP_FILES = {
                  "specs apart by it",
     "report_csv": "written by `sweep report` (and by `sweep run` while runs end, `--report-every`)",
     "report_html": "`sweep report --format html`'s one-file report (rewritten by `sweep run`, `--report-every`)",
-    "pictures": "`sweep run --pictures DIR`'s picture of every variant, kept here",
+    "pictures": "with `sweep run --pictures DIR`: a copy of its contact sheet",
     "contact_sheet": "every variant in its start pose",
-    "videos": "`<variant>.mp4` per group, written by `sweep video`",
+    "videos": "a `<group>.mp4` per group, written by `sweep video`",
     "report_md": "written by `sweep report`, beside report.csv",
     "report_matrix_svg": "with `--compare` or `--format html`: the verdict of every pair",
     "report_profile_svg": "with `--compare` or `--format html`: the performance profiles",
@@ -52,11 +52,12 @@ SWEEP_FILES = {
     "report_profile_png": "written by earlier versions; removed when the figures are drawn again",
     "report_pareto_png": "a multi-objective search's complete trials in objective space",
     "cross": "`sweep evaluate --cross`: every policy on every variant",
-    "cross_matrix_csv": "the mean return of every (run's variant, variant) pair",
-    "cross_matrix_png": "the same matrix as a figure",
+    "cross_matrix_csv": "a row per trained group and variant it was evaluated on: seeds, mean return, its 95% "
+                        "interval, or why it was skipped",
+    "cross_matrix_png": "the same matrix as a heatmap",
     "pbt_curves_png": "with `pbt:`, written by `sweep report`: each member's curve",
     "slurm": "with `--backend slurm`: each array's script and run list, and SLURM's output per task",
-    "cross_result": "one trained run on one variant",
+    "cross_result": "one trained run evaluated on one variant",
 }
 
 RUN_FILES = {
@@ -88,7 +89,8 @@ RUN_FILES = {
     "checkpoint_model": "the model",
     "checkpoint_vecnormalize": "with normalize: the statistics",
     "checkpoint_replay_buffer": "off-policy: the replay buffer",
-    "checkpoint_exact": "the state an exact resume puts back (RNGs, the env's physics)",
+    "checkpoint_exact": "the state an exact resume puts back: each env's physics and counters, the random "
+                        "generators, the model's last observation",
     "best_model": "the model",
     "best_vecnormalize_at": "with normalize: the statistics",
 }
@@ -105,7 +107,7 @@ PATTERNS = {
 SWEEP_EXTRA = [
     (f"{files.SNAPSHOTS}/{files.SNAPSHOT_FILES}/<sha256>", "each distinct model file once, named by its hash"),
     (f"{files.SNAPSHOTS}/{files.SNAPSHOT_MODELS}/<sha256>/",
-     "a folder per model, its files linked as they lie around its XML"),
+     "a folder per model, linking its files as they lie around its XML"),
 ]
 RUN_EXTRA = [("wandb/", "W&B's offline runs, with `tracking: {wandb: ...}` (docs/sharing.md)")]
 

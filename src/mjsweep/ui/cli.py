@@ -62,11 +62,12 @@ def _options(version: bool = typer.Option(False, "--version", callback=_print_ve
 def run(
     spec_file: Path = typer.Argument(..., help="The sweep spec (YAML)."),
     workers: int | None = typer.Option(None, "--workers", "-w", min=1,
-                                          help=literal("Runs at once [default: usable CPU cores].")),
+                                          help=literal("Runs at once [default: what sweep bench measured best "
+                                                       "here, else the usable CPU cores].")),
     runs_dir: Path | None = typer.Option(None, "--runs-dir", help="Overrides the spec's runs_dir."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and start nothing."),
     retries: int = typer.Option(1, "--retries", min=0,
-                                help="Extra attempts for a run killed by a signal or a timeout."),
+                                help="Extra attempts for a run killed by a signal, lost or timed out."),
     timeout: float | None = typer.Option(None, "--timeout", parser=parse_duration, metavar="DURATION",
                                          help="Per-run time limit, e.g. 90m, 2h."),
     grace: float = typer.Option(10.0, "--grace", min=0.0,
