@@ -1,6 +1,7 @@
 """docs/sweep-folder.md's file listing is the one scripts/folder_listing.py generates from the sweep folder's
 contract (sweepdir/files.py), and a real sweep with the features that write files (normalization, periodic
-evaluation and its best model, checkpoints, the live report) writes no file the listing lacks."""
+evaluation and its best model, checkpoints, the HTML report with its comparison figures) writes no file the
+listing lacks."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 from pathlib import Path
 
 from helpers.commands import run_sweep, write_spec
-from helpers.models import REPO, TINY_SPEC, TINY_XML
+from helpers.models import REPO, TINY_LONG_XML, TINY_SPEC, TINY_XML
 
 
 def _listing_script():
@@ -46,22 +47,27 @@ def test_the_pages_listing_is_the_one_the_contract_generates():
 
 
 def test_every_file_a_real_sweep_writes_is_in_the_listing(tmp_path):
-    spec = {**TINY_SPEC, "variants": [{"name": "walker", "xml": str(TINY_XML)}], "total_timesteps": 256,
+    variants = [{"name": "walker", "xml": str(TINY_XML)}, {"name": "long", "xml": str(TINY_LONG_XML)}]
+    spec = {**TINY_SPEC, "variants": variants, "seeds": 2, "total_timesteps": 256,
             "ppo": {"n_steps": 64, "batch_size": 64, "n_epochs": 1}, "normalize": True,
             "eval": {"every": 128, "episodes": 1}, "checkpoint_every": 128}
-    ran = run_sweep("run", str(write_spec(tmp_path, spec)), "--workers", "1")
+    ran = run_sweep("run", str(write_spec(tmp_path, spec)), "--workers", "2")
     assert ran.returncode == 0, ran.stderr
     sweep = tmp_path / "runs" / "tiny"
-    reported = run_sweep("report", str(sweep), "--format", "html")
+    reported = run_sweep("report", str(sweep), "--format", "html", "--compare")
     assert reported.returncode == 0, reported.stderr
-    (run_folder,) = [p for p in sweep.iterdir() if (p / "spec.json").is_file()]
+    run_folders = [p for p in sweep.iterdir() if (p / "spec.json").is_file()]
+    assert len(run_folders) == 4
     # the features under test wrote their files, so the walk below looks at them
-    for name in ("vecnormalize.pkl", "evaluations.csv", "best_model.zip", "checkpoints/checkpoint.json"):
-        assert (run_folder / name).is_file(), name
-    assert any(run_folder.glob("checkpoints/exact_*.npz")) and (sweep / "report.html").is_file()
+    for run_folder in run_folders:
+        for name in ("vecnormalize.pkl", "evaluations.csv", "best_model.zip", "checkpoints/checkpoint.json"):
+            assert (run_folder / name).is_file(), name
+        assert any(run_folder.glob("checkpoints/exact_*.npz"))
+    assert all((sweep / name).is_file() for name in ("report.html", "report_matrix.svg", "plan.json"))
 
-    assert _unlisted(sweep, _patterns(LISTING.sweep_entries()), skip={run_folder.name}) == []
-    assert _unlisted(run_folder, _patterns(LISTING.run_entries())) == []
+    assert _unlisted(sweep, _patterns(LISTING.sweep_entries()), skip={p.name for p in run_folders}) == []
+    for run_folder in run_folders:
+        assert _unlisted(run_folder, _patterns(LISTING.run_entries())) == []
 
 
 def test_a_file_the_listing_lacks_is_found(tmp_path):
