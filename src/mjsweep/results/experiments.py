@@ -71,7 +71,12 @@ def current_experiments(folder: SweepDir, rows: list[ResultRow], record: PlanRec
     """group -> the experiment of the current plan: plan.json's (`record`), else each group's newest run's."""
     if record is not None:
         return record.experiments
-    newest: dict[str, tuple[int, str]] = {}
+    return {group: spec.experiment for group, spec in newest_specs(folder, rows).items()}
+
+
+def newest_specs(folder: SweepDir, rows: list[ResultRow]) -> dict[str, RunSpec]:
+    """group -> the spec.json its runs wrote last: what the group's latest `sweep run` planned."""
+    newest: dict[str, tuple[int, RunSpec]] = {}
     for row in rows:
         if row.spec is None:
             continue
@@ -80,8 +85,8 @@ def current_experiments(folder: SweepDir, rows: list[ResultRow], record: PlanRec
         except OSError:
             continue
         if row.spec.group not in newest or written > newest[row.spec.group][0]:
-            newest[row.spec.group] = (written, row.spec.experiment)
-    return {group: experiment for group, (_, experiment) in newest.items()}
+            newest[row.spec.group] = (written, row.spec)
+    return {group: spec for group, (_, spec) in newest.items()}
 
 
 def split(folder: SweepDir, rows: list[ResultRow]) -> Split:
@@ -111,22 +116,13 @@ def split(folder: SweepDir, rows: list[ResultRow]) -> Split:
 def _evaluated_apart(folder: SweepDir, rows: list[ResultRow]) -> tuple[list[ResultRow], list[ResultRow]]:
     """The rows evaluated as their group's newest spec.json says, and those whose final evaluation had other
     settings: runs evaluated differently never pool."""
-    newest: dict[str, tuple[int, RunSpec]] = {}
-    for row in rows:
-        if row.spec is None:
-            continue
-        try:
-            written = folder.run(row.run_id).spec_json.stat().st_mtime_ns
-        except OSError:
-            continue
-        if row.spec.group not in newest or written > newest[row.spec.group][0]:
-            newest[row.spec.group] = (written, row.spec)
+    newest = newest_specs(folder, rows)
     kept: list[ResultRow] = []
     apart_rows: list[ResultRow] = []
     for row in rows:
         reference = newest.get(row.spec.group) if row.spec is not None else None
         differs = (reference is not None and row.result is not None and row.result.complete
-                   and not evaluated_as(reference[1], row.result))
+                   and not evaluated_as(reference, row.result))
         (apart_rows if differs else kept).append(row)
     return kept, apart_rows
 
