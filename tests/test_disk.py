@@ -27,6 +27,7 @@ from stable_baselines3.common.save_util import save_to_pkl
 from helpers.commands import run_dirs, run_sweep, status_of, sweep_exe, wait_for, write_spec
 from helpers.fake_sweep import run_spec
 from helpers.models import ANYMAL_XML, TINY_XML
+from mjsweep.api.planning import check_disk
 from mjsweep.engine.sweep import prepare
 from mjsweep.plan.disk import Verdict, estimate, judge, model_bytes, population_estimate, replay_buffer_bytes, run_disk
 from mjsweep.robots.envs import EnvProbe, probe_env
@@ -303,10 +304,12 @@ def peak_while(folder: Path, sweep: subprocess.Popen) -> int:
 
 
 def estimate_against_the_real_peak(tmp_path: Path, data: dict) -> tuple[int, int]:
-    """The estimate `sweep run` makes for the spec's one run, and the run folder's real peak as it ran."""
+    """The estimate `sweep run` makes for the spec's one run (the robot's snapshot included), and the sweep
+    folder's real peak as it ran."""
     spec = write_spec(tmp_path, data)
     plan = prepare(spec)
-    needed = estimate(plan.runs, {c.variant.name: c.probe for c in plan.checks}, plan.spec.checkpoints_kept, 1)
+    needed = check_disk(plan, plan.runs, 1).needed
+    assert needed.snapshot > 0
     sweep = subprocess.Popen([sweep_exe(), "run", str(spec), "--report-every", "0", "-q"], stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     peak = peak_while(tmp_path / "runs" / data["name"], sweep)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import mjsweep
-from helpers.commands import run_sweep, write_spec
+from helpers.commands import run_dirs, run_sweep, write_spec
 from helpers.fake_sweep import make_run, result, run_spec
 from mjsweep.sweepdir.models import RunState
 
@@ -56,7 +56,7 @@ def test_changed_evaluation_settings_evaluate_finished_runs_again_without_traini
     first = run_sweep("run", str(spec), "-q")
     assert first.returncode == 0, first.stdout + first.stderr
     sweep_dir = tmp_path / "runs" / "tiny"
-    [run_dir] = [d for d in sweep_dir.iterdir() if d.is_dir()]
+    [run_dir] = run_dirs(sweep_dir)
     before = json.loads((run_dir / "result.json").read_text())
     trained = {name: (run_dir / name).read_bytes() for name in ("model.zip", "monitor.csv", "progress.csv")}
 
