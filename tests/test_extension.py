@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.bounded import tree_digest
 from helpers.commands import run_dirs, run_sweep, write_spec
 from helpers.fake_sweep import make_run, result
 from mjsweep.api.planning import price_planned
@@ -140,10 +141,6 @@ def checkpoints_at(run_dir: Path) -> list[int]:
     return [*(c["timesteps"] for c in record["earlier"]), record["timesteps"]]
 
 
-def folder_contents(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
 def extended_and_verified(tmp_path: Path, data: dict, shorter: int, longer: int) -> tuple[Path, Path]:
     """The sweep of `data` trained to `shorter` steps, then run again with `longer`: the extended run (checked to
     continue the finished one, which stays as it was) and the same run trained from scratch by `sweep verify`."""
@@ -153,7 +150,7 @@ def extended_and_verified(tmp_path: Path, data: dict, shorter: int, longer: int)
     assert done.returncode == 0, done.stdout + done.stderr
     sweep_dir = tmp_path / "runs" / "tiny"
     [finished] = run_dirs(sweep_dir)
-    before = folder_contents(finished)
+    before = tree_digest(finished)
     at = checkpoints_at(finished)[-1]
     write_spec(tmp_path, {**data, "total_timesteps": longer})
     dry = run_sweep("run", str(spec), "--dry-run")
@@ -166,7 +163,7 @@ def extended_and_verified(tmp_path: Path, data: dict, shorter: int, longer: int)
     assert f"extends     {extended.name}: continues {finished.name} from step {at:,}" in more.stdout
     assert f"resuming {extended.name} from {at} timesteps" in (extended / "log.txt").read_text()
     assert json.loads((extended / "result.json").read_text())["timesteps"] == longer
-    assert folder_contents(finished) == before  # the finished shorter run stays as it was
+    assert tree_digest(finished) == before  # the finished shorter run stays as it was
     verified = run_sweep("verify", str(sweep_dir), extended.name, "--scratch", str(tmp_path / "scratch"))
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert f"{extended.name}: exact" in verified.stdout
