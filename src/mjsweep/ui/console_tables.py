@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 
 def make_console(stderr: bool = False) -> Console:
     stream = sys.stderr if stderr else sys.stdout
-    # Off a terminal (CI logs, files), do not wrap tables at 80 columns.
-    return Console(stderr=stderr, width=None if stream.isatty() else 200, highlight=False)
+    # Off a terminal (CI logs, files), do not wrap tables at 80 columns. No markup: names, grid values and
+    # causes come from users, and Rich would take "ant[long]"'s "[long]" for a style and drop it.
+    return Console(stderr=stderr, width=None if stream.isatty() else 200, highlight=False, markup=False)
 
 
 ERROR_WIDTH = 2000
