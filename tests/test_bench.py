@@ -19,8 +19,9 @@ from mjsweep.bench.batches import mjsweep_batch
 from mjsweep.bench.contender import MISSING, command, gnu_parallel, parallel_batch
 from mjsweep.bench.figures import LaunchFigures
 from mjsweep.bench.launch import measure_launch
-from mjsweep.bench.table import COLUMNS, render
 from mjsweep.childproc import THREAD_VARS
+from mjsweep.ui.bench_table import COLUMNS, render
+from mjsweep.ui.live import make_progress
 
 STEPS, N_STEPS = 256, 128
 
@@ -370,7 +371,7 @@ def test_the_memory_per_run_is_what_one_more_run_adds_beside_the_rss():
 def test_an_mjsweep_batch_reports_its_runs_uss_as_the_launcher_measured_it(tmp_path: Path):
     config = BenchConfig(env="HalfCheetah-v5", steps=STEPS, ppo={"n_steps": N_STEPS}, max_episode_steps=100,
                          cores=2)
-    batch = mjsweep_batch(config, TINY_XML, 2, tmp_path / "bench")
+    batch = mjsweep_batch(config, TINY_XML, 2, tmp_path / "bench", make_progress)
     statuses = [json.loads(path.read_text()) for path in (tmp_path / "bench" / "runs").glob("*/*/status.json")]
     assert batch.failed == 0 and len(statuses) == 2
     assert batch.peak_uss_mb == max(status["peak_uss_mb"] for status in statuses)

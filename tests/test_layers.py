@@ -24,7 +24,8 @@ LAYERS = [
     ["mjsweep.media"],        # pictures and videos drawn with MuJoCo
     # The package itself: its top level hands out the Python API's names (lazily), the version too.
     ["mjsweep", "mjsweep.api"],  # the Python API: sweeps loaded, run and checked from Python
-    ["mjsweep.ui", "mjsweep.bench"],  # the commands, the terminal, figures, reports; sweep bench
+    ["mjsweep.bench"],        # sweep bench's measurements: this machine's scaling, peers, --stats' simulations
+    ["mjsweep.ui"],           # the commands, the terminal, figures, reports (sweep bench's view too)
 ]
 
 
@@ -53,6 +54,11 @@ def test_every_import_runs_down_the_layers():
 def test_the_layer_check_sees_an_import_that_runs_up():
     graph = {"mjsweep.sweepdir.files": {"mjsweep.ui.cli"}, "mjsweep.ui.cli": {"mjsweep.sweepdir.files"}}
     assert upward_imports(graph) == ["mjsweep.sweepdir.files -> mjsweep.ui.cli"]
+
+
+def test_the_bench_sits_below_the_ui():
+    graph = {"mjsweep.bench.batches": {"mjsweep.ui.live"}, "mjsweep.ui.bench_view": {"mjsweep.bench.batches"}}
+    assert upward_imports(graph) == ["mjsweep.bench.batches -> mjsweep.ui.live"]
 
 
 def test_every_module_has_a_layer():
