@@ -4,6 +4,7 @@ names every module in its layer's row."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -59,6 +60,23 @@ def test_the_layer_check_sees_an_import_that_runs_up():
 def test_the_bench_sits_below_the_ui():
     graph = {"mjsweep.bench.batches": {"mjsweep.ui.live"}, "mjsweep.ui.bench_view": {"mjsweep.bench.batches"}}
     assert upward_imports(graph) == ["mjsweep.bench.batches -> mjsweep.ui.live"]
+
+
+def imports_the_lab(source: str) -> bool:
+    """Whether the source imports benchmarks/, the lab at the checkout's root."""
+    for node in ast.walk(ast.parse(source)):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+        if any(name == "benchmarks" or name.startswith("benchmarks.") for name in names):
+            return True
+    return False
+
+
+def test_the_package_never_imports_the_lab():
+    # benchmarks/ is not installed: an import of it works in a checkout and fails wherever mjsweep is installed.
+    assert imports_the_lab("def f():\n    from benchmarks.ceiling import ceiling\n")
+    assert not imports_the_lab("from .bench import decisions\nimport mjsweep.bench\n")
+    assert [name for name, path in module_names().items() if imports_the_lab(path.read_text(encoding="utf-8"))] == []
 
 
 def test_every_module_has_a_layer():
