@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..engine.profile import cpu_model
 from .figures import AlgoOverhead, Batch, BenchConfig, BenchReport, CheckCost, LaunchFigures, ScaleFigures
-from .recommend import cpu_model
 
 if TYPE_CHECKING:
     from .batches import DrawLive
