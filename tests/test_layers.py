@@ -79,6 +79,19 @@ def test_the_package_never_imports_the_lab():
     assert [name for name, path in module_names().items() if imports_the_lab(path.read_text(encoding="utf-8"))] == []
 
 
+def test_the_wheel_leaves_the_lab_out():
+    # What setuptools packages, found as pyproject tells it to: mjsweep's packages, and not benchmarks/.
+    import tomllib
+
+    from setuptools import find_packages
+
+    root = Path(__file__).resolve().parents[1]
+    setuptools_table = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    find = setuptools_table["packages"]["find"]
+    packages = {p for where in find["where"] for p in find_packages(where=root / where)}
+    assert "mjsweep.bench" in packages and all(p == "mjsweep" or p.startswith("mjsweep.") for p in packages)
+
+
 def test_every_module_has_a_layer():
     for name in module_names():
         layer_of(name)
