@@ -19,8 +19,10 @@ from mjsweep.bench.batches import mjsweep_batch
 from mjsweep.bench.contender import MISSING, command, gnu_parallel, parallel_batch
 from mjsweep.bench.figures import LaunchFigures
 from mjsweep.bench.launch import measure_launch
-from mjsweep.bench.table import COLUMNS, render
 from mjsweep.childproc import THREAD_VARS
+from mjsweep.engine import profile
+from mjsweep.ui.bench_table import COLUMNS, render
+from mjsweep.ui.live import make_progress
 
 STEPS, N_STEPS = 256, 128
 
@@ -114,7 +116,7 @@ def test_tiny_bench_reports_every_figure_consistently(tmp_path: Path):
     rows = [line for line in table.splitlines() if line.startswith("| mjsweep") or line.startswith("| naive")]
     assert [row.split("|")[2].strip() for row in rows] == [str(b["n"]) for b in mj] + [str(cores)]
     assert f"{solo['efficiency']:.2f}" in rows[0] and f"`sweep run --workers {report['recommended_workers']}`" in table
-    assert recommend.load(cores).workers == report["recommended_workers"]
+    assert profile.load(cores).workers == report["recommended_workers"]
     assert f"defaults to --workers {report['recommended_workers']}" in done.stderr
 
 
@@ -278,16 +280,16 @@ def test_bench_rejects_a_markdown_file_in_a_missing_folder(tmp_path: Path):
 
 def test_recommendation_is_kept_per_machine_kind(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("MJSWEEP_CACHE_DIR", str(tmp_path))
-    assert recommend.load(2) is None
-    assert recommend.default_workers(2).workers == 2  # nothing measured: one run per usable core
+    assert profile.load(2) is None
+    assert profile.default_workers(2).workers == 2  # nothing measured: one run per usable core
     recommend.save(4, 2, "Ant-v5", 1356.0)
     recommend.save(12, 8, "Ant-v5", 5000.0)
-    assert recommend.load(2).workers == 4 and recommend.load(8).workers == 12
-    assert recommend.load(3) is None  # measured on another core count: not this machine's figure
-    chosen = recommend.default_workers(2)
+    assert profile.load(2).workers == 4 and profile.load(8).workers == 12
+    assert profile.load(3) is None  # measured on another core count: not this machine's figure
+    chosen = profile.default_workers(2)
     assert chosen.workers == 4 and "sweep bench" in chosen.source
-    (tmp_path / recommend.FILE_NAME).write_text("{not json")
-    assert recommend.load(2) is None  # a broken cache never stops a sweep
+    (tmp_path / profile.FILE_NAME).write_text("{not json")
+    assert profile.load(2) is None  # a broken cache never stops a sweep
 
 
 @pytest.mark.slow
@@ -370,7 +372,7 @@ def test_the_memory_per_run_is_what_one_more_run_adds_beside_the_rss():
 def test_an_mjsweep_batch_reports_its_runs_uss_as_the_launcher_measured_it(tmp_path: Path):
     config = BenchConfig(env="HalfCheetah-v5", steps=STEPS, ppo={"n_steps": N_STEPS}, max_episode_steps=100,
                          cores=2)
-    batch = mjsweep_batch(config, TINY_XML, 2, tmp_path / "bench")
+    batch = mjsweep_batch(config, TINY_XML, 2, tmp_path / "bench", make_progress)
     statuses = [json.loads(path.read_text()) for path in (tmp_path / "bench" / "runs").glob("*/*/status.json")]
     assert batch.failed == 0 and len(statuses) == 2
     assert batch.peak_uss_mb == max(status["peak_uss_mb"] for status in statuses)

@@ -1,11 +1,11 @@
-"""The ideal group-sequential yardstick of `sweep bench --stats` (bench/ceiling.py)."""
+"""The ideal group-sequential yardstick of `sweep bench --stats` (the lab's benchmarks/ceiling.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from mjsweep.bench import ceiling
+from benchmarks import ceiling
 
 
 @pytest.mark.parametrize("family", ["Hwang-Shih-DeCani 0", "Pocock type", "power 3"])

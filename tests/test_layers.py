@@ -4,6 +4,7 @@ names every module in its layer's row."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -24,7 +25,8 @@ LAYERS = [
     ["mjsweep.media"],        # pictures and videos drawn with MuJoCo
     # The package itself: its top level hands out the Python API's names (lazily), the version too.
     ["mjsweep", "mjsweep.api"],  # the Python API: sweeps loaded, run and checked from Python
-    ["mjsweep.ui", "mjsweep.bench"],  # the commands, the terminal, figures, reports; sweep bench
+    ["mjsweep.bench"],        # sweep bench's measurements: this machine's scaling, peers, --stats' simulations
+    ["mjsweep.ui"],           # the commands, the terminal, figures, reports (sweep bench's view too)
 ]
 
 
@@ -53,6 +55,41 @@ def test_every_import_runs_down_the_layers():
 def test_the_layer_check_sees_an_import_that_runs_up():
     graph = {"mjsweep.sweepdir.files": {"mjsweep.ui.cli"}, "mjsweep.ui.cli": {"mjsweep.sweepdir.files"}}
     assert upward_imports(graph) == ["mjsweep.sweepdir.files -> mjsweep.ui.cli"]
+
+
+def test_the_bench_sits_below_the_ui():
+    graph = {"mjsweep.bench.batches": {"mjsweep.ui.live"}, "mjsweep.ui.bench_view": {"mjsweep.bench.batches"}}
+    assert upward_imports(graph) == ["mjsweep.bench.batches -> mjsweep.ui.live"]
+
+
+def imports_the_lab(source: str) -> bool:
+    """Whether the source imports benchmarks/, the lab at the checkout's root."""
+    for node in ast.walk(ast.parse(source)):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+        if any(name == "benchmarks" or name.startswith("benchmarks.") for name in names):
+            return True
+    return False
+
+
+def test_the_package_never_imports_the_lab():
+    # benchmarks/ is not installed: an import of it works in a checkout and fails wherever mjsweep is installed.
+    assert imports_the_lab("def f():\n    from benchmarks.ceiling import ceiling\n")
+    assert not imports_the_lab("from .bench import decisions\nimport mjsweep.bench\n")
+    assert [name for name, path in module_names().items() if imports_the_lab(path.read_text(encoding="utf-8"))] == []
+
+
+def test_the_wheel_leaves_the_lab_out():
+    # What setuptools packages, found as pyproject tells it to: mjsweep's packages, and not benchmarks/.
+    import tomllib
+
+    from setuptools import find_packages
+
+    root = Path(__file__).resolve().parents[1]
+    setuptools_table = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    find = setuptools_table["packages"]["find"]
+    packages = {p for where in find["where"] for p in find_packages(where=root / where)}
+    assert "mjsweep.bench" in packages and all(p == "mjsweep" or p.startswith("mjsweep.") for p in packages)
 
 
 def test_every_module_has_a_layer():

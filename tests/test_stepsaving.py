@@ -1,5 +1,5 @@
-"""The step-saving benchmark (bench/stepsaving.py): its tiny budget run for real, and its figures read back from
-the sweep folders alone."""
+"""The step-saving benchmark (the lab's benchmarks/stepsaving.py): its tiny budget run for real, and its figures
+read back from the sweep folders alone."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from mjsweep.bench import savingspecs as specs
-from mjsweep.bench.savingfigures import Method, Trained, read_figures
-from mjsweep.bench.savingtable import goals, render
-from mjsweep.bench.stepsaving import main
+from benchmarks import savingspecs as specs
+from benchmarks.savingfigures import Method, Trained, read_figures
+from benchmarks.savingtable import goals, render
+from benchmarks.stepsaving import main
 
 
 def _table_rows(markdown: str, first_cell: str) -> list[list[str]]:

@@ -15,9 +15,13 @@ import socket
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..engine.profile import cpu_model
 from .figures import AlgoOverhead, Batch, BenchConfig, BenchReport, CheckCost, LaunchFigures, ScaleFigures
-from .recommend import cpu_model
+
+if TYPE_CHECKING:
+    from .batches import DrawLive
 
 __all__ = ["AlgoOverhead", "Batch", "BenchConfig", "BenchReport", "CheckCost", "LaunchFigures", "ScaleFigures",
            "batch_sizes", "run_bench"]
@@ -32,8 +36,9 @@ def batch_sizes(max_workers: int, cores: int) -> list[int]:
     return sorted(s for s in sizes if 1 <= s <= max_workers)
 
 
-def run_bench(config: BenchConfig, on_step: Callable[[str], None] = lambda line: None) -> BenchReport:
-    """Every batch, in turn, in a temporary folder that is removed afterwards."""
+def run_bench(config: BenchConfig, draw: DrawLive, on_step: Callable[[str], None] = lambda line: None) -> BenchReport:
+    """Every batch, in turn, in a temporary folder that is removed afterwards; `draw` makes the live table that
+    the mjsweep batches draw as `sweep run` does (ui/live.make_progress)."""
     from ..launchers import resolve_start
     from .batches import mjsweep_batch, naive_batch
     from .checks import measure_check_cost
@@ -49,7 +54,7 @@ def run_bench(config: BenchConfig, on_step: Callable[[str], None] = lambda line:
         batches = []
         for n in batch_sizes(config.max_workers, config.cores):
             on_step(f"mjsweep: {n} concurrent run(s) of {config.steps} steps")
-            batches.append(mjsweep_batch(config, xml, n, root / f"mjsweep-{n}"))
+            batches.append(mjsweep_batch(config, xml, n, root / f"mjsweep-{n}", draw))
         on_step("checks: what the non-finite checks add to an env step and to an update")
         checks = measure_check_cost(config, xml)
         overhead = tuple(measure_overhead(config, xml, list(config.overhead), on_step))

@@ -6,11 +6,11 @@ import multiprocessing
 import os
 import resource
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from statistics import mean
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 from rich.console import Console
@@ -19,11 +19,28 @@ from ..childproc import THREAD_VARS
 from ..engine.scheduler import SchedulerOptions, SweepOutcome
 from ..engine.sweep import SweepPlan, execute, planned_runs, prepare
 from ..launchers.local import LocalLauncher
-from ..sweepdir.files import RunDir, read_or_none
+from ..sweepdir.files import RunDir, SweepDir, read_or_none
 from ..sweepdir.models import RunResult
-from ..ui import live
 from .figures import Batch, BenchConfig
 from .naive import NaiveJob, train_default_threads
+
+if TYPE_CHECKING:
+    from ..engine.scheduler import Event
+    from ..plan.planned import PlannedRun
+
+
+class LiveTable(Protocol):
+    """What `sweep run` draws while its runs go on (ui/live.py's progress)."""
+
+    def planned(self, planned: list[PlannedRun]) -> None: ...
+
+    def event(self, event: Event) -> None: ...
+
+    def close(self) -> None: ...
+
+
+DrawLive = Callable[[Console, SweepDir], LiveTable]
+"""Makes the live table on a console: the ui hands it in (ui/live.make_progress), as the bench sits below the ui."""
 
 
 def bench_spec(config: BenchConfig, xml: Path, name: str, seeds: int, runs_dir: Path) -> dict[str, Any]:
@@ -45,11 +62,12 @@ def write_spec(folder: Path, spec: dict[str, Any]) -> Path:
     return path
 
 
-def mjsweep_batch(config: BenchConfig, xml: Path, n: int, folder: Path) -> Batch:
-    """N runs at once through `sweep run`'s own path: spec.json run dirs, Scheduler, LocalLauncher, worker."""
+def mjsweep_batch(config: BenchConfig, xml: Path, n: int, folder: Path, draw: DrawLive) -> Batch:
+    """N runs at once through `sweep run`'s own path: spec.json run dirs, Scheduler, LocalLauncher, worker, and
+    the live table that `draw` makes."""
     spec_path = write_spec(folder, bench_spec(config, xml, f"bench-{n}", n, folder / "runs"))
     plan = prepare(spec_path)
-    outcome, wall, cpu, workers_cpu = _timed_execute(plan, n)
+    outcome, wall, cpu, workers_cpu = _timed_execute(plan, n, draw)
     results = [_result(plan.sweep_dir.run(run.run_id)) for run in plan.runs]
     done = [r for r in results if r is not None]
     uss = [peak for run in plan.runs if (peak := _peak_uss_mb(plan.sweep_dir.run(run.run_id))) is not None]
@@ -66,12 +84,12 @@ def mjsweep_batch(config: BenchConfig, xml: Path, n: int, folder: Path) -> Batch
     )
 
 
-def _timed_execute(plan: SweepPlan, n: int) -> tuple[SweepOutcome, float, float, float]:
+def _timed_execute(plan: SweepPlan, n: int, draw: DrawLive) -> tuple[SweepOutcome, float, float, float]:
     """Run the plan N at a time as `sweep run` does on a terminal (scheduling and the live table, drawn to
     a terminal nobody sees); its wall time, the launcher's CPU and the workers' CPU seconds."""
     cpu_before, children_before, started = _own_cpu_s(), children_cpu_s(), time.monotonic()
     with LocalLauncher() as launcher, open(os.devnull, "w", encoding="utf-8") as screen:
-        progress = live.make_progress(Console(file=screen, force_terminal=True, width=160), plan.sweep_dir)
+        progress = draw(Console(file=screen, force_terminal=True, width=160), plan.sweep_dir)
         try:
             outcome = execute(plan, planned_runs(plan), launcher, SchedulerOptions(max_workers=n, retries=0),
                               on_event=progress.event, on_planned=progress.planned)

@@ -7,21 +7,8 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..engine.profile import (
-    FILE_NAME,
-    DefaultWorkers,
-    Recommendation,
-    cache_file,
-    cpu_model,
-    default_workers,
-    load,
-    machine_key,
-    read_entries,
-)
+from ..engine.profile import Recommendation, cache_file, machine_key, read_entries
 from ..sweepdir.files import write_text_atomic
-
-__all__ = ["FILE_NAME", "DefaultWorkers", "Recommendation", "cache_file", "cpu_model", "default_workers", "load",
-           "machine_key", "save"]
 
 
 def save(workers: int, cores: int, env: str, aggregate_fps: float) -> Path:

@@ -9,7 +9,7 @@ function of the true P, with each side's seeds less one replaced by their mean, 
 whose distance from the estimate is within z of its own standard error. The variance vanishes only at 0 and 1,
 so the interval never collapses to a point.
 
-How often it holds, simulated (`python -m mjsweep.bench.coverage`; docs/statistics.md): the 95% interval
+How often it holds, simulated (`python -m benchmarks.coverage`; docs/statistics.md): the 95% interval
 holds the true P in 93-98% of sweeps from 4 seeds each, for normal, heavy-tailed and bimodal returns and P
 from 0.5 to 0.99; 89-98% at 3 seeds each and 91-100% at 2. The bootstrap held it in 5-95%.
 It is an interval for the size of a difference, not a test: the verdict is the Brunner-Munzel test's.

@@ -89,7 +89,7 @@ def _t_central(t: float, df: int) -> float:
 def mean_interval(values: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Student's t interval of the mean over seeds: mean +- t(n - 1) s / sqrt(n). Exact for normal returns at
     every seed count, where a percentile bootstrap of 2 to 5 seeds holds the mean in about 50-83% of sweeps
-    (`python -m mjsweep.bench.coverage --table mean`); [value, value] for a single value."""
+    (`python -m benchmarks.coverage --table mean`); [value, value] for a single value."""
     low, high = mean_band(np.asarray(values, dtype=float)[:, None], confidence)
     return float(low[0]), float(high[0])
 
@@ -99,7 +99,7 @@ def iqm_t_interval(values: Sequence[float] | np.ndarray, confidence: float = CON
     Yuen's interval below (the IQM is the 25%-trimmed mean). Under 4 seeds nothing is trimmed and it is the
     mean's t interval; [value, value] for a single value. Where rliable's stratified bootstrap (`iqm_interval`)
     held the interquartile mean in about half of simulated groups of 2 seeds, this holds it in 93-96% of groups
-    of 2-20 seeds with symmetric returns (`python -m mjsweep.bench.coverage --table iqm`)."""
+    of 2-20 seeds with symmetric returns (`python -m benchmarks.coverage --table iqm`)."""
     x = np.sort(np.asarray(values, dtype=float))
     middle = iqm(x)
     if x.size < 2:

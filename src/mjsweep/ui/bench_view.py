@@ -17,10 +17,11 @@ if TYPE_CHECKING:
 def throughput(config: BenchConfig, as_json: bool, markdown: Path | None, save: bool) -> None:
     """The bench of `config`, printed; with `save`, its best N becomes `sweep run`'s default here."""
     from ..bench import run_bench
-    from ..bench.table import render
+    from .bench_table import render
+    from .live import make_progress
 
     try:
-        report = run_bench(config, on_step=_say)
+        report = run_bench(config, make_progress, on_step=_say)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     table = render(report)

@@ -2,7 +2,7 @@
 same runs x env steps, and warm against cold design trials, every sweep through the Python API into one
 folder, the table computed from those folders alone.
 
-    python -m mjsweep.bench.stepsaving --out DIR --budget {full,tiny} --markdown FILE
+    python -m benchmarks.stepsaving --out DIR --budget {full,tiny} --markdown FILE   (from a checkout's root)
 
 A rerun into the same folder skips the runs that succeeded (mjsweep.run's rule) and finishes the others.
 """
@@ -16,14 +16,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..errors import InputError
-from ..sweepdir.files import SweepDir, write_text_atomic
+from mjsweep.errors import InputError
+from mjsweep.sweepdir.files import SweepDir, write_text_atomic
+
 from . import savingspecs as specs
 from .savingfigures import design_values, read_figures
 from .savingtable import render
 
-XML_MODELS = Path(__file__).resolve().parents[3] / "xml_models"
-"""The tiny budget's robot lives in the source checkout's xml_models/."""
+XML_MODELS = Path(__file__).resolve().parents[1] / "xml_models"
+"""The tiny budget's robot: xml_models/ beside this folder in the checkout."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m mjsweep.bench.stepsaving", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="python -m benchmarks.stepsaving", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="the folder every sweep of the benchmark goes in")
     parser.add_argument("--budget", choices=sorted(specs.BUDGETS), required=True,
                         help="tiny: the smoke walker in about a minute; full: Hopper-v5, well under an hour on 2 cores")
@@ -43,12 +44,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def robot_xml(budget: specs.Budget) -> Path:
     if not budget.robot:
-        from . import env_default_xml
+        from mjsweep.bench import env_default_xml
 
         return env_default_xml(budget.env)
     xml = XML_MODELS / budget.robot
     if not xml.is_file():
-        raise InputError(f"{xml}: no such file (the {budget.name} budget runs from a source checkout)")
+        raise InputError(f"{xml}: no such file (the {budget.name} budget reads the checkout's xml_models/)")
     return xml
 
 

@@ -5,8 +5,8 @@ to `max` each, its error spent over the looks by one of the usual spending famil
 power, Pocock type). Nothing is lost to ranks or to few seeds' coarse p-values, so no design of this kind on
 real returns saves more. For a fixed design that needs `fixed_seeds` each for the power asked, the effect is
 set so that it has exactly that power; every family and every max is tried, and the least expected seeds at
-that power is the ceiling. Run `python -m mjsweep.bench.ceiling 4.31 7.18 11.2` for the ceilings at those fixed
-seed counts (docs/statistics.md shows them).
+that power is the ceiling. Run `python -m benchmarks.ceiling 4.31 7.18 11.2` from a checkout's root for the
+ceilings at those fixed seed counts (docs/statistics.md shows them).
 
 With `--spread estimated` the spread is not known: both designs use the two-sample t statistic, the spread
 estimated from the seeds at hand, still on normal returns (the test a parametric design would use, and the
@@ -24,8 +24,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-from ..results import sequential, stats
-from .decisions import seeds_for_power
+from mjsweep.bench.decisions import seeds_for_power
+from mjsweep.results import sequential, stats
 
 Spending = Callable[[float], float]
 """The share of the error spent by information fraction t (0 to 1)."""
@@ -153,7 +153,7 @@ def ceiling(fixed_seeds: float, first: int = 3, alpha: float = 0.05, power: floa
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m mjsweep.bench.ceiling", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.ceiling", description=__doc__.split("\n\n")[0])
     parser.add_argument("fixed_seeds", nargs="+", type=float, help="seeds each the fixed design needs")
     parser.add_argument("--min", type=int, default=3, help="the seeds each of the first look")
     parser.add_argument("--spread", choices=["known", "estimated"], default="known",

@@ -13,13 +13,14 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..api.sweep_records import load
-from ..search.confirm import kendall_tau
-from ..search.journal import replay
-from ..sweepdir.csvfiles import read_evaluations
-from ..sweepdir.files import RunDir, SweepDir, read_lines, read_or_none
-from ..sweepdir.lineage import SegmentRecord
-from ..sweepdir.models import RunResult
+from mjsweep import load
+from mjsweep.search.confirm import kendall_tau
+from mjsweep.search.journal import replay
+from mjsweep.sweepdir.csvfiles import read_evaluations
+from mjsweep.sweepdir.files import RunDir, SweepDir, read_lines, read_or_none
+from mjsweep.sweepdir.lineage import SegmentRecord
+from mjsweep.sweepdir.models import RunResult
+
 from .savingspecs import DESIGN_COLD, DESIGN_WARM, EDIT_LABEL, GRID, PBT, RANDOM, cold_variant
 
 REACH_SHARE = 0.9

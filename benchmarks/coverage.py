@@ -1,9 +1,9 @@
 """How often the 95% intervals the reports show hold what they estimate, simulated.
 
-Returns are bench/decisions.py's normal, heavy-tailed and bimodal ones (the same units as `sweep bench
+Returns are mjsweep's bench/decisions.py's normal, heavy-tailed and bimodal ones (the same units as `sweep bench
 --stats`), drawn `sweeps` times at each seed count; the share of simulated sweeps whose interval holds the true
 value is its coverage. Each table sets the interval the reports use beside the percentile bootstrap they used
-before; `python -m mjsweep.bench.coverage --table NAME` prints the table in docs/statistics.md:
+before; `python -m benchmarks.coverage --table NAME` (from a checkout's root) prints the table in docs/statistics.md:
 - `improvement`: P(A > B) between two groups, A's returns shifted by `effect` times the returns' spread, the
   true P from 2,000,000 pairs of draws; Newcombe's score interval (results/effectsize.py) against the
   stratified bootstrap (rliable's), about two minutes on 2 cores;
@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ..results import effectsize, stats
-from .decisions import DISTRIBUTIONS, FAILING, draw, scale
+from mjsweep.bench.decisions import DISTRIBUTIONS, FAILING, draw, scale
+from mjsweep.results import effectsize, stats
 
 SEEDS = (2, 3, 4, 5, 6, 8, 10, 15, 20)
 EFFECTS = (0.0, 0.5, 1.0, 2.0)
@@ -191,7 +191,7 @@ TABLES = {"improvement": improvement_table, "mean": mean_table, "iqm": iqm_table
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m mjsweep.bench.coverage", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.coverage", description=__doc__.split("\n\n")[0])
     parser.add_argument("--table", choices=sorted(TABLES), default="improvement", help="which intervals")
     parser.add_argument("--sweeps", type=int, default=4000, help="simulated sweeps per cell, the reports' interval")
     parser.add_argument("--bootstrap-sweeps", type=int, default=1000, help="simulated sweeps per cell, bootstrap")

@@ -5,8 +5,8 @@ Plain Markdown, so the same text reads in a terminal and pastes into BENCHMARKS.
 
 from __future__ import annotations
 
-from ..ui.console_tables import fixed
-from .figures import Batch, BenchReport
+from ..bench.figures import Batch, BenchReport
+from .console_tables import fixed
 
 COLUMNS = ("batch", "N", "wall s", "env-steps/s", "efficiency", "cores busy", "CPU s/run", "run fps", "rollout s",
            "train s", "spread s", "start-up s", "peak RSS MiB", "peak USS MiB", "torch threads", "launcher CPU")

@@ -1,4 +1,4 @@
-"""The sweeps of the step-saving benchmark (bench/stepsaving.py) as spec mappings, for a budget.
+"""The sweeps of the step-saving benchmark (benchmarks/stepsaving.py) as spec mappings, for a budget.
 
 Part (a) trains the same number of runs x env steps three ways over the same PPO hyperparameters: a PBT
 population, a random search of as many trials and a grid of as many points. Part (b) is a design search
