@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import struct
 import zipfile
 from pathlib import Path
 
@@ -13,9 +15,9 @@ import pytest
 
 from helpers.commands import run_dirs, run_sweep, start_sweep, status_of, wait_for, write_spec
 from helpers.fake_sweep import make_run, result, run_spec
-from helpers.models import TINY_XML
+from helpers.models import TINY_XML, XML_DIR
 from mjsweep.errors import InputError
-from mjsweep.robots.modelfiles import model_files, model_sha256
+from mjsweep.robots.modelfiles import loaded_sha256, model_files, model_sha256, portable_xmls
 from mjsweep.robots.snapshot import FILES, missing_bytes, store
 from mjsweep.robots.variants import Variant
 from mjsweep.sweepdir.models import RunState
@@ -47,8 +49,43 @@ def _robot(folder: Path, included: bool) -> Path:
     return folder / "walker.xml"
 
 
+def _robot_reading_absolute_paths(folder: Path, parts: Path) -> Path:
+    """The tiny walker in `folder` that reads every other file by an absolute path into `parts`: it includes its
+    front leg (parts/front_leg.xml), its meshdir is parts/, where a mesh on the torso lies, and a height field
+    beside the floor is parts/ground.bin."""
+    xml = _robot(folder, included=True)
+    parts.mkdir(parents=True)
+    (xml.parent / "front_leg.xml").rename(parts / "front_leg.xml")
+    (parts / "bump.obj").write_text(_tetrahedron(0.04))
+    (parts / "ground.bin").write_bytes(struct.pack("<2i4f", 2, 2, 0.0, 0.1, 0.2, 0.3))
+    text = xml.read_text().replace('<include file="front_leg.xml"/>', f'<include file="{parts / "front_leg.xml"}"/>')
+    compiler = '<compiler angle="degree" autolimits="true"/>\n'
+    assert compiler in text and "</worldbody>" in text
+    text = text.replace(compiler, f"""<compiler angle="degree" autolimits="true" meshdir="{parts}/"/>
+  <asset>
+    <mesh name="bump" file="bump.obj"/>
+    <hfield name="ground" file="{parts / 'ground.bin'}" size="1 1 0.1 0.05"/>
+  </asset>
+""")
+    text = text.replace('<geom name="torso_geom"', '<geom name="bump" type="mesh" mesh="bump" contype="0" '
+                        'conaffinity="0"/>\n      <geom name="torso_geom"')
+    text = text.replace("</worldbody>", '  <geom name="ground" type="hfield" hfield="ground" pos="0 3 0"/>\n'
+                        "  </worldbody>")
+    xml.write_text(text)
+    return xml
+
+
+def _tetrahedron(size: float) -> str:
+    """A closed tetrahedron mesh in OBJ format."""
+    return (f"v 0 0 0\nv {size} 0 0\nv 0 {size} 0\nv 0 0 {size}\n"
+            "f 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")
+
+
 def _add_knee(xml: Path, included: bool) -> None:
-    edited = xml.parent / "front_leg.xml" if included else xml
+    _add_knee_to(xml.parent / "front_leg.xml" if included else xml)
+
+
+def _add_knee_to(edited: Path) -> None:
     text = edited.read_text()
     anchor = '<joint name="front_hip" class="hip"/>\n'
     assert anchor in text
@@ -125,6 +162,82 @@ def test_the_snapshot_tree_loads_as_the_users_files_and_hashes_the_same(tmp_path
     _add_knee(xml, included=True)  # the user's files change; the stored ones do not
     assert model_sha256(stored) == variant.sha256
     assert not stored.stat().st_mode & 0o222  # read-only: nobody edits a stored file in place
+
+
+def test_a_model_reading_files_by_absolute_paths_is_stored_whole_and_reads_only_the_snapshot(tmp_path):
+    """An include, a meshdir and a height field given as absolute paths: the snapshot's XML files give them as
+    relative paths into its own tree, the tree hashes as the variant, and it compiles to the same model once
+    every file of the user's is gone."""
+    import mujoco
+
+    xml = _robot_reading_absolute_paths(tmp_path / "robot", tmp_path / "parts")
+    before = mujoco.MjModel.from_xml_path(str(xml))
+    assert (before.nmesh, before.nhfield, before.njnt) == (1, 1, 5)
+    variant = Variant("walker", xml, model_sha256(xml))
+    stored = store(tmp_path / "sweep" / "snapshots", variant)
+    tree = tmp_path / "sweep" / "snapshots" / "models" / variant.sha256
+    files = model_files(stored)
+    assert sorted(p.name for p in files) == ["bump.obj", "front_leg.xml", "ground.bin", "walker.xml"]
+    assert all(p.is_relative_to(tree) for p in files)
+    assert str(tmp_path) not in stored.read_text() and 'meshdir="../parts/"' in stored.read_text()
+    assert portable_xmls(stored) == {}  # nothing left to rewrite: the tree's files are what the hash covers
+    assert model_sha256(stored) == variant.sha256
+    shutil.rmtree(tmp_path / "parts")
+    shutil.rmtree(tmp_path / "robot")
+    after = mujoco.MjModel.from_xml_path(str(stored))
+    assert (after.nmesh, after.nhfield, after.njnt) == (1, 1, 5)
+    assert after.hfield_data.tolist() == before.hfield_data.tolist()
+    assert after.mesh_vert.tolist() == before.mesh_vert.tolist()
+
+
+def test_an_edit_to_an_absolutely_referenced_file_gives_new_run_ids_and_leaves_the_stored_model(tmp_path):
+    xml = _robot_reading_absolute_paths(tmp_path / "robot", tmp_path / "parts")
+    variant = Variant("walker", xml, model_sha256(xml))
+    stored = store(tmp_path / "snapshots", variant)
+    hashes = {variant.sha256}
+    for edit in (lambda: _add_knee_to(tmp_path / "parts" / "front_leg.xml"),
+                 lambda: (tmp_path / "parts" / "bump.obj").write_text(_tetrahedron(0.06)),
+                 lambda: (tmp_path / "parts" / "ground.bin").write_bytes(struct.pack("<2i4f", 2, 2, 0, 0, 0, 1))):
+        edit()
+        hashes.add(model_sha256(xml))
+        assert model_sha256(stored) == variant.sha256
+    assert len(hashes) == 4
+
+
+def test_a_model_with_relative_paths_only_hashes_as_before(tmp_path):
+    """Nothing to rewrite: run ids planned before absolute paths were made relative stay what they were."""
+    xml = _robot(tmp_path / "robot", included=True)
+    assert portable_xmls(xml) == {}
+    assert model_sha256(xml) == model_sha256(xml, portable=False)
+    walker = XML_DIR / "planar_walker.xml"
+    assert model_sha256(walker) == hashlib.sha256(walker.read_bytes()).hexdigest()
+
+
+def test_a_run_planned_before_absolute_paths_were_made_relative_still_loads_as_planned(tmp_path):
+    """An older folder's run names the user's XML (or a tree that gives the absolute paths as they were) and the
+    hash of those files as they are: the worker's hash of what it loads matches it while they are unchanged."""
+    xml = _robot_reading_absolute_paths(tmp_path / "robot", tmp_path / "parts")
+    planned_then = model_sha256(xml, portable=False)
+    assert planned_then != model_sha256(xml)
+    assert loaded_sha256(xml, planned_then) == planned_then
+    _add_knee_to(tmp_path / "parts" / "front_leg.xml")
+    assert loaded_sha256(xml, planned_then) != planned_then
+
+
+def test_a_generated_variant_of_a_model_reading_absolute_paths_is_stored_whole(tmp_path):
+    import mujoco
+
+    from mjsweep.robots.edits import generate
+    from mjsweep.spec.editspec import EditSpec
+
+    xml = _robot_reading_absolute_paths(tmp_path / "robot", tmp_path / "parts")
+    generated = generate(xml, [EditSpec.model_validate({"scale_body": {"body": "front_leg", "factor": 1.2}})], {})
+    assert str(tmp_path) not in generated.portable
+    variant = Variant("walker_long", xml, generated.sha256, xml_text=generated.text, portable_text=generated.portable)
+    stored = store(tmp_path / "snapshots", variant)
+    shutil.rmtree(tmp_path / "parts")
+    model = mujoco.MjModel.from_xml_path(str(stored))
+    assert (model.nmesh, model.nhfield, model.njnt) == (1, 1, 5)
 
 
 def test_where_the_filesystem_makes_no_hard_link_the_tree_holds_read_only_copies(tmp_path, monkeypatch):
