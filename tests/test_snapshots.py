@@ -143,6 +143,55 @@ def test_an_edit_while_the_sweep_runs_changes_nothing_for_the_runs_planned(tmp_p
         assert _result(run_dir)["xml_sha256"] == edited
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("edited", ["include", "mesh"])
+def test_an_edit_to_a_file_named_by_an_absolute_path_changes_nothing_for_the_runs_planned(tmp_path, tiny_spec,
+                                                                                          edited):
+    """The walker reads its front leg, a mesh (through its meshdir) and a height field by absolute paths; the leg
+    gains a joint, or the mesh grows, once the first of three seeds has started on one slot: every planned seed
+    trains the planned robot from the snapshot (9 observations; result.json's hash of the files the worker loaded
+    is the planned one), and the next `sweep run` plans the edited robot as a new experiment and says so."""
+    parts = tmp_path / "parts"
+    xml = _robot_reading_absolute_paths(tmp_path / "robot", parts)
+    planned = model_sha256(xml)
+    mesh = (parts / "bump.obj").read_bytes()
+    tiny_spec.update(seeds=3, variants=[{"name": "walker", "xml": str(xml)}])
+    spec = write_spec(tmp_path, tiny_spec)
+    sweep_dir = tmp_path / "runs" / "tiny"
+    launcher = start_sweep(spec, "--workers", "1", "--start", "exec")
+    try:
+        wait_for(lambda: any(status_of(d).get("state") == "running" for d in run_dirs(sweep_dir)),
+                 "the first seed to start")
+        if edited == "include":
+            _add_knee_to(parts / "front_leg.xml")
+        else:
+            (parts / "bump.obj").write_text(_tetrahedron(0.08))
+        assert launcher.wait(timeout=600) == 0
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    edited_sha256 = model_sha256(xml)
+    assert edited_sha256 != planned
+    first = run_dirs(sweep_dir)
+    assert len(first) == 3
+    for run_dir in first:
+        assert _observed(run_dir) == 9, run_dir.name
+        assert _result(run_dir)["xml_sha256"] == planned
+        stored = Path(json.loads((run_dir / "spec.json").read_text())["xml"])
+        assert stored.is_relative_to(sweep_dir / "snapshots")
+        assert {p.name: p.read_bytes() for p in model_files(stored)}["bump.obj"] == mesh
+        assert "hashes as" not in (run_dir / "log.txt").read_text()
+
+    again = run_sweep("run", str(spec), "--workers", "2")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "this folder holds 3 runs of an earlier spec" in again.stdout and "XML content" in again.stdout
+    second = [d for d in run_dirs(sweep_dir) if d not in first]
+    assert len(second) == 3
+    for run_dir in second:
+        assert _observed(run_dir) == (11 if edited == "include" else 9), run_dir.name
+        assert _result(run_dir)["xml_sha256"] == edited_sha256
+
+
 def test_a_model_edited_after_it_was_planned_is_refused_before_anything_is_stored(tmp_path):
     xml = _robot(tmp_path / "robot", included=True)
     variant = Variant("walker", xml, model_sha256(xml))
@@ -350,22 +399,28 @@ def test_the_report_warns_only_where_one_groups_env_code_differs(tmp_path):
 
 
 @pytest.mark.slow
-def test_verify_and_a_policys_env_read_the_snapshot_once_the_users_robot_changed(tmp_path, tiny_spec):
+@pytest.mark.parametrize("absolute", [False, True], ids=["relative-paths", "absolute-paths"])
+def test_verify_and_a_policys_env_read_the_snapshot_once_the_users_robot_changed(tmp_path, tiny_spec, absolute):
     """`sweep verify` trains a finished run again, and Policy.make_env() builds its env, from the model the run
-    trained: the user's XML has gained a joint since, the folder it lay in is gone, and the sweep folder has
-    moved (spec.json names the snapshot where it was)."""
+    trained: the user's XML (or the leg it includes, by an absolute path beside a mesh and a height field) has
+    gained a joint since, the folders its files lay in are gone, and the sweep folder has moved (spec.json names
+    the snapshot where it was)."""
     import mjsweep
 
-    xml = _robot(tmp_path / "robot", included=True)
+    if absolute:
+        xml = _robot_reading_absolute_paths(tmp_path / "robot", tmp_path / "parts")
+        leg = tmp_path / "parts" / "front_leg.xml"
+    else:
+        xml = _robot(tmp_path / "robot", included=True)
+        leg = xml.parent / "front_leg.xml"
     tiny_spec.update(variants=[{"name": "walker", "xml": str(xml)}])
     assert run_sweep("run", str(write_spec(tmp_path, tiny_spec))).returncode == 0
-    _add_knee(xml, included=True)
+    _add_knee_to(leg)
     sweep_dir = tmp_path / "runs" / "tiny"
     [run] = mjsweep.load(sweep_dir).runs
     assert run.policy().make_env().observation_space.shape == (9,)
-    for path in xml.parent.iterdir():
-        path.unlink()
-    xml.parent.rmdir()
+    shutil.rmtree(xml.parent)
+    shutil.rmtree(leg.parent, ignore_errors=True)
     sweep_dir = sweep_dir.rename(tmp_path / "moved")
     [run] = mjsweep.load(sweep_dir).runs
     assert not Path(run.spec.xml).exists()
