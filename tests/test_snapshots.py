@@ -346,6 +346,39 @@ def test_a_hundred_runs_of_a_menagerie_robot_store_its_meshes_once(tmp_path, tin
     assert check_disk(plan, plan.runs, 4).needed.snapshot == 0
 
 
+def test_the_dry_run_counts_a_robots_files_once_however_many_runs_read_them(tmp_path, tiny_spec):
+    """Without Menagerie: 40 seeds of the walker that reads a mesh and a 256 x 256 height field (by absolute
+    paths). The dry run's disk line counts the snapshot as the robot's files once (what 40 copies would be is
+    another size); once `sweep run` has written the runs' folders, the files are stored once and a dry run of the
+    folder counts none."""
+    from mjsweep.engine.sweep import prepare, write_run_dir
+    from mjsweep.plan.disk import human_bytes
+
+    parts = tmp_path / "parts"
+    xml = _robot_reading_absolute_paths(tmp_path / "robot", parts)
+    (parts / "ground.bin").write_bytes(struct.pack("<2i", 256, 256) + bytes(4 * 256 * 256))
+    files = model_files(xml)
+    rewritten = portable_xmls(xml)
+    once = sum(len(rewritten[p]) if p in rewritten else p.stat().st_size for p in files)
+    assert once > 256 * 1024 and human_bytes(once) != human_bytes(40 * once)
+    tiny_spec.update(seeds=40, variants=[{"name": "walker", "xml": str(xml)}], runs_dir=str(tmp_path / "runs"))
+    spec = write_spec(tmp_path, tiny_spec)
+    dry = run_sweep("run", str(spec), "--dry-run", env={"COLUMNS": "400"})
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert f"{human_bytes(once)} snapshot of the robots' files" in " ".join(dry.stdout.split())
+
+    plan = prepare(spec, check_envs=False)
+    [variant] = [c.variant for c in plan.checks]
+    for run in plan.runs:
+        write_run_dir(plan.sweep_dir.run(run.run_id), run, variant)
+    stored = list((plan.sweep_dir.snapshots / FILES).iterdir())
+    assert len(stored) == len(files) and sum(p.stat().st_size for p in stored) == once
+    again = run_sweep("run", str(spec), "--dry-run", env={"COLUMNS": "400"})
+    assert again.returncode == 0, again.stdout + again.stderr
+    said = " ".join(again.stdout.split())
+    assert "at peak" in said and "snapshot of the robots' files" not in said
+
+
 CHEETAH = '''from gymnasium.envs.mujoco.half_cheetah_v5 import HalfCheetahEnv
 
 
