@@ -173,9 +173,12 @@ def _relative_attribute(attribute: re.Match[str], element: str, folder: Path) ->
 
 
 def _gives_absolute_path(text: str) -> bool:
-    """Whether some path attribute's value starts at the filesystem's root: a cheap test before any parse."""
+    """Whether some path attribute of an include, the compiler or an asset starts at the filesystem's root: the
+    test before MjSpec reads the model. Attributes are looked for only inside those start tags, each scanned once,
+    so that a long comment or attribute elsewhere costs one pass."""
+    elements = _elements(text, _PATH_MARKUP, _PATH_ELEMENT) or []
     return any(os.path.isabs(m.group(4) if m.group(4) is not None else m.group(5))
-               for m in _PATH_ATTRIBUTE.finditer(text))
+               for element in elements for m in _PATH_ATTRIBUTE.finditer(element.group(2)))
 
 
 def _asset_folders(xml: Path) -> tuple[Path, Path] | None:
