@@ -239,6 +239,28 @@ def test_a_model_reading_files_by_absolute_paths_is_stored_whole_and_reads_only_
     assert after.mesh_vert.tolist() == before.mesh_vert.tolist()
 
 
+def test_the_model_ray_ships_to_a_node_of_a_model_reading_absolute_paths_compiles_there_alone(tmp_path):
+    """A Ray node that cannot see the sweep folder gets the snapshot's files (launchers/filesync.py): written
+    under the node's folder, they compile to the planned model and hash as it, with the user's files gone."""
+    import mujoco
+
+    from mjsweep.launchers.filesync import local_run_dir, pack_model
+
+    xml = _robot_reading_absolute_paths(tmp_path / "robot", tmp_path / "parts")
+    variant = Variant("walker", xml, model_sha256(xml))
+    stored = store(tmp_path / "sweep" / "snapshots", variant)
+    shipped = pack_model(stored)
+    assert len(shipped.files) == 4 and all(str(tmp_path) not in k for k in shipped.files)
+    spec = {"run_id": "walker_s0", "xml": str(tmp_path / "elsewhere" / "walker.xml"), "xml_sha256": variant.sha256}
+    for folder in ("sweep", "robot", "parts"):
+        shutil.rmtree(tmp_path / folder)
+    node = local_run_dir(tmp_path / "node", spec, {}, shipped)
+    on_node = Path(json.loads((node / "spec.json").read_text())["xml"])
+    assert on_node.is_relative_to(tmp_path / "node") and model_sha256(on_node) == variant.sha256
+    model = mujoco.MjModel.from_xml_path(str(on_node))
+    assert (model.nmesh, model.nhfield, model.njnt) == (1, 1, 5)
+
+
 def test_an_edit_to_an_absolutely_referenced_file_gives_new_run_ids_and_leaves_the_stored_model(tmp_path):
     xml = _robot_reading_absolute_paths(tmp_path / "robot", tmp_path / "parts")
     variant = Variant("walker", xml, model_sha256(xml))
