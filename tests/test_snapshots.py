@@ -9,6 +9,7 @@ import os
 import shutil
 import struct
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -259,6 +260,44 @@ def test_the_model_ray_ships_to_a_node_of_a_model_reading_absolute_paths_compile
     assert on_node.is_relative_to(tmp_path / "node") and model_sha256(on_node) == variant.sha256
     model = mujoco.MjModel.from_xml_path(str(on_node))
     assert (model.nmesh, model.nhfield, model.njnt) == (1, 1, 5)
+
+
+def _png(path: Path, rgb: tuple[int, int, int]) -> None:
+    """A 2 x 2 PNG of one colour."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\0" + bytes(rgb) * 2 for _ in range(2))
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 2, 8, 2, 0, 0, 0))
+                     + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def test_textures_named_by_absolute_paths_are_stored_whole(tmp_path):
+    """An absolute texturedir and a cube face's absolute file (fileright): both relative in the snapshot."""
+    import mujoco
+
+    textures = tmp_path / "textures"
+    textures.mkdir()
+    _png(textures / "red.png", (255, 0, 0))
+    _png(textures / "blue.png", (0, 0, 255))
+    faces = " ".join(f'file{side}="red.png"' for side in ("left", "up", "down", "front", "back"))
+    (tmp_path / "robot").mkdir()
+    xml = tmp_path / "robot" / "ball.xml"
+    xml.write_text(f"""<mujoco><compiler texturedir="{textures}"/>
+  <asset><texture name="flat" type="2d" file="red.png"/>
+    <texture name="sky" type="cube" fileright="{textures / 'blue.png'}" {faces}/>
+    <material name="red" texture="flat"/></asset>
+  <worldbody><geom size="0.1" material="red"/></worldbody>
+</mujoco>
+""")
+    before = mujoco.MjModel.from_xml_path(str(xml))
+    variant = Variant("ball", xml, model_sha256(xml))
+    stored = store(tmp_path / "snapshots", variant)
+    assert str(tmp_path) not in stored.read_text()
+    shutil.rmtree(textures)
+    after = mujoco.MjModel.from_xml_path(str(stored))
+    assert after.ntex == 2 and after.tex_data.tolist() == before.tex_data.tolist()
+    assert model_sha256(stored) == variant.sha256
 
 
 def test_an_edit_to_an_absolutely_referenced_file_gives_new_run_ids_and_leaves_the_stored_model(tmp_path):
