@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from mjsweep.engine.sweep import prepare
 from mjsweep.errors import LauncherConfigError, LaunchError
 from mjsweep.launchers.base import RETURNCODE_LOST, ExitKind
 from mjsweep.launchers.slurm import SlurmLauncher, build_submission, finished_exit
+from mjsweep.robots.modelfiles import model_sha256
 from mjsweep.spec.sweepspec import SlurmSpec
 from mjsweep.sweepdir.files import RunDir, SweepDir
 
@@ -238,6 +240,39 @@ def test_smoke_sweep_is_one_array_over_both_nodes(tmp_path, slurm_cluster):
     assert sorted((g["variant"], g["succeeded"], g["failed"]) for g in groups) == [
         ("walker", 2, 0), ("walker-long", 2, 0)]
     assert all(g["mean_return"] is not None for g in groups)
+
+
+@pytest.mark.slow
+def test_an_xml_edited_after_planning_changes_nothing_for_the_tasks(tmp_path, slurm_cluster):
+    """The XML gains a joint once the array is in the queue: three seeds on two one-CPU nodes, so at least one task
+    starts after the edit. Every task trains the planned robot from the sweep's snapshot (9 observations, not 11;
+    result.json's hash of the files the worker loaded is the planned one)."""
+    (tmp_path / "robot").mkdir()
+    xml = tmp_path / "robot" / "walker.xml"
+    xml.write_text(TINY_XML.read_text())
+    planned = model_sha256(xml)
+    spec = slurm_spec(tmp_path, "slurm-edit", seeds=3, variants=[{"name": "walker", "xml": str(xml)}])
+    sweep = subprocess.Popen([sweep_exe(), "run", str(spec), "--backend", "slurm", "-q"], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    sweep_dir = tmp_path / "runs" / "slurm-edit"
+    try:
+        wait_for(lambda: queued("slurm-edit"), "the array in the queue")
+        anchor = '<joint name="front_hip" class="hip"/>\n'
+        xml.write_text(xml.read_text().replace(anchor, anchor + '        <joint name="front_knee" class="hip"/>\n'))
+        # No task has ended, so the third one (each takes a node's one CPU) has not started.
+        assert not any(r.result_json.exists() for r in SweepDir(sweep_dir).run_dirs())
+        out, _ = sweep.communicate(timeout=WAIT_S)
+    finally:
+        sweep.kill()
+    assert sweep.returncode == 0, out
+    assert model_sha256(xml) != planned
+    runs = SweepDir(sweep_dir).run_dirs()
+    assert len(runs) == 3
+    for run_dir in runs:
+        assert Path(read(run_dir.spec_json)["xml"]).is_relative_to(sweep_dir / "snapshots")
+        assert read(run_dir.result_json)["xml_sha256"] == planned
+        with zipfile.ZipFile(run_dir.model_zip) as archive:
+            assert json.loads(archive.read("data"))["observation_space"]["_shape"] == [9], run_dir.path.name
 
 
 @pytest.mark.slow

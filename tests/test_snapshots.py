@@ -6,16 +6,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import struct
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
 
 from helpers.commands import run_dirs, run_sweep, start_sweep, status_of, wait_for, write_spec
 from helpers.fake_sweep import make_run, result, run_spec
-from helpers.models import TINY_XML
+from helpers.models import TINY_XML, XML_DIR
 from mjsweep.errors import InputError
-from mjsweep.robots.modelfiles import model_files, model_sha256
+from mjsweep.robots.modelfiles import loaded_sha256, model_files, model_sha256, portable_xmls
 from mjsweep.robots.snapshot import FILES, missing_bytes, store
 from mjsweep.robots.variants import Variant
 from mjsweep.sweepdir.models import RunState
@@ -47,8 +50,43 @@ def _robot(folder: Path, included: bool) -> Path:
     return folder / "walker.xml"
 
 
+def _robot_reading_absolute_paths(folder: Path, parts: Path) -> Path:
+    """The tiny walker in `folder` that reads every other file by an absolute path into `parts`: it includes its
+    front leg (parts/front_leg.xml), its meshdir is parts/, where a mesh on the torso lies, and a height field
+    beside the floor is parts/ground.bin."""
+    xml = _robot(folder, included=True)
+    parts.mkdir(parents=True)
+    (xml.parent / "front_leg.xml").rename(parts / "front_leg.xml")
+    (parts / "bump.obj").write_text(_tetrahedron(0.04))
+    (parts / "ground.bin").write_bytes(struct.pack("<2i4f", 2, 2, 0.0, 0.1, 0.2, 0.3))
+    text = xml.read_text().replace('<include file="front_leg.xml"/>', f'<include file="{parts / "front_leg.xml"}"/>')
+    compiler = '<compiler angle="degree" autolimits="true"/>\n'
+    assert compiler in text and "</worldbody>" in text
+    text = text.replace(compiler, f"""<compiler angle="degree" autolimits="true" meshdir="{parts}/"/>
+  <asset>
+    <mesh name="bump" file="bump.obj"/>
+    <hfield name="ground" file="{parts / 'ground.bin'}" size="1 1 0.1 0.05"/>
+  </asset>
+""")
+    text = text.replace('<geom name="torso_geom"', '<geom name="bump" type="mesh" mesh="bump" contype="0" '
+                        'conaffinity="0"/>\n      <geom name="torso_geom"')
+    text = text.replace("</worldbody>", '  <geom name="ground" type="hfield" hfield="ground" pos="0 3 0"/>\n'
+                        "  </worldbody>")
+    xml.write_text(text)
+    return xml
+
+
+def _tetrahedron(size: float) -> str:
+    """A closed tetrahedron mesh in OBJ format."""
+    return (f"v 0 0 0\nv {size} 0 0\nv 0 {size} 0\nv 0 0 {size}\n"
+            "f 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")
+
+
 def _add_knee(xml: Path, included: bool) -> None:
-    edited = xml.parent / "front_leg.xml" if included else xml
+    _add_knee_to(xml.parent / "front_leg.xml" if included else xml)
+
+
+def _add_knee_to(edited: Path) -> None:
     text = edited.read_text()
     anchor = '<joint name="front_hip" class="hip"/>\n'
     assert anchor in text
@@ -106,6 +144,55 @@ def test_an_edit_while_the_sweep_runs_changes_nothing_for_the_runs_planned(tmp_p
         assert _result(run_dir)["xml_sha256"] == edited
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("edited", ["include", "mesh"])
+def test_an_edit_to_a_file_named_by_an_absolute_path_changes_nothing_for_the_runs_planned(tmp_path, tiny_spec,
+                                                                                          edited):
+    """The walker reads its front leg, a mesh (through its meshdir) and a height field by absolute paths; the leg
+    gains a joint, or the mesh grows, once the first of three seeds has started on one slot: every planned seed
+    trains the planned robot from the snapshot (9 observations; result.json's hash of the files the worker loaded
+    is the planned one), and the next `sweep run` plans the edited robot as a new experiment and says so."""
+    parts = tmp_path / "parts"
+    xml = _robot_reading_absolute_paths(tmp_path / "robot", parts)
+    planned = model_sha256(xml)
+    mesh = (parts / "bump.obj").read_bytes()
+    tiny_spec.update(seeds=3, variants=[{"name": "walker", "xml": str(xml)}])
+    spec = write_spec(tmp_path, tiny_spec)
+    sweep_dir = tmp_path / "runs" / "tiny"
+    launcher = start_sweep(spec, "--workers", "1", "--start", "exec")
+    try:
+        wait_for(lambda: any(status_of(d).get("state") == "running" for d in run_dirs(sweep_dir)),
+                 "the first seed to start")
+        if edited == "include":
+            _add_knee_to(parts / "front_leg.xml")
+        else:
+            (parts / "bump.obj").write_text(_tetrahedron(0.08))
+        assert launcher.wait(timeout=600) == 0
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    edited_sha256 = model_sha256(xml)
+    assert edited_sha256 != planned
+    first = run_dirs(sweep_dir)
+    assert len(first) == 3
+    for run_dir in first:
+        assert _observed(run_dir) == 9, run_dir.name
+        assert _result(run_dir)["xml_sha256"] == planned
+        stored = Path(json.loads((run_dir / "spec.json").read_text())["xml"])
+        assert stored.is_relative_to(sweep_dir / "snapshots")
+        assert {p.name: p.read_bytes() for p in model_files(stored)}["bump.obj"] == mesh
+        assert "hashes as" not in (run_dir / "log.txt").read_text()
+
+    again = run_sweep("run", str(spec), "--workers", "2")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "this folder holds 3 runs of an earlier spec" in again.stdout and "XML content" in again.stdout
+    second = [d for d in run_dirs(sweep_dir) if d not in first]
+    assert len(second) == 3
+    for run_dir in second:
+        assert _observed(run_dir) == (11 if edited == "include" else 9), run_dir.name
+        assert _result(run_dir)["xml_sha256"] == edited_sha256
+
+
 def test_a_model_edited_after_it_was_planned_is_refused_before_anything_is_stored(tmp_path):
     xml = _robot(tmp_path / "robot", included=True)
     variant = Variant("walker", xml, model_sha256(xml))
@@ -125,6 +212,142 @@ def test_the_snapshot_tree_loads_as_the_users_files_and_hashes_the_same(tmp_path
     _add_knee(xml, included=True)  # the user's files change; the stored ones do not
     assert model_sha256(stored) == variant.sha256
     assert not stored.stat().st_mode & 0o222  # read-only: nobody edits a stored file in place
+
+
+def test_a_model_reading_files_by_absolute_paths_is_stored_whole_and_reads_only_the_snapshot(tmp_path):
+    """An include, a meshdir and a height field given as absolute paths: the snapshot's XML files give them as
+    relative paths into its own tree, the tree hashes as the variant, and it compiles to the same model once
+    every file of the user's is gone."""
+    import mujoco
+
+    xml = _robot_reading_absolute_paths(tmp_path / "robot", tmp_path / "parts")
+    before = mujoco.MjModel.from_xml_path(str(xml))
+    assert (before.nmesh, before.nhfield, before.njnt) == (1, 1, 5)
+    variant = Variant("walker", xml, model_sha256(xml))
+    stored = store(tmp_path / "sweep" / "snapshots", variant)
+    tree = tmp_path / "sweep" / "snapshots" / "models" / variant.sha256
+    files = model_files(stored)
+    assert sorted(p.name for p in files) == ["bump.obj", "front_leg.xml", "ground.bin", "walker.xml"]
+    assert all(p.is_relative_to(tree) for p in files)
+    assert str(tmp_path) not in stored.read_text() and 'meshdir="../parts/"' in stored.read_text()
+    assert portable_xmls(stored) == {}  # nothing left to rewrite: the tree's files are what the hash covers
+    assert model_sha256(stored) == variant.sha256
+    shutil.rmtree(tmp_path / "parts")
+    shutil.rmtree(tmp_path / "robot")
+    after = mujoco.MjModel.from_xml_path(str(stored))
+    assert (after.nmesh, after.nhfield, after.njnt) == (1, 1, 5)
+    assert after.hfield_data.tolist() == before.hfield_data.tolist()
+    assert after.mesh_vert.tolist() == before.mesh_vert.tolist()
+
+
+def test_the_model_ray_ships_to_a_node_of_a_model_reading_absolute_paths_compiles_there_alone(tmp_path):
+    """A Ray node that cannot see the sweep folder gets the snapshot's files (launchers/filesync.py): written
+    under the node's folder, they compile to the planned model and hash as it, with the user's files gone."""
+    import mujoco
+
+    from mjsweep.launchers.filesync import local_run_dir, pack_model
+
+    xml = _robot_reading_absolute_paths(tmp_path / "robot", tmp_path / "parts")
+    variant = Variant("walker", xml, model_sha256(xml))
+    stored = store(tmp_path / "sweep" / "snapshots", variant)
+    shipped = pack_model(stored)
+    assert len(shipped.files) == 4 and all(str(tmp_path) not in k for k in shipped.files)
+    spec = {"run_id": "walker_s0", "xml": str(tmp_path / "elsewhere" / "walker.xml"), "xml_sha256": variant.sha256}
+    for folder in ("sweep", "robot", "parts"):
+        shutil.rmtree(tmp_path / folder)
+    node = local_run_dir(tmp_path / "node", spec, {}, shipped)
+    on_node = Path(json.loads((node / "spec.json").read_text())["xml"])
+    assert on_node.is_relative_to(tmp_path / "node") and model_sha256(on_node) == variant.sha256
+    model = mujoco.MjModel.from_xml_path(str(on_node))
+    assert (model.nmesh, model.nhfield, model.njnt) == (1, 1, 5)
+
+
+def _png(path: Path, rgb: tuple[int, int, int]) -> None:
+    """A 2 x 2 PNG of one colour."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\0" + bytes(rgb) * 2 for _ in range(2))
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 2, 8, 2, 0, 0, 0))
+                     + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def test_textures_named_by_absolute_paths_are_stored_whole(tmp_path):
+    """An absolute texturedir and a cube face's absolute file (fileright): both relative in the snapshot."""
+    import mujoco
+
+    textures = tmp_path / "textures"
+    textures.mkdir()
+    _png(textures / "red.png", (255, 0, 0))
+    _png(textures / "blue.png", (0, 0, 255))
+    faces = " ".join(f'file{side}="red.png"' for side in ("left", "up", "down", "front", "back"))
+    (tmp_path / "robot").mkdir()
+    xml = tmp_path / "robot" / "ball.xml"
+    xml.write_text(f"""<mujoco><compiler texturedir="{textures}"/>
+  <asset><texture name="flat" type="2d" file="red.png"/>
+    <texture name="sky" type="cube" fileright="{textures / 'blue.png'}" {faces}/>
+    <material name="red" texture="flat"/></asset>
+  <worldbody><geom size="0.1" material="red"/></worldbody>
+</mujoco>
+""")
+    before = mujoco.MjModel.from_xml_path(str(xml))
+    variant = Variant("ball", xml, model_sha256(xml))
+    stored = store(tmp_path / "snapshots", variant)
+    assert str(tmp_path) not in stored.read_text()
+    shutil.rmtree(textures)
+    after = mujoco.MjModel.from_xml_path(str(stored))
+    assert after.ntex == 2 and after.tex_data.tolist() == before.tex_data.tolist()
+    assert model_sha256(stored) == variant.sha256
+
+
+def test_an_edit_to_an_absolutely_referenced_file_gives_new_run_ids_and_leaves_the_stored_model(tmp_path):
+    xml = _robot_reading_absolute_paths(tmp_path / "robot", tmp_path / "parts")
+    variant = Variant("walker", xml, model_sha256(xml))
+    stored = store(tmp_path / "snapshots", variant)
+    hashes = {variant.sha256}
+    for edit in (lambda: _add_knee_to(tmp_path / "parts" / "front_leg.xml"),
+                 lambda: (tmp_path / "parts" / "bump.obj").write_text(_tetrahedron(0.06)),
+                 lambda: (tmp_path / "parts" / "ground.bin").write_bytes(struct.pack("<2i4f", 2, 2, 0, 0, 0, 1))):
+        edit()
+        hashes.add(model_sha256(xml))
+        assert model_sha256(stored) == variant.sha256
+    assert len(hashes) == 4
+
+
+def test_a_model_with_relative_paths_only_hashes_as_before(tmp_path):
+    """Nothing to rewrite: run ids planned before absolute paths were made relative stay what they were."""
+    xml = _robot(tmp_path / "robot", included=True)
+    assert portable_xmls(xml) == {}
+    assert model_sha256(xml) == model_sha256(xml, portable=False)
+    walker = XML_DIR / "planar_walker.xml"
+    assert model_sha256(walker) == hashlib.sha256(walker.read_bytes()).hexdigest()
+
+
+def test_a_run_planned_before_absolute_paths_were_made_relative_still_loads_as_planned(tmp_path):
+    """An older folder's run names the user's XML (or a tree that gives the absolute paths as they were) and the
+    hash of those files as they are: the worker's hash of what it loads matches it while they are unchanged."""
+    xml = _robot_reading_absolute_paths(tmp_path / "robot", tmp_path / "parts")
+    planned_then = model_sha256(xml, portable=False)
+    assert planned_then != model_sha256(xml)
+    assert loaded_sha256(xml, planned_then) == planned_then
+    _add_knee_to(tmp_path / "parts" / "front_leg.xml")
+    assert loaded_sha256(xml, planned_then) != planned_then
+
+
+def test_a_generated_variant_of_a_model_reading_absolute_paths_is_stored_whole(tmp_path):
+    import mujoco
+
+    from mjsweep.robots.edits import generate
+    from mjsweep.spec.editspec import EditSpec
+
+    xml = _robot_reading_absolute_paths(tmp_path / "robot", tmp_path / "parts")
+    generated = generate(xml, [EditSpec.model_validate({"scale_body": {"body": "front_leg", "factor": 1.2}})], {})
+    assert str(tmp_path) not in generated.portable
+    variant = Variant("walker_long", xml, generated.sha256, xml_text=generated.text, portable_text=generated.portable)
+    stored = store(tmp_path / "snapshots", variant)
+    shutil.rmtree(tmp_path / "parts")
+    model = mujoco.MjModel.from_xml_path(str(stored))
+    assert (model.nmesh, model.nhfield, model.njnt) == (1, 1, 5)
 
 
 def test_where_the_filesystem_makes_no_hard_link_the_tree_holds_read_only_copies(tmp_path, monkeypatch):
@@ -184,6 +407,39 @@ def test_a_hundred_runs_of_a_menagerie_robot_store_its_meshes_once(tmp_path, tin
     assert check_disk(plan, plan.runs, 4).needed.snapshot == 0
 
 
+def test_the_dry_run_counts_a_robots_files_once_however_many_runs_read_them(tmp_path, tiny_spec):
+    """Without Menagerie: 40 seeds of the walker that reads a mesh and a 256 x 256 height field (by absolute
+    paths). The dry run's disk line counts the snapshot as the robot's files once (what 40 copies would be is
+    another size); once `sweep run` has written the runs' folders, the files are stored once and a dry run of the
+    folder counts none."""
+    from mjsweep.engine.sweep import prepare, write_run_dir
+    from mjsweep.plan.disk import human_bytes
+
+    parts = tmp_path / "parts"
+    xml = _robot_reading_absolute_paths(tmp_path / "robot", parts)
+    (parts / "ground.bin").write_bytes(struct.pack("<2i", 256, 256) + bytes(4 * 256 * 256))
+    files = model_files(xml)
+    rewritten = portable_xmls(xml)
+    once = sum(len(rewritten[p]) if p in rewritten else p.stat().st_size for p in files)
+    assert once > 256 * 1024 and human_bytes(once) != human_bytes(40 * once)
+    tiny_spec.update(seeds=40, variants=[{"name": "walker", "xml": str(xml)}], runs_dir=str(tmp_path / "runs"))
+    spec = write_spec(tmp_path, tiny_spec)
+    dry = run_sweep("run", str(spec), "--dry-run", env={"COLUMNS": "400"})
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert f"{human_bytes(once)} snapshot of the robots' files" in " ".join(dry.stdout.split())
+
+    plan = prepare(spec, check_envs=False)
+    [variant] = [c.variant for c in plan.checks]
+    for run in plan.runs:
+        write_run_dir(plan.sweep_dir.run(run.run_id), run, variant)
+    stored = list((plan.sweep_dir.snapshots / FILES).iterdir())
+    assert len(stored) == len(files) and sum(p.stat().st_size for p in stored) == once
+    again = run_sweep("run", str(spec), "--dry-run", env={"COLUMNS": "400"})
+    assert again.returncode == 0, again.stdout + again.stderr
+    said = " ".join(again.stdout.split())
+    assert "at peak" in said and "snapshot of the robots' files" not in said
+
+
 CHEETAH = '''from gymnasium.envs.mujoco.half_cheetah_v5 import HalfCheetahEnv
 
 
@@ -237,22 +493,28 @@ def test_the_report_warns_only_where_one_groups_env_code_differs(tmp_path):
 
 
 @pytest.mark.slow
-def test_verify_and_a_policys_env_read_the_snapshot_once_the_users_robot_changed(tmp_path, tiny_spec):
+@pytest.mark.parametrize("absolute", [False, True], ids=["relative-paths", "absolute-paths"])
+def test_verify_and_a_policys_env_read_the_snapshot_once_the_users_robot_changed(tmp_path, tiny_spec, absolute):
     """`sweep verify` trains a finished run again, and Policy.make_env() builds its env, from the model the run
-    trained: the user's XML has gained a joint since, the folder it lay in is gone, and the sweep folder has
-    moved (spec.json names the snapshot where it was)."""
+    trained: the user's XML (or the leg it includes, by an absolute path beside a mesh and a height field) has
+    gained a joint since, the folders its files lay in are gone, and the sweep folder has moved (spec.json names
+    the snapshot where it was)."""
     import mjsweep
 
-    xml = _robot(tmp_path / "robot", included=True)
+    if absolute:
+        xml = _robot_reading_absolute_paths(tmp_path / "robot", tmp_path / "parts")
+        leg = tmp_path / "parts" / "front_leg.xml"
+    else:
+        xml = _robot(tmp_path / "robot", included=True)
+        leg = xml.parent / "front_leg.xml"
     tiny_spec.update(variants=[{"name": "walker", "xml": str(xml)}])
     assert run_sweep("run", str(write_spec(tmp_path, tiny_spec))).returncode == 0
-    _add_knee(xml, included=True)
+    _add_knee_to(leg)
     sweep_dir = tmp_path / "runs" / "tiny"
     [run] = mjsweep.load(sweep_dir).runs
     assert run.policy().make_env().observation_space.shape == (9,)
-    for path in xml.parent.iterdir():
-        path.unlink()
-    xml.parent.rmdir()
+    shutil.rmtree(xml.parent)
+    shutil.rmtree(leg.parent, ignore_errors=True)
     sweep_dir = sweep_dir.rename(tmp_path / "moved")
     [run] = mjsweep.load(sweep_dir).runs
     assert not Path(run.spec.xml).exists()

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..naming import format_value
 from ..spec.editspec import PLACEHOLDER, EditSpec
-from .modelfiles import absolutize_asset_dirs, asset_files, combined_sha256, error_location
+from .modelfiles import absolutize_asset_dirs, asset_files, combined_sha256, error_location, portable_text
 
 
 class EditError(ValueError):
@@ -38,8 +38,9 @@ class GeneratedXml:
     sha256: str
     """Hash of the edited model with its paths as written, plus every asset file it reads."""
     portable: str
-    """The edited model with its paths as written (relative to the base's folder): what the hash covers and
-    what a sweep's snapshot stores beside the base's files."""
+    """The edited model with its paths as written (relative to the base's folder; one written as absolute made
+    relative to it, modelfiles.portable_text): what the hash covers and what a sweep's snapshot stores beside the
+    base's files."""
 
 
 def grid_points(edit_grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -68,7 +69,9 @@ def generate(base: Path, edits: list[EditSpec], point: dict[str, Any]) -> Genera
                 _OPS[edit.op](spec, args, point)
         except EditError as exc:
             raise EditError(f"{edit.op}: {exc}", index=i) from None
-    portable = _to_xml(spec)
+    folder = base.parent.resolve()
+    portable = portable_text(_to_xml(spec), folder, (folder / (spec.meshdir or "")).resolve(),
+                             (folder / (spec.texturedir or "")).resolve())
     assets = asset_files(spec, base.parent)
     absolutize_asset_dirs(spec, base.parent)
     return GeneratedXml(_to_xml(spec), combined_sha256(portable.encode(), assets, base.parent), portable)

@@ -1,9 +1,12 @@
 """Every file a MuJoCo model reads (the XML, its includes, meshes, textures, height fields, skins),
-the content hash over all of them, and the path rewrite that lets an edited model live elsewhere.
+the content hash over all of them, and the path rewrites that let a model live elsewhere.
 
 MuJoCo resolves an `<include file=...>` against the folder of the main XML (then against the folder
 of the including file), and asset files against meshdir / texturedir, which are themselves relative
 to that folder; MjSpec hands back absolute paths for assets an included file found next to itself.
+
+A path the XML gives as absolute is hashed, and stored in a sweep's snapshot, as the relative path to the
+same file (`portable_xmls`): a copy of the model's files laid out as they lie then reads only its own files.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from functools import partial
 from pathlib import Path
 from xml.sax.saxutils import unescape as xml_unescape
 
@@ -55,24 +59,39 @@ _MARKUP = re.compile(r"<(?:!|\?|include\b)")
 """Where a comment, a declaration or an include may start: other elements (and text, which holds no '<') are
 passed over by the regex engine."""
 _INCLUDE = re.compile(r"""<include\b((?:[^>"']|"[^"]*"|'[^']*')*)>""")
+_PATH_MARKUP = re.compile(r"<(?:!|\?|(?:include|compiler|mesh|hfield|skin|texture)\b)")
+_PATH_ELEMENT = re.compile(r"""<(include|compiler|mesh|hfield|skin|texture)\b((?:[^>"']|"[^"]*"|'[^']*')*)>""")
 _QUOTES = {"&quot;": '"', "&apos;": "'"}
 _FILE = re.compile(r"""(?:^|\s)file\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 
 
 def _include_names(xml: Path) -> list[str] | None:
-    """The file= of every <include> in `xml`, or None when it cannot be read or is cut short. One pass from
-    markup to markup, each skipped to its end with str.find: linear in the file's size. (ElementTree feeds expat
-    64 KB at a time, and so does pyexpat's Parse in 1 MB pieces; expat before 2.6 scans a token that spans those
-    pieces again from its start at each one, so one long comment or attribute, as inline mesh or height field
-    data make, made a model's read quadratic in its size: 61 MB, 27 s.)"""
+    """The file= of every <include> in `xml`, or None when it cannot be read or is cut short."""
     try:
         text = xml.read_bytes().decode("utf-8", errors="replace")
     except OSError:
         return None
+    elements = _elements(text, _MARKUP, _INCLUDE)
+    if elements is None:
+        return None
     names: list[str] = []
-    markup = _MARKUP.search(text)
-    while markup is not None:
-        pos = markup.start()
+    for element in elements:
+        found = _FILE.search(element.group(1))
+        if found and (name := xml_unescape(found.group(1) or found.group(2), _QUOTES)):
+            names.append(name)
+    return names
+
+
+def _elements(text: str, markup: re.Pattern[str], element: re.Pattern[str]) -> list[re.Match[str]] | None:
+    """Every start tag `element` matches, outside comments and declarations, or None when the text is cut short.
+    One pass from markup to markup, each skipped to its end with str.find: linear in the text's size. (ElementTree
+    feeds expat 64 KB at a time, and so does pyexpat's Parse in 1 MB pieces; expat before 2.6 scans a token that
+    spans those pieces again from its start at each one, so one long comment or attribute, as inline mesh or
+    height field data make, made a model's read quadratic in its size: 61 MB, 27 s.)"""
+    found: list[re.Match[str]] = []
+    at = markup.search(text)
+    while at is not None:
+        pos = at.start()
         skipped = next(((opening, closing) for opening, closing in _SKIPPED if text.startswith(opening, pos)), None)
         if skipped is not None:
             end = text.find(skipped[1], pos + len(skipped[0]))
@@ -80,15 +99,97 @@ def _include_names(xml: Path) -> list[str] | None:
                 return None
             pos = end + len(skipped[1])
         else:
-            element = _INCLUDE.match(text, pos)
-            if element is None:
+            tag = element.match(text, pos)
+            if tag is None:
                 return None
-            found = _FILE.search(element.group(1))
-            if found and (name := xml_unescape(found.group(1) or found.group(2), _QUOTES)):
-                names.append(name)
-            pos = element.end()
-        markup = _MARKUP.search(text, pos)
-    return names
+            found.append(tag)
+            pos = tag.end()
+        at = markup.search(text, pos)
+    return found
+
+
+_PATH_ATTRIBUTE = re.compile(r"""(\s)(file(?:right|left|up|down|front|back)?|meshdir|texturedir|assetdir)(\s*=\s*)"""
+                             r"""(?:"([^"]*)"|'([^']*)')""")
+
+
+def portable_xmls(xml: Path) -> dict[Path, bytes]:
+    """The model's XML files (the main one and its includes) that give a path as absolute, each with those paths
+    made relative to the folder MuJoCo resolves them against: includes and meshdir / texturedir / assetdir to the
+    main XML's folder, mesh, height field and skin files to the mesh folder, texture files to the texture folder.
+    The text is otherwise unchanged. A model MjSpec cannot read is left as it is (compiling it reports why)."""
+    xml = Path(xml).resolve()
+    rewritten: dict[Path, bytes] = {}
+    folders: tuple[Path, Path] | None = None
+    for path in [xml, *_includes(xml, xml.parent, set())]:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        text = data.decode("utf-8", errors="surrogateescape")
+        if not _gives_absolute_path(text):
+            continue
+        if folders is None:
+            folders = _asset_folders(xml)
+            if folders is None:
+                return {}
+        portable = portable_text(text, xml.parent, *folders)
+        if portable != text:
+            rewritten[path] = portable.encode("utf-8", errors="surrogateescape")
+    return rewritten
+
+
+def portable_text(text: str, model_dir: Path, mesh_dir: Path, texture_dir: Path) -> str:
+    """`text` with every absolute path of an include, a compiler folder or an asset file made relative (see
+    portable_xmls); the folders are absolute and resolved."""
+    elements = _elements(text, _PATH_MARKUP, _PATH_ELEMENT)
+    if elements is None:
+        return text
+    base = {"include": model_dir, "compiler": model_dir, "texture": texture_dir}
+    pieces: list[str] = []
+    done = 0
+    for element in elements:
+        name = element.group(1)
+        attributes = _PATH_ATTRIBUTE.sub(partial(_relative_attribute, element=name, folder=base.get(name, mesh_dir)),
+                                         element.group(2))
+        pieces += [text[done:element.start(2)], attributes]
+        done = element.end(2)
+    return "".join([*pieces, text[done:]])
+
+
+def _relative_attribute(attribute: re.Match[str], element: str, folder: Path) -> str:
+    name = attribute.group(2)
+    is_folder = name in ("meshdir", "texturedir", "assetdir")
+    if is_folder != (element == "compiler") or (element == "include" and name != "file"):
+        return attribute.group(0)
+    quote = '"' if attribute.group(4) is not None else "'"
+    value = xml_unescape(attribute.group(4) if attribute.group(4) is not None else attribute.group(5), _QUOTES)
+    if not os.path.isabs(value):
+        return attribute.group(0)
+    relative = os.path.relpath(Path(value).resolve(), folder)
+    if is_folder and value.endswith(("/", os.sep)):
+        relative += "/"
+    escaped = relative.replace("&", "&amp;").replace("<", "&lt;").replace(quote, "&quot;" if quote == '"' else "&apos;")
+    return f"{attribute.group(1)}{name}{attribute.group(3)}{quote}{escaped}{quote}"
+
+
+def _gives_absolute_path(text: str) -> bool:
+    """Whether some path attribute of an include, the compiler or an asset starts at the filesystem's root: the
+    test before MjSpec reads the model. Attributes are looked for only inside those start tags, each scanned once,
+    so that a long comment or attribute elsewhere costs one pass."""
+    elements = _elements(text, _PATH_MARKUP, _PATH_ELEMENT) or []
+    return any(os.path.isabs(m.group(4) if m.group(4) is not None else m.group(5))
+               for element in elements for m in _PATH_ATTRIBUTE.finditer(element.group(2)))
+
+
+def _asset_folders(xml: Path) -> tuple[Path, Path] | None:
+    """The resolved folders the model's mesh and texture files are found in, or None where MjSpec cannot read it."""
+    import mujoco
+
+    try:
+        spec = mujoco.MjSpec.from_file(str(xml))
+    except ValueError:
+        return None
+    return (xml.parent / (spec.meshdir or "")).resolve(), (xml.parent / (spec.texturedir or "")).resolve()
 
 
 def asset_files(spec, model_dir: Path) -> list[Path]:
@@ -110,12 +211,20 @@ def absolutize_asset_dirs(spec, model_dir: Path) -> None:
     spec.texturedir = str((model_dir / (spec.texturedir or "")).resolve()) + os.sep
 
 
-def model_sha256(xml: Path) -> str:
-    """Content hash of a model. A model that reads no other file hashes as its XML's bytes alone."""
+def model_sha256(xml: Path, portable: bool = True) -> str:
+    """Content hash of a model: its XML files as portable_xmls makes them (without `portable`, as they are, the
+    recipe before absolute paths were made relative), and every other file it reads. A model that reads no other
+    file hashes as its XML's bytes alone."""
     files = model_files(xml)
+    rewritten = portable_xmls(files[0]) if portable else {}
+
+    def sha256(path: Path) -> str:
+        return hashlib.sha256(rewritten[path]).hexdigest() if path in rewritten else file_sha256(path)
+
+    main = rewritten.get(files[0]) or files[0].read_bytes()
     if len(files) == 1:
-        return file_sha256(files[0])
-    return combined_sha256(files[0].read_bytes(), files[1:], files[0].parent)
+        return hashlib.sha256(main).hexdigest()
+    return hash_of_parts(main, [(os.path.relpath(path, files[0].parent), sha256(path)) for path in files[1:]])
 
 
 def loaded_sha256(xml: Path, planned: str) -> str:
@@ -125,6 +234,8 @@ def loaded_sha256(xml: Path, planned: str) -> str:
     found = model_sha256(xml)
     if found == planned:
         return found
+    if (as_is := model_sha256(xml, portable=False)) == planned:  # planned before absolute paths were relative
+        return as_is
     import mujoco
 
     xml = Path(xml)

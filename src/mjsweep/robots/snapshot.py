@@ -5,7 +5,9 @@ In the sweep folder's snapshots/:
 - files/<sha256>: each distinct file once, named by its content's hash, read-only;
 - models/<model sha256>/...: per model, its files laid out as they lie around its XML (so that includes, meshdir
   and texturedir resolve as they did), each a hard link to its file in files/ (a copy where the filesystem
-  makes no hard link). A generated variant's tree holds its edited XML beside its base's files.
+  makes no hard link). A generated variant's tree holds its edited XML beside its base's files. An XML file that
+  gives a path as absolute is stored with that path made relative (modelfiles.portable_xmls), as the model's hash
+  covers it, so that the tree reads none of the user's files.
 
 A run's spec.json names the XML in its model's tree. Every file is written under a temp name and renamed, and
 what is stored is checked against the hash the run ids were made from before any of it is written.
@@ -22,7 +24,7 @@ from ..errors import InputError
 from ..sweepdir.files import SNAPSHOT_FILES as FILES
 from ..sweepdir.files import SNAPSHOT_MODELS as MODELS
 from ..sweepdir.files import write_bytes_atomic
-from .modelfiles import asset_files, hash_of_parts, model_files
+from .modelfiles import asset_files, hash_of_parts, model_files, portable_xmls
 from .variants import Variant
 
 
@@ -97,11 +99,14 @@ def missing_bytes(snapshots: Path, variants: list[Variant]) -> int:
 
 
 def layout(variant: Variant) -> Layout:
-    """The variant's files laid out below the deepest folder that holds them all. A generated variant's XML is
-    its edited text, placed where its base lies (its paths are relative to the base's folder)."""
+    """The variant's files laid out below the deepest folder that holds them all, each XML file as its hash covers
+    it (absolute paths made relative). A generated variant's XML is its edited text, placed where its base lies
+    (its paths are relative to the base's folder)."""
+    rewritten: dict[Path, bytes] = {}
     if variant.portable_text is None:
         found = model_files(variant.xml)
         xml, others, hashed = found[0], found[1:], found[1:]
+        rewritten = portable_xmls(xml)
     else:
         import mujoco
 
@@ -110,9 +115,9 @@ def layout(variant: Variant) -> Layout:
         hashed = asset_files(mujoco.MjSpec.from_string(variant.portable_text), base_dir)
         others = list(dict.fromkeys(hashed))
     root = Path(os.path.commonpath([xml.parent, *(p.parent for p in others)]))
-    files: dict[str, Path | bytes] = {xml.relative_to(root).as_posix(): xml if variant.portable_text is None
-                                      else variant.portable_text.encode("utf-8")}
-    files.update({p.relative_to(root).as_posix(): p for p in others})
+    files: dict[str, Path | bytes] = {xml.relative_to(root).as_posix(): rewritten.get(xml, xml)
+                                      if variant.portable_text is None else variant.portable_text.encode("utf-8")}
+    files.update({p.relative_to(root).as_posix(): rewritten.get(p, p) for p in others})
     return Layout(xml.relative_to(root).as_posix(), files, tuple(p.relative_to(root).as_posix() for p in hashed))
 
 

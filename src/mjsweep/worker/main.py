@@ -209,15 +209,15 @@ def _train(run_path: Path) -> int:
 
 def _loaded_code(spec: RunSpec) -> tuple[str, str | None]:
     """What this attempt trains on, hashed as it loads it: the model's files (its snapshot) and a custom env's
-    source file. A model that no longer hashes as its run id says is named in the log."""
+    source file. A model that no longer hashes as its run id says (a run of a folder from before snapshots reads
+    the user's files, which may have changed) is named in the log."""
     from ..robots.envs import env_source_sha256
     from ..robots.modelfiles import loaded_sha256
 
     xml_sha256 = loaded_sha256(Path(spec.xml), spec.xml_sha256)
     if xml_sha256 != spec.xml_sha256:
         print(f"mjsweep.worker: warning: {spec.xml} hashes as {xml_sha256[:12]}, not as planned "
-              f"({spec.xml_sha256[:12]}): a file it reads changed since the run was planned, or it reads one "
-              "outside the sweep's snapshot by an absolute path", flush=True)
+              f"({spec.xml_sha256[:12]}): a file it reads changed since the run was planned", flush=True)
     return xml_sha256, env_source_sha256(spec.env)
 
 
