@@ -1,0 +1,104 @@
+"""Randomized variants trained: each env's episodes draw from the run's seed alone, every draw is on record in
+draws.jsonl, a randomized run never shares an id or an experiment with a nominal one, and a randomized run
+stopped mid-episode resumes exactly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers.commands import run_dirs, run_sweep, write_spec
+from helpers.models import ANYMAL_XML
+from mjsweep.engine.sweep import prepare
+from mjsweep.robots import draws as drawlib
+from mjsweep.spec.randomspec import RandomizedEdit
+from mjsweep.sweepdir.files import read_lines
+from mjsweep.sweepdir.models import DrawRecord
+from test_exact_resume import assert_same_run, stopped_and_resumed, uninterrupted
+
+FIELD_EDITS = [{"mass": {"body": "torso", "factor": {"uniform": [0.7, 1.4]}}},
+               {"friction": {"body": "front_leg", "value": {"choice": [0.5, 0.9, 1.3]}}, "per": "env"},
+               {"gear": {"joint": "back_hip", "factor": {"log_uniform": [0.5, 2]}}}]
+STRUCTURAL_EDITS = [{"scale_body": {"body": "front_leg", "factor": {"uniform": [0.8, 1.2]}}},
+                    {"damping": {"joint": "*_hip", "factor": {"uniform": [0.5, 2]}}}]
+
+
+def randomized(spec: dict, edits: list[dict]) -> dict:
+    spec["variants"][0]["randomize"] = edits
+    return spec
+
+
+def test_a_randomized_run_has_its_own_id_and_experiment(tmp_path, tiny_spec):
+    nominal = prepare(write_spec(tmp_path / "a", tiny_spec), check_envs=False).runs[0]
+    run = prepare(write_spec(tmp_path / "b", randomized(tiny_spec, FIELD_EDITS)), check_envs=False).runs[0]
+    wider = randomized(tiny_spec, [*FIELD_EDITS[:2], {"gear": {"joint": "back_hip", "factor": {"uniform": [0.5, 3]}}}])
+    other = prepare(write_spec(tmp_path / "c", wider), check_envs=False).runs[0]
+    assert len({nominal.run_id, run.run_id, other.run_id}) == 3
+    assert len({nominal.experiment, run.experiment, other.experiment}) == 3
+    assert nominal.randomize == [] and "randomize" not in nominal.experiment_content()
+    assert [RandomizedEdit.model_validate(e).op for e in run.randomize] == ["mass", "friction", "gear"]
+
+
+def test_each_env_draws_its_own_episodes_and_every_draw_is_recorded(tmp_path, tiny_spec):
+    tiny_spec.update({"n_envs": 2, "max_episode_steps": 40, "total_timesteps": 512})
+    spec = write_spec(tmp_path, randomized(tiny_spec, FIELD_EDITS))
+    done = run_sweep("run", str(spec))
+    assert done.returncode == 0, done.stdout + done.stderr
+    [run_dir] = run_dirs(tmp_path / "runs" / "tiny")
+    records = read_lines(run_dir / "draws.jsonl", DrawRecord)
+    episodes = len((run_dir / "monitor.csv").read_text().splitlines()) - 2  # its comment and header lines
+    # every episode monitor.csv counts was drawn (plus each env's episode under way when training stopped)
+    assert len(records) >= episodes > 4
+    assert {(r.env, r.episode) for r in records} == {(e, i) for e in (0, 1) for i in
+                                                     range(sum(r.env == e for r in records))}
+    seed = json.loads((run_dir / "spec.json").read_text())["seed"]
+    slots = drawlib.slots([RandomizedEdit.model_validate(e) for e in FIELD_EDITS])
+    for record in records:
+        expected = drawlib.draw(slots, seed, drawlib.TRAIN, record.env, record.episode)
+        assert list(record.values.values()) == list(expected.values())
+    assert list(records[0].values) == ["randomize[0].mass.factor", "randomize[1].friction.value",
+                                       "randomize[2].gear.factor"]
+    # per: env keeps one friction per env; per episode draws afresh
+    for env in (0, 1):
+        mine = [r.values for r in records if r.env == env]
+        assert len({v["randomize[1].friction.value"] for v in mine}) == 1
+        assert len({v["randomize[0].mass.factor"] for v in mine}) == len(mine)
+    assert records[0].values["randomize[0].mass.factor"] != \
+        next(r for r in records if r.env == 1 and r.episode == 0).values["randomize[0].mass.factor"]
+
+
+def draws_of(run_dir) -> dict:
+    return {(r.env, r.episode): r.values for r in read_lines(run_dir / "draws.jsonl", DrawRecord)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("edits", [FIELD_EDITS, STRUCTURAL_EDITS], ids=["field", "structural"])
+def test_a_randomized_run_stopped_mid_episode_resumes_exactly(tmp_path, tiny_spec, edits):
+    tiny_spec.update({"total_timesteps": 2048, "max_episode_steps": 90, "checkpoint_every": 128, "n_envs": 2,
+                      "eval": {"episodes": 2, "every": 512, "deterministic": False}})
+    randomized(tiny_spec, edits)
+    resumed = stopped_and_resumed(tmp_path / "stopped", tiny_spec)
+    whole = uninterrupted(tmp_path / "whole", tiny_spec)
+    assert_same_run(whole, resumed)
+    assert draws_of(whole) == draws_of(resumed)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not ANYMAL_XML.exists(), reason=f"needs ANYmal C at {ANYMAL_XML}")
+def test_a_randomized_anymal_c_validates_and_trains(tmp_path, tiny_spec):
+    tiny_spec.update({"env": "mjsweep/Locomotion-v0", "total_timesteps": 256, "max_episode_steps": 40,
+                      "variants": [{"name": "anymal", "xml": str(ANYMAL_XML), "randomize": [
+                          {"mass": {"body": "base", "factor": {"uniform": [0.8, 1.25]}}},
+                          {"kp": {"actuator": "*_KFE", "factor": {"normal": {"mean": 1, "std": 0.1, "low": 0.7,
+                                                                             "high": 1.3}}}},
+                          {"friction": {"body": "*_SHANK", "factor": {"uniform": [0.5, 1.5]}}, "per": "env"}]}]})
+    spec = write_spec(tmp_path, tiny_spec)
+    checked = run_sweep("validate", str(spec))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    done = run_sweep("run", str(spec))
+    assert done.returncode == 0, done.stdout + done.stderr
+    [run_dir] = run_dirs(tmp_path / "runs" / "tiny")
+    records = read_lines(run_dir / "draws.jsonl", DrawRecord)
+    assert len(records) >= 256 // 40
+    assert all(0.8 <= r.values["randomize[0].mass.factor"] <= 1.25 for r in records)
