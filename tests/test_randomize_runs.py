@@ -40,8 +40,9 @@ def test_a_randomized_run_has_its_own_id_and_experiment(tmp_path, tiny_spec):
     assert [RandomizedEdit.model_validate(e).op for e in run.randomize] == ["mass", "friction", "gear"]
 
 
-def test_each_env_draws_its_own_episodes_and_every_draw_is_recorded(tmp_path, tiny_spec):
-    tiny_spec.update({"n_envs": 2, "max_episode_steps": 40, "total_timesteps": 512})
+@pytest.mark.parametrize("vec_env", ["dummy", pytest.param("subproc", marks=pytest.mark.slow)])
+def test_each_env_draws_its_own_episodes_and_every_draw_is_recorded(tmp_path, tiny_spec, vec_env):
+    tiny_spec.update({"n_envs": 2, "max_episode_steps": 40, "total_timesteps": 512, "vec_env": vec_env})
     spec = write_spec(tmp_path, randomized(tiny_spec, FIELD_EDITS))
     done = run_sweep("run", str(spec))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -82,6 +83,18 @@ def test_a_randomized_run_stopped_mid_episode_resumes_exactly(tmp_path, tiny_spe
     whole = uninterrupted(tmp_path / "whole", tiny_spec)
     assert_same_run(whole, resumed)
     assert draws_of(whole) == draws_of(resumed)
+
+
+@pytest.mark.slow
+def test_sweep_verify_reproduces_a_randomized_run(tmp_path, tiny_spec):
+    tiny_spec.update({"total_timesteps": 384, "max_episode_steps": 40, "eval": {"episodes": 1, "every": 256}})
+    spec = write_spec(tmp_path, randomized(tiny_spec, STRUCTURAL_EDITS + FIELD_EDITS))
+    done = run_sweep("run", str(spec))
+    assert done.returncode == 0, done.stdout + done.stderr
+    [run_dir] = run_dirs(tmp_path / "runs" / "tiny")
+    verified = run_sweep("verify", str(tmp_path / "runs" / "tiny"), "--scratch", str(tmp_path / "scratch"))
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert f"{run_dir.name}: exact" in verified.stdout
 
 
 @pytest.mark.slow

@@ -92,3 +92,21 @@ def test_validate_refuses_a_negative_mass_with_one_line_and_exit_2(tmp_path):
     [line] = done.stderr.splitlines()
     assert line.startswith(f"error: {path}:8: variants[0].randomize[0].mass.factor: mass's factor must be positive")
     assert not (tmp_path / "runs").exists()
+
+
+def test_randomize_applies_after_a_base_variants_edits_on_every_grid_point(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text(SPEC.replace(f"    xml: {WALKER}\n", f"""    base: {WALKER}
+    edits:
+      - mass: {{body: torso, value: "${{torso}}"}}
+    edit_grid:
+      torso: [1.0, 2.0]
+"""))
+    plan = prepare(path, check_envs=False)
+    assert [c.variant.name for c in plan.checks] == ["w_torso=1.0", "w_torso=2.0"]
+    assert all(len(c.variant.randomize) == 2 for c in plan.checks)
+    assert len({r.run_id for r in plan.runs}) == 2
+    # a fixed edit that breaks the model is reported at its own key, not at the randomized ones
+    path.write_text(path.read_text().replace("body: torso, value", "body: head, value"))
+    with pytest.raises(SpecError, match=r"variants\[0\]\.edits\[0\]: variant 'w_torso=1\.0': mass: no body named"):
+        prepare(path, check_envs=False)
