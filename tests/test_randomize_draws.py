@@ -115,6 +115,17 @@ def test_choice_draws_each_value_equally_often():
     assert stats.chisquare(counts).pvalue > 0.001
 
 
+def test_held_out_draws_are_disjoint_from_training_draws_and_vary_every_slot():
+    slots = draws.slots(randomized([{"mass": {"body": "torso", "factor": {"uniform": [0.5, 2]}}},
+                                    {"gear": {"joint": "front_hip", "factor": {"uniform": [0.5, 2]}}, "per": "env"}]))
+    training = {value for env in range(4) for episode in range(250)
+                for value in draws.draw(slots, 9, draws.TRAIN, env, episode).values()}
+    held = [draws.held_out(slots, 9, i) for i in range(1000)]
+    assert held[3] == draws.held_out(slots, 9, 3)
+    assert not training & {value for values in held for value in values.values()}
+    assert len({values["_draw1_factor"] for values in held}) == 1000  # a per-env slot too draws afresh
+
+
 def test_draws_come_from_seed_env_and_episode_alone():
     slots = draws.slots(randomized(WALKER_EDITS[:2] + [{"gear": {"joint": "front_hip", "factor": {"uniform": [0.5, 2]},
                                                                  }, "per": "env"}]))

@@ -73,6 +73,12 @@ def draw(all_slots: list[Slot], seed: int, stream: int, env_index: int, episode:
         for k, slot in enumerate(all_slots)}
 
 
+def held_out(all_slots: list[Slot], seed: int, index: int) -> dict[str, float]:
+    """The index-th held-out draw of an evaluation's seed: every slot drawn afresh (a per-env one too), from the
+    HELD_OUT stream, which no training env draws from."""
+    return draw(all_slots, seed, HELD_OUT, env_index=index, episode=0)
+
+
 def sample(dist: Distribution, rng: np.random.Generator) -> float:
     """One number from dist."""
     if dist.kind == "uniform":
