@@ -15,7 +15,7 @@ from mjsweep.robots import draws as drawlib
 from mjsweep.spec.randomspec import RandomizedEdit
 from mjsweep.sweepdir.files import read_lines
 from mjsweep.sweepdir.models import DrawRecord
-from test_exact_resume import assert_same_run, stopped_and_resumed, uninterrupted
+from test_exact_resume import ALGOS, assert_same_run, stopped_and_resumed, uninterrupted
 
 FIELD_EDITS = [{"mass": {"body": "torso", "factor": {"uniform": [0.7, 1.4]}}},
                {"friction": {"body": "front_leg", "value": {"choice": [0.5, 0.9, 1.3]}}, "per": "env"},
@@ -67,6 +67,18 @@ def test_each_env_draws_its_own_episodes_and_every_draw_is_recorded(tmp_path, ti
         assert len({v["randomize[0].mass.factor"] for v in mine}) == len(mine)
     assert records[0].values["randomize[0].mass.factor"] != \
         next(r for r in records if r.env == 1 and r.episode == 0).values["randomize[0].mass.factor"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", ["sac", "a2c"])
+def test_a_randomized_run_of_another_algorithm_resumes_exactly(tmp_path, tiny_spec, algo):
+    tiny_spec.update({"algo": algo, "ppo": {}, algo: ALGOS[algo], "total_timesteps": 3000, "max_episode_steps": 90,
+                      "checkpoint_every": 200, "eval": {"episodes": 1, "every": 500}})
+    randomized(tiny_spec, STRUCTURAL_EDITS + FIELD_EDITS)
+    resumed = stopped_and_resumed(tmp_path / "stopped", tiny_spec)
+    whole = uninterrupted(tmp_path / "whole", tiny_spec)
+    assert_same_run(whole, resumed)
+    assert draws_of(whole) == draws_of(resumed)
 
 
 def draws_of(run_dir) -> dict:
