@@ -37,7 +37,12 @@ class Slot:
 
     @property
     def label(self) -> str:
-        return f"{LABEL_PREFIX}{self.edit}_{self.key}" + ("" if self.index is None else f"_{self.index}")
+        return _label(self.edit, self.key, self.index)
+
+
+def _label(edit: int, key: str, index: int | None) -> str:
+    """The placeholder name of a drawn number: _draw0_factor, _draw2_value_1."""
+    return f"{LABEL_PREFIX}{edit}_{key}" + ("" if index is None else f"_{index}")
 
 
 def slots(edits: list[RandomizedEdit]) -> list[Slot]:
@@ -54,16 +59,12 @@ def template(edits: list[RandomizedEdit]) -> list[EditSpec]:
         for key in ("value", "factor"):
             raw = getattr(edit.args, key, None)
             if isinstance(raw, dict):
-                update[key] = "${" + Slot(j, key, None, _ANY, False).label + "}"
+                update[key] = "${" + _label(j, key, None) + "}"
             elif isinstance(raw, list):
-                update[key] = ["${" + Slot(j, key, i, _ANY, False).label + "}" if isinstance(v, dict) else v
-                               for i, v in enumerate(raw)]
+                update[key] = ["${" + _label(j, key, i) + "}" if isinstance(v, dict) else v for i, v in enumerate(raw)]
         args = edit.args.model_copy(update=update)
         out.append(EditSpec.model_validate({edit.op: args.model_dump(exclude_none=True)}))
     return out
-
-
-_ANY = Distribution("choice", (0.0,))
 
 
 def draw(all_slots: list[Slot], seed: int, stream: int, env_index: int, episode: int) -> dict[str, float]:

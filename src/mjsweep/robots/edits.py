@@ -472,7 +472,7 @@ def targets(spec, edit: EditSpec) -> list[tuple[Any, Any]]:
     for args in _one_per_name(spec, edit.args):
         if edit.op == "friction":
             out += [(args, geom) for geom in _geoms(spec, args)]
-        elif getattr(args, "actuator", None) is not None or edit.op in _ACTUATOR_OPS:
+        elif edit.op in _ACTUATOR_OPS:
             out += [(args, actuator) for actuator in _actuators(spec, args)]
         elif getattr(args, "body", None) is not None:
             out.append((args, _find(spec, "body", args.body)))

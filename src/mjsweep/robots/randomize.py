@@ -50,14 +50,15 @@ class Randomizer:
         self.slots = drawlib.slots(self.edits)
         self.structural = structural(self.edits)
         self.template = drawlib.template(self.edits)
-        spec = mujoco.MjSpec.from_file(str(xml))
-        resolved = spec.compile()
-        # Element ids resolved once through the spec, which knows globs, unnamed actuators and colliding geoms.
         self._writes: list[tuple[str, Any, int]] = []
-        for edit in self.template:
-            if edit.op in FIELD_EDITS:
-                self._writes += [(edit.op, args, resolved.bind(element).id)
-                                 for args, element in editlib.targets(spec, edit)]
+        """(edit, its arguments, the id of an element it writes) for each element, with field edits only."""
+        if not self.structural:
+            # Element ids resolved once through the spec, which knows globs, unnamed actuators and colliding
+            # geoms; a model compiled from it has the env's ids.
+            spec = mujoco.MjSpec.from_file(str(xml))
+            resolved = spec.compile()
+            self._writes = [(edit.op, args, resolved.bind(element).id)
+                            for edit in self.template for args, element in editlib.targets(spec, edit)]
         self._nominal: dict[str, np.ndarray] = {}
 
     def model_for(self, model, data, values: dict[str, float]):
@@ -87,10 +88,10 @@ def compile_draw(xml: Path, template: list, values: dict[str, float]):
         raise editlib.EditError(f"the draw {values} does not compile: {' '.join(str(exc).split())}") from None
 
 
-def _number(raw: Any, values: dict[str, float]) -> Any:
+def _filled(raw: Any, values: dict[str, float]) -> Any:
     """A template's value or factor with the draw's values in place of its placeholders."""
     if isinstance(raw, list):
-        return [_number(v, values) for v in raw]
+        return [_filled(v, values) for v in raw]
     if isinstance(raw, str) and (match := editlib.PLACEHOLDER.match(raw)):
         return values[match.group(1)]
     return raw
@@ -99,8 +100,8 @@ def _number(raw: Any, values: dict[str, float]) -> Any:
 def _scaled(current: np.ndarray, args, values: dict[str, float]) -> np.ndarray:
     """value (a number for the first entry, or the whole vector), or current x factor."""
     if args.factor is not None:
-        return current * _number(args.factor, values)
-    value = _number(args.value, values)
+        return current * _filled(args.factor, values)
+    value = _filled(args.value, values)
     if isinstance(value, list):
         return np.array(value, dtype=float)
     out = np.array(current, dtype=float)
@@ -110,9 +111,9 @@ def _scaled(current: np.ndarray, args, values: dict[str, float]) -> np.ndarray:
 
 def _mass(model, body: int, args, values) -> None:
     if args.factor is not None:
-        factor = _number(args.factor, values)
+        factor = _filled(args.factor, values)
     else:
-        factor = _number(args.value, values) / model.body_mass[body]
+        factor = _filled(args.value, values) / model.body_mass[body]
     model.body_mass[body] *= factor
     model.body_inertia[body] *= factor
 
@@ -172,8 +173,8 @@ def _kv(model, actuator: int, args, values) -> None:
 def _bounds(field: str, limited: str) -> Callable[..., None]:
     def write(model, actuator: int, args, values) -> None:
         current = getattr(model, field)[actuator]
-        getattr(model, field)[actuator] = current * _number(args.factor, values) if args.factor is not None \
-            else np.array(_number(args.value, values), dtype=float)
+        getattr(model, field)[actuator] = current * _filled(args.factor, values) if args.factor is not None \
+            else np.array(_filled(args.value, values), dtype=float)
         getattr(model, limited)[actuator] = 1
     return write
 
