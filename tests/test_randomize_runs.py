@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 
+import gymnasium
 import pytest
 
 from helpers.commands import run_dirs, run_sweep, write_spec
-from helpers.models import ANYMAL_XML
+from helpers.models import ANYMAL_XML, TINY_XML
 from mjsweep.engine.sweep import prepare
 from mjsweep.robots import draws as drawlib
+from mjsweep.robots.randomized_env import RandomizedEnv, next_episodes
 from mjsweep.spec.randomspec import RandomizedEdit
 from mjsweep.sweepdir.files import read_lines
 from mjsweep.sweepdir.models import DrawRecord
@@ -79,6 +81,26 @@ def test_a_randomized_run_of_another_algorithm_resumes_exactly(tmp_path, tiny_sp
     whole = uninterrupted(tmp_path / "whole", tiny_spec)
     assert_same_run(whole, resumed)
     assert draws_of(whole) == draws_of(resumed)
+
+
+def test_a_resume_that_is_not_exact_goes_on_drawing_after_the_recorded_episodes(tmp_path):
+    draws_file = tmp_path / "draws.jsonl"
+    edits = [RandomizedEdit.model_validate(e) for e in FIELD_EDITS]
+    for env, last in ((0, 4), (1, 2)):
+        wrapped = RandomizedEnv(gymnasium.make("HalfCheetah-v5", xml_file=str(TINY_XML)), TINY_XML, edits, 3, env,
+                                draws_file)
+        for _ in range(last + 1):
+            wrapped.reset()
+        wrapped.close()
+    assert next_episodes(draws_file, 3) == [5, 3, 0]
+    resumed = RandomizedEnv(gymnasium.make("HalfCheetah-v5", xml_file=str(TINY_XML)), TINY_XML, edits, 3, 0,
+                            draws_file, first_episode=5)
+    resumed.reset()
+    resumed.close()
+    last = read_lines(draws_file, DrawRecord)[-1]
+    assert (last.env, last.episode) == (0, 5)
+    slots = drawlib.slots(edits)
+    assert list(last.values.values()) == list(drawlib.draw(slots, 3, drawlib.TRAIN, 0, 5).values())
 
 
 def draws_of(run_dir) -> dict:

@@ -16,6 +16,7 @@ import gymnasium
 import numpy as np
 
 from ..spec.randomspec import RandomizedEdit
+from ..sweepdir.files import read_lines
 from ..sweepdir.models import DrawRecord
 from . import draws as drawlib
 from .randomize import Randomizer
@@ -23,14 +24,14 @@ from .randomize import Randomizer
 
 class RandomizedEnv(gymnasium.Wrapper):
     def __init__(self, env: gymnasium.Env, xml: Path, edits: list[RandomizedEdit], seed: int, env_index: int,
-                 draws_file: Path | None = None, stream: int = drawlib.TRAIN):
+                 draws_file: Path | None = None, stream: int = drawlib.TRAIN, first_episode: int = 0):
         super().__init__(env)
         self._randomizer = Randomizer(xml, edits)
         self._seed, self._env_index, self._stream = seed, env_index, stream
         self._names = [_slot_name(slot, edits) for slot in self._randomizer.slots]
         self._file = open(draws_file, "a", encoding="utf-8", buffering=1) if draws_file else None
         self._applied: dict[str, float] | None = None
-        self.draws_done = 0
+        self.draws_done = first_episode
         """Episodes drawn so far: the next reset takes draw number draws_done."""
 
     def reset(self, **kwargs: Any):
@@ -62,6 +63,16 @@ class RandomizedEnv(gymnasium.Wrapper):
         if self._file is not None:
             self._file.close()
         super().close()
+
+
+def next_episodes(draws_file: Path, n_envs: int) -> list[int]:
+    """Each env's first episode not in draws_file: where a resume that is not exact goes on drawing, so that it
+    never trains on an episode's draw twice (an exact resume sets the count from its checkpoint)."""
+    following = [0] * n_envs
+    for record in read_lines(draws_file, DrawRecord):
+        if record.env < n_envs:
+            following[record.env] = max(following[record.env], record.episode + 1)
+    return following
 
 
 def _swap_model(base: Any, model: Any) -> None:
