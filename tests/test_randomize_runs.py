@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 
 import gymnasium
+import numpy as np
 import pytest
 
 from helpers.commands import run_dirs, run_sweep, write_spec
 from helpers.models import ANYMAL_XML, TINY_XML
 from mjsweep.engine.sweep import prepare
 from mjsweep.robots import draws as drawlib
+from mjsweep.robots.envs import make_env
 from mjsweep.robots.randomized_env import RandomizedEnv, next_episodes
 from mjsweep.spec.randomspec import RandomizedEdit
 from mjsweep.sweepdir.files import read_lines
@@ -81,6 +83,24 @@ def test_a_randomized_run_of_another_algorithm_resumes_exactly(tmp_path, tiny_sp
     whole = uninterrupted(tmp_path / "whole", tiny_spec)
     assert_same_run(whole, resumed)
     assert draws_of(whole) == draws_of(resumed)
+
+
+def test_structural_draws_swap_the_model_of_the_generic_locomotion_env():
+    edits = [RandomizedEdit.model_validate(e) for e in STRUCTURAL_EDITS]
+    env = RandomizedEnv(make_env("mjsweep/Locomotion-v0", TINY_XML, {}), TINY_XML, edits, seed=4, env_index=0)
+    base = env.unwrapped
+    nominal = base.model.geom("front_leg_geom").size[1]
+    lengths = []
+    for episode in range(3):
+        env.reset(seed=episode)
+        factor = drawlib.draw(drawlib.slots(edits), 4, drawlib.TRAIN, 0, episode)["_draw0_factor"]
+        assert base.model.geom("front_leg_geom").size[1] == pytest.approx(nominal * factor)
+        for _ in range(5):
+            observation, reward, *_ = env.step(env.action_space.sample())
+        assert np.all(np.isfinite(observation)) and np.isfinite(reward)
+        lengths.append(base.model.geom("front_leg_geom").size[1])
+    assert len(set(lengths)) == 3
+    env.close()
 
 
 def test_a_resume_that_is_not_exact_goes_on_drawing_after_the_recorded_episodes(tmp_path):
