@@ -13,6 +13,7 @@ import pytest
 from helpers.commands import run_dirs, run_sweep, write_spec
 from helpers.models import ANYMAL_XML, TINY_XML
 from mjsweep.engine.sweep import prepare
+from mjsweep.results import experiments
 from mjsweep.robots import draws as drawlib
 from mjsweep.robots.envs import make_env
 from mjsweep.robots.randomized_env import RandomizedEnv, next_episodes
@@ -42,6 +43,8 @@ def test_a_randomized_run_has_its_own_id_and_experiment(tmp_path, tiny_spec):
     assert len({nominal.experiment, run.experiment, other.experiment}) == 3
     assert nominal.randomize == [] and "randomize" not in nominal.experiment_content()
     assert [RandomizedEdit.model_validate(e).op for e in run.randomize] == ["mass", "friction", "gear"]
+    assert experiments.differences(nominal, run) == "randomized edits differ"
+    assert experiments.differences(run, other) == "randomized edits differ"
 
 
 @pytest.mark.parametrize("vec_env", ["dummy", pytest.param("subproc", marks=pytest.mark.slow)])
