@@ -15,7 +15,7 @@ from helpers.models import ANYMAL_XML, TINY_XML
 from mjsweep.engine.sweep import prepare
 from mjsweep.results import experiments
 from mjsweep.robots import draws as drawlib
-from mjsweep.robots.envs import make_env
+from mjsweep.robots.envs import EnvBuildError, make_env, probe_env
 from mjsweep.robots.randomized_env import RandomizedEnv, next_episodes
 from mjsweep.spec.randomspec import RandomizedEdit
 from mjsweep.sweepdir.files import read_lines
@@ -172,3 +172,13 @@ def test_a_randomized_anymal_c_validates_and_trains(tmp_path, tiny_spec):
     records = read_lines(run_dir / "draws.jsonl", DrawRecord)
     assert len(records) >= 256 // 40
     assert all(0.8 <= r.values["randomize[0].mass.factor"] <= 1.25 for r in records)
+
+
+
+def test_the_probe_draws_as_training_does_and_refuses_an_env_without_mujoco():
+    edits = [RandomizedEdit.model_validate(e) for e in STRUCTURAL_EDITS + FIELD_EDITS]
+    probe = probe_env("mjsweep/Locomotion-v0", TINY_XML, {}, max_episode_steps=20, randomize=edits)
+    assert probe.act_shape == (2,)
+    with pytest.raises(EnvBuildError, match="randomize needs an env that simulates with MuJoCo "
+                                            r"\(PlainEnv has no MjModel and MjData"):
+        probe_env("helpers.plain_env:PlainEnv", TINY_XML, {}, randomize=edits)

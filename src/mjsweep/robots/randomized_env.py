@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium
+import mujoco
 import numpy as np
 
 from ..spec.randomspec import RandomizedEdit
@@ -26,6 +27,9 @@ class RandomizedEnv(gymnasium.Wrapper):
     def __init__(self, env: gymnasium.Env, xml: Path, edits: list[RandomizedEdit], seed: int, env_index: int,
                  draws_file: Path | None = None, stream: int = drawlib.TRAIN, first_episode: int = 0):
         super().__init__(env)
+        if not isinstance(getattr(env.unwrapped, "data", None), mujoco.MjData):
+            raise ValueError(f"randomize needs an env that simulates with MuJoCo ({type(env.unwrapped).__name__} "
+                             "has no MjModel and MjData as its model and data)")
         self._randomizer = Randomizer(xml, edits)
         self._seed, self._env_index, self._stream = seed, env_index, stream
         self._names = [_slot_name(slot, edits) for slot in self._randomizer.slots]
