@@ -72,8 +72,8 @@ def test_each_env_draws_its_own_episodes_and_every_draw_is_recorded(tmp_path, ti
         mine = [r.values for r in records if r.env == env]
         assert len({v["randomize[1].friction.value"] for v in mine}) == 1
         assert len({v["randomize[0].mass.factor"] for v in mine}) == len(mine)
-    assert records[0].values["randomize[0].mass.factor"] != \
-        next(r for r in records if r.env == 1 and r.episode == 0).values["randomize[0].mass.factor"]
+    first = {r.env: r.values["randomize[0].mass.factor"] for r in records if r.episode == 0}
+    assert first[0] != first[1]  # each env its own stream (in subprocesses, lines of both envs interleave)
 
 
 @pytest.mark.slow

@@ -72,6 +72,10 @@ def test_a_randomized_variant_prepares_with_its_edits(tmp_path):
     (("- mass: {body: torso, factor: {uniform: [0.8, 1.2]}}",
       "- ctrlrange: {actuator: back_hip, value: [{uniform: [-1, 0.5]}, {uniform: [0, 1]}]}"),
      "variants[0].randomize[0].ctrlrange.value: [low, high] must keep low < high on every draw"),
+    # a distribution where the edit takes a list: one per entry, or none
+    (("- mass: {body: torso, factor: {uniform: [0.8, 1.2]}}",
+      "- ctrlrange: {actuator: back_hip, value: {uniform: [0.5, 1]}}"),
+     "spec.yaml:8: variants[0].randomize[0]: ctrlrange: value must be a list of 2 numbers (got 0.5)"),
     (("- mass: {body: torso, factor: {uniform: [0.8, 1.2]}}", "- kp: {actuator: back_hip, factor: {uniform: [1, 2]}}"),
      "variants[0].randomize[0]: kp: actuator 'back_hip' is not a position servo"),
 ])
