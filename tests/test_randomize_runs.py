@@ -5,12 +5,14 @@ stopped mid-episode resumes exactly."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 
 import gymnasium
 import numpy as np
 import pytest
 
-from helpers.commands import run_dirs, run_sweep, write_spec
+from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, status_of, wait_for, write_spec
 from helpers.models import ANYMAL_XML, TINY_XML
 from mjsweep.engine.sweep import prepare
 from mjsweep.results import experiments
@@ -74,6 +76,24 @@ def test_each_env_draws_its_own_episodes_and_every_draw_is_recorded(tmp_path, ti
         assert len({v["randomize[0].mass.factor"] for v in mine}) == len(mine)
     first = {r.env: r.values["randomize[0].mass.factor"] for r in records if r.episode == 0}
     assert first[0] != first[1]  # each env its own stream (in subprocesses, lines of both envs interleave)
+
+
+@pytest.mark.slow
+def test_a_randomized_run_killed_and_retried_resumes_exactly(tmp_path, tiny_spec):
+    tiny_spec.update({"total_timesteps": 3072, "max_episode_steps": 90, "checkpoint_every": 128, "n_envs": 2,
+                      "eval": {"episodes": 2, "every": 512, "deterministic": False}})
+    randomized(tiny_spec, STRUCTURAL_EDITS + FIELD_EDITS)
+    spec = write_spec(tmp_path / "killed", tiny_spec)
+    launcher = start_sweep(spec)
+    [run_dir] = wait_for(lambda: [d for d in run_dirs(tmp_path / "killed" / "runs" / "tiny")
+                                  if (d / "checkpoints" / "checkpoint.json").exists()
+                                  and status_of(d).get("state") == "running"], what="a checkpoint", timeout=240)
+    os.kill(status_of(run_dir)["pid"], signal.SIGKILL)  # the retry resumes from a regular checkpoint
+    assert launcher.wait(timeout=240) == 0, launcher_output(spec)
+    assert status_of(run_dir)["attempts"] == 2 and "resuming exactly" in (run_dir / "log.txt").read_text()
+    whole = uninterrupted(tmp_path / "whole", tiny_spec)
+    assert_same_run(whole, run_dir)
+    assert draws_of(whole) == draws_of(run_dir)
 
 
 @pytest.mark.slow
