@@ -72,6 +72,8 @@ RUN_FILES = {
     "log": "the worker's stdout and stderr, all attempts",
     "monitor_csv": "one row per episode, SB3 Monitor format (stable_baselines3.common.monitor.load_results "
                    "reads it)",
+    "draws_jsonl": "with a variant's `randomize:`: a line per training episode and env, the values it drew for "
+                   "each randomized edit (docs/variants.md)",
     "progress_csv": "one row per PPO or TRPO iteration, per 1000 timesteps of the others: iteration, "
                     "timesteps, wall_s, fps, ep_rew_mean, ep_len_mean, rollout_s, train_s",
     "evaluations_csv": "with eval.every: timesteps, mean_return, std_return, returns, lengths, wall_s",

@@ -142,3 +142,13 @@ def _episode_lengths(monitor_csv: Path) -> list[int]:
     """The `l` column of SB3's monitor.csv (a '#' JSON line, then a header r,l,t)."""
     lines = monitor_csv.read_text().splitlines()[2:]
     return [int(line.split(",")[1]) for line in lines if line]
+
+
+def test_the_randomized_real_robot_example_config_validates(local_menagerie):
+    config = Path(__file__).resolve().parents[1] / "configs" / "anymal_randomized.yaml"
+    plan = prepare(config)
+    assert [c.variant.name for c in plan.checks] == ["nominal", "randomized"]
+    assert all(c.problem is None for c in plan.checks)
+    nominal, randomized = plan.runs[0], plan.runs[3]
+    assert nominal.randomize == [] and len(randomized.randomize) == 3
+    assert nominal.experiment != randomized.experiment

@@ -215,7 +215,7 @@ def _check_variant(spec: speclib.SweepSpec, variant: variantlib.Variant, local: 
         kwargs_seen.append(run.env_kwargs)
         try:
             probe = probe_env(spec.env, local.xml, run.env_kwargs, spec.max_episode_steps,
-                              warn_only=frozenset(spec.warn_only))
+                              warn_only=frozenset(spec.warn_only), randomize=list(variant.randomize))
         except EnvBuildError as exc:
             return VariantCheck(variant, stats, probe, f"env {spec.env!r}{_kwargs_note(run.env_kwargs)}: {exc}")
     return VariantCheck(variant, stats, probe)

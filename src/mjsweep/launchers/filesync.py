@@ -17,8 +17,8 @@ from ..sweepdir.files import IN_RUN, RunDir, write_bytes_atomic
 from ..sweepdir.models import WarmSource
 from .base import OomFacts
 
-APPEND_ONLY = (".csv", ".txt")
-"""Logs that workers only append to (or truncate on resume): these may travel as tails."""
+APPEND_ONLY = (".csv", ".txt", ".jsonl")
+"""Logs that workers only append to (or truncate on resume; draws.jsonl too): these may travel as tails."""
 CHECKPOINTS = IN_RUN.checkpoints.as_posix()
 BEST = IN_RUN.best.as_posix()
 _TAIL_CHECK = 256  # bytes before the old end that must be unchanged for a file to count as grown

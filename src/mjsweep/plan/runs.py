@@ -83,10 +83,11 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
             _set_dotted(env_kwargs, key[len("env_kwargs."):], value)
     policy = hyperparams.pop("policy", ALGOS[algo].policy)
     normalized = normalize_kwargs(normalize, hyperparams.get("gamma", 0.99))
+    randomize = [edit.model_dump(exclude_none=True) for edit in variant.randomize]
     digest = content_digest(_content(
         env=spec.env, xml_sha256=variant.sha256, env_kwargs=env_kwargs, max_episode_steps=spec.max_episode_steps,
         policy=policy, seed=seed, total_timesteps=total, n_envs=n_envs, vec_env=spec.vec_env, device=spec.device,
-        algo=algo, hyperparams=hyperparams, normalize=normalized, warm=warm))
+        algo=algo, hyperparams=hyperparams, normalize=normalized, warm=warm, randomize=randomize))
     readable = "_".join([variant.name, *(f"{short[k]}={format_value(v)}" for k, v in point.items()), f"s{seed}"])
     readable = sanitize(readable)[: MAX_ID_LENGTH - 9]
     return RunSpec(
@@ -99,13 +100,14 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         eval_episodes=spec.eval.episodes, eval_deterministic=spec.eval.deterministic, eval_every=spec.eval.every,
         eval_info=spec.search.info_keys() if spec.search else [],
         content_hash=digest, cpus=cpus_per_run(spec, algo), device=spec.device, tensorboard=spec.tensorboard,
-        normalize=normalized, wandb=spec.tracking.wandb, warm_start=warm,
+        normalize=normalized, wandb=spec.tracking.wandb, warm_start=warm, randomize=randomize,
     )
 
 
 def _content(*, env: str, xml_sha256: str, env_kwargs: dict[str, Any], max_episode_steps: int | None, policy: str,
              seed: int, total_timesteps: int, n_envs: int, vec_env: str, device: str, algo: str,
-             hyperparams: dict[str, Any], normalize: dict[str, Any] | None, warm: WarmSource | None) -> dict[str, Any]:
+             hyperparams: dict[str, Any], normalize: dict[str, Any] | None, warm: WarmSource | None,
+             randomize: list[dict[str, Any]]) -> dict[str, Any]:
     """Everything that decides what a run computes: what its id's hash is taken of."""
     content: dict[str, Any] = {
         "env": env, "xml_sha256": xml_sha256, "env_kwargs": env_kwargs, "max_episode_steps": max_episode_steps,
@@ -121,6 +123,8 @@ def _content(*, env: str, xml_sha256: str, env_kwargs: dict[str, Any], max_episo
         content["normalize"] = normalize
     if warm is not None:  # a warm run is never the cold run of the same settings, nor one of another source
         content["warm_start"] = warm.identity()
+    if randomize:  # a randomized run is never the nominal run of the same model, nor one of another distribution
+        content["randomize"] = randomize
     return content
 
 
@@ -136,7 +140,7 @@ def content_but_total(run: RunSpec) -> dict[str, Any] | None:
                        max_episode_steps=run.max_episode_steps, policy=run.policy, seed=run.seed,
                        total_timesteps=run.total_timesteps, n_envs=run.n_envs, vec_env=run.vec_env,
                        device=run.device, algo=run.algo, hyperparams=run.hyperparams, normalize=run.normalize,
-                       warm=run.warm_start)
+                       warm=run.warm_start, randomize=run.randomize)
     if content_digest(content) != run.content_hash:
         return None
     del content["total_timesteps"]

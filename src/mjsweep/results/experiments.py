@@ -166,4 +166,6 @@ def differences(old: RunSpec, new: RunSpec) -> str:
             said.append(f"{name} differ")
         else:
             said.append(f"{name} {a[key]}, now {b[key]}")
+    if a.get("randomize") != b.get("randomize"):  # a key of randomized runs only
+        said.append("randomized edits differ")
     return ", ".join(said) or "another experiment"

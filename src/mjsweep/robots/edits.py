@@ -56,6 +56,17 @@ def point_suffix(point: dict[str, Any]) -> str:
 
 def generate(base: Path, edits: list[EditSpec], point: dict[str, Any]) -> GeneratedXml:
     """Apply `edits` to `base` with `point`'s values in place of placeholders. Raises EditError."""
+    spec = edited_spec(base, edits, point)
+    folder = base.parent.resolve()
+    portable = portable_text(_to_xml(spec), folder, (folder / (spec.meshdir or "")).resolve(),
+                             (folder / (spec.texturedir or "")).resolve())
+    assets = asset_files(spec, base.parent)
+    absolutize_asset_dirs(spec, base.parent)
+    return GeneratedXml(_to_xml(spec), combined_sha256(portable.encode(), assets, base.parent), portable)
+
+
+def edited_spec(base: Path, edits: list[EditSpec], point: dict[str, Any]):
+    """The MjSpec of `base` with `edits` applied (not written out: it compiles with full precision)."""
     import mujoco
 
     try:
@@ -69,12 +80,7 @@ def generate(base: Path, edits: list[EditSpec], point: dict[str, Any]) -> Genera
                 _OPS[edit.op](spec, args, point)
         except EditError as exc:
             raise EditError(f"{edit.op}: {exc}", index=i) from None
-    folder = base.parent.resolve()
-    portable = portable_text(_to_xml(spec), folder, (folder / (spec.meshdir or "")).resolve(),
-                             (folder / (spec.texturedir or "")).resolve())
-    assets = asset_files(spec, base.parent)
-    absolutize_asset_dirs(spec, base.parent)
-    return GeneratedXml(_to_xml(spec), combined_sha256(portable.encode(), assets, base.parent), portable)
+    return spec
 
 
 _KINDS = ("body", "joint", "actuator", "geom")
@@ -460,3 +466,22 @@ _OPS: dict[str, Callable[[Any, Any, dict[str, Any]], None]] = {
     "armature": _joint_scalar("armature"), "frictionloss": _joint_scalar("frictionloss"),
     "kp": _kp, "kv": _kv, "forcerange": _forcerange, "friction": _friction,
 }
+
+
+def targets(spec, edit: EditSpec) -> list[tuple[Any, Any]]:
+    """(args, element) for every element the edit changes, its names expanded: the body of mass, the geoms
+    of friction, the joint of a joint edit, the actuators of an actuator edit. Raises EditError."""
+    out = []
+    for args in _one_per_name(spec, edit.args):
+        if edit.op == "friction":
+            out += [(args, geom) for geom in _geoms(spec, args)]
+        elif edit.op in _ACTUATOR_OPS:
+            out += [(args, actuator) for actuator in _actuators(spec, args)]
+        elif getattr(args, "body", None) is not None:
+            out.append((args, _find(spec, "body", args.body)))
+        else:
+            out.append((args, _find(spec, "joint", args.joint)))
+    return out
+
+
+_ACTUATOR_OPS = frozenset({"gear", "ctrlrange", "kp", "kv", "forcerange"})

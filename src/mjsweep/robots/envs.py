@@ -9,9 +9,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..spec.randomspec import RandomizedEdit
 
 
 class EnvBuildError(Exception):
@@ -133,14 +136,16 @@ def _import_class(target: str):
 
 
 def probe_env(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps: int | None = None,
-              steps: int = 300, warn_only: frozenset[str] | set[str] = frozenset()) -> EnvProbe:
+              steps: int = 300, warn_only: frozenset[str] | set[str] = frozenset(),
+              randomize: list[RandomizedEdit] | None = None) -> EnvProbe:
     """Build the env, check its spaces and take random steps, watching for non-finite values and
     MuJoCo's instability warnings; then look for a degenerate env (DEGENERATE_CHECKS): episodes that end
     within a few steps, a start state outside the healthy range or inside the floor, an observation
     that never changes. EnvBuildError says what went wrong, and at which step; the degenerate checks
-    named in `warn_only` come back as the probe's warnings instead."""
+    named in `warn_only` come back as the probe's warnings instead. With `randomize`, every episode of the
+    probe draws its edits as a training env's do."""
     with _mujoco_warnings_silenced():
-        return _probe(env, xml, env_kwargs, max_episode_steps, steps, frozenset(warn_only))
+        return _probe(env, xml, env_kwargs, max_episode_steps, steps, frozenset(warn_only), randomize or [])
 
 
 @contextmanager
@@ -158,9 +163,13 @@ def _mujoco_warnings_silenced() -> Iterator[None]:
 
 
 def _probe(env: str, xml: Path, env_kwargs: dict[str, Any], max_episode_steps: int | None,
-           steps: int, warn_only: frozenset[str]) -> EnvProbe:
+           steps: int, warn_only: frozenset[str], randomize: list[RandomizedEdit]) -> EnvProbe:
     try:
         instance = make_env(env, xml, env_kwargs, max_episode_steps)
+        if randomize:
+            from .randomized_env import RandomizedEnv  # gymnasium and MuJoCo, for randomized variants only
+
+            instance = RandomizedEnv(instance, xml, randomize, seed=0, env_index=0)
     except EnvBuildError:
         raise
     except Exception as exc:  # noqa: BLE001 - any constructor error is the user's to see

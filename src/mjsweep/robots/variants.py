@@ -7,7 +7,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..spec.randomspec import RandomizedEdit
 from ..spec.sweepspec import SweepSpec, VariantSpec, check_safe_name
+from . import draws as drawlib
 from . import edits as editlib
 from . import menagerie
 from .modelfiles import model_sha256
@@ -30,6 +32,8 @@ class Variant:
     empty for a file used as is."""
     portable_text: str | None = None
     """A generated variant's edited XML with its paths relative to its base's folder, as its hash covers it."""
+    randomize: tuple[RandomizedEdit, ...] = ()
+    """Edits drawn afresh per episode (or per env) on this model (robots/randomize.py); empty: nominal only."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,9 @@ def resolve(spec: SweepSpec) -> list[Variant]:
             variants += _generated(spec, v, i)
             continue
         xml = _model_file(spec, v.xml, ("variants", i, "xml"))
-        variants.append(Variant(v.name, xml, model_sha256(xml), dict(v.env_kwargs), ("variants", i)))
+        _check_draws(spec, xml, [], {}, v, ("variants", i))
+        variants.append(Variant(v.name, xml, model_sha256(xml), dict(v.env_kwargs), ("variants", i),
+                                randomize=tuple(v.randomize)))
     _check_unique(spec, variants)
     if spec.xml_glob:
         matches = sorted(Path(p) for p in globlib.glob(spec.xml_glob) if Path(p).is_file())
@@ -86,9 +92,30 @@ def _generated(spec: SweepSpec, v: VariantSpec, i: int) -> list[Variant]:
             raise spec.locator.error(where, f"variant {name!r}: {exc}") from None
         except ValueError as exc:
             raise spec.locator.error((*at, "edit_grid"), f"variant {name!r}: {exc}") from None
+        _check_draws(spec, base, v.edits, point, v, at)
         out.append(Variant(name, base, generated.sha256, dict(v.env_kwargs), at, generated.text,
-                           edit_values=dict(point), portable_text=generated.portable))
+                           edit_values=dict(point), portable_text=generated.portable, randomize=tuple(v.randomize)))
     return out
+
+
+def _check_draws(spec: SweepSpec, xml: Path, edits: list, point: dict[str, Any], v: VariantSpec,
+                 at: tuple[str | int, ...]) -> None:
+    """The randomized edits apply and compile at both ends of their distributions (every slot at its
+    smallest value, then at its largest), so that a run's draws fail on nothing the spec could show."""
+    if not v.randomize:
+        return
+    slots = drawlib.slots(list(v.randomize))
+    template = drawlib.template(list(v.randomize))
+    for values in drawlib.extremes(slots):
+        try:
+            editlib.edited_spec(xml, [*edits, *template], {**point, **values}).compile()
+        except editlib.EditError as exc:
+            if exc.index is None or exc.index < len(edits):
+                raise spec.locator.error((*at, "edits" if exc.index is not None else "base"), str(exc)) from None
+            raise spec.locator.error((*at, "randomize", exc.index - len(edits)), str(exc)) from None
+        except ValueError as exc:
+            raise spec.locator.error((*at, "randomize"), "the model does not compile at the distributions' "
+                                                         f"ends: {' '.join(str(exc).split())}") from None
 
 
 def _model_file(spec: SweepSpec, written: Path | None, at: tuple[str | int, ...]) -> Path:

@@ -28,6 +28,7 @@ from .limits import (
 )
 from .locator import SpecLocator, format_key
 from .pbtspec import check as check_pbt
+from .randomspec import check_randomize
 from .searchspace import EVAL_METRICS, MULTI_OBJECTIVE_METHODS, Dimension, SearchSpec
 from .sweepspec import (
     GRID_PREFIXES,
@@ -50,6 +51,7 @@ def check_semantics(spec: SweepSpec, loc: SpecLocator) -> None:
                             f"duplicate variant name {variant.name!r} (also variants[{seen[variant.name]}])")
         seen[variant.name] = i
         _check_edit_grid(variant, ("variants", i), loc)
+        check_randomize(variant.randomize, ("variants", i), loc)
     _check_algos(spec, loc)
     _check_own_timesteps(spec, loc)
     for key, values in spec.grid.items():

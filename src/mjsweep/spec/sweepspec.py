@@ -42,6 +42,7 @@ from .limits import (
 from .literals import zoo_expression, zoo_text
 from .locator import SpecLocator
 from .pbtspec import PbtSpec
+from .randomspec import RandomizedEdit
 from .searchspace import SearchSpec
 from .warmstartspec import WarmStartSpec
 from .zoo import ZOO_TOP_KEYS
@@ -144,6 +145,8 @@ class VariantSpec(_Strict):
     """Applied in order to 'base' with MuJoCo's MjSpec."""
     edit_grid: dict[str, list[Any]] = {}
     """label -> values; one variant per combination, named '<name>_<label>=<value>...'."""
+    randomize: list[RandomizedEdit] = []
+    """Edits (after 'edits') whose value or factor is drawn from a distribution, afresh per episode or per env."""
     env_kwargs: dict[str, Any] = {}
     """Merged over the sweep's env_kwargs for this variant only."""
     normalize: NormalizeValue | None = None

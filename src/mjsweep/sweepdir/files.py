@@ -180,6 +180,7 @@ class RunDir:
     result_json = property(lambda self: self.path / "result.json")
     log = property(lambda self: self.path / "log.txt")
     monitor_csv = property(lambda self: self.path / "monitor.csv")
+    draws_jsonl = property(lambda self: self.path / "draws.jsonl")
     progress_csv = property(lambda self: self.path / "progress.csv")
     evaluations_csv = property(lambda self: self.path / "evaluations.csv")
     model_zip = property(lambda self: self.path / "model.zip")

@@ -470,6 +470,10 @@ class RunSpec(FileModel):
     """Log to Weights & Biases (worker/tracking.py); out of content_hash as tensorboard is."""
     warm_start: WarmSource | None = None
     """The finished run this one starts from; None: from scratch. Its identity is in content_hash."""
+    randomize: list[dict[str, Any]] = Field(default_factory=list)
+    """The variant's randomized edits as the spec writes them (spec/randomspec.py), drawn at each reset of the
+    training envs (draws.jsonl); empty: the nominal model only. In content_hash and the experiment when set, so a
+    randomized run never pools with a nominal one (a nominal run keeps the id it had before the key existed)."""
 
     @property
     def group(self) -> str:
@@ -484,7 +488,8 @@ class RunSpec(FileModel):
                 "hyperparams": self.hyperparams, "total_timesteps": self.total_timesteps, "n_envs": self.n_envs,
                 "vec_env": self.vec_env, "device": self.device, "normalize": self.normalize,
                 # only when set: cold runs keep the experiment they had before warm starts existed
-                **({"warm_start": self.warm_start.identity()} if self.warm_start else {})}
+                **({"warm_start": self.warm_start.identity()} if self.warm_start else {}),
+                **({"randomize": self.randomize} if self.randomize else {})}
 
     @property
     def experiment(self) -> str:
@@ -633,6 +638,18 @@ class SeedPair(BaseModel):
     def statistic(self) -> float:
         """What the boundaries bound at the last look: |T|, or D in rounds of the rank test."""
         return self.d if self.t is None else abs(self.t)
+
+
+class DrawRecord(FileModel):
+    """A line of a run's draws.jsonl: the values one episode of one training env drew for the variant's
+    randomized edits (robots/randomized_env.py). A resumed run may write an episode's line again, with the same
+    values (a draw is a function of the run's seed, the env and the episode alone)."""
+
+    env: int
+    episode: int
+    """The env's episode, from 0."""
+    values: dict[str, float]
+    """Where the spec wrote each distribution (randomize[0].mass.factor): the value drawn."""
 
 
 class SeedRound(FileModel):

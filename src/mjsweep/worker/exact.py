@@ -31,14 +31,17 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecCheckNan, VecEnv, VecMonitor, VecNormalize
 
 from ..robots.physics_state import PhysicsState
+from ..robots.randomized_env import RandomizedEnv
 from ..sweepdir import arraytree
 
 VERSION = 2
 """1: exact_<t>.pkl, each env's MjData pickled whole; 2: exact_<t>.npz, a tree of plain values and arrays."""
 
-EPISODE_COUNTERS = ("_elapsed_steps", "episode_return", "episode_length", "_has_reset", "_start_height")
+EPISODE_COUNTERS = ("_elapsed_steps", "episode_return", "episode_length", "_has_reset", "_start_height",
+                    "draws_done")
 """Attributes of the env's layers (gymnasium's TimeLimit and OrderEnforcing, monitor.EpisodeReturn, the
-unwrapped env: mjsweep/Locomotion-v0's start height) that an episode changes, kept where a layer has one."""
+unwrapped env: mjsweep/Locomotion-v0's start height; a randomized variant's RandomizedEnv: its episodes drawn)
+that an episode changes, kept where a layer has one."""
 
 PASSIVE_CHECKS = ("checked_reset", "checked_step", "checked_data_reuse")
 
@@ -111,9 +114,6 @@ class ExactEnv(gymnasium.Wrapper):
         return self._physics_of(model).fits(state["physics"])
 
     def mjsweep_restore(self, state: dict[str, Any]) -> None:
-        model, data = self._data()
-        if state["physics"] is not None:
-            self._physics_of(model).restore(data, state["physics"])
         for layer, counters in zip(self._layers(), state["layers"], strict=True):
             for key, value in counters.items():
                 setattr(layer, key, value)
@@ -122,6 +122,11 @@ class ExactEnv(gymnasium.Wrapper):
             for key in PASSIVE_CHECKS:
                 if key in vars(layer):
                     setattr(layer, key, True)
+            if isinstance(layer, RandomizedEnv):  # the episode's drawn model, before its physics goes back in
+                layer.mjsweep_redraw()
+        model, data = self._data()
+        if state["physics"] is not None:
+            self._physics_of(model).restore(data, state["physics"])
         base = self.env.unwrapped
         if state["np_random"] is not None:
             # An env resumed exactly is never reset, so it has no generator yet.

@@ -5,9 +5,12 @@ checkpoint on resume)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import gymnasium
 import numpy as np
 from stable_baselines3.common.monitor import ResultsWriter
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecCheckNan, VecEnv, VecMonitor, VecNormalize
@@ -15,6 +18,8 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepR
 
 from ..plan.runs import RunSpec
 from ..robots.envs import make_env
+from ..robots.randomized_env import RandomizedEnv, next_episodes
+from ..spec.randomspec import RandomizedEdit
 from ..sweepdir.csvfiles import read_monitor_episodes
 from ..sweepdir.files import RunDir
 from ..sweepdir.models import CheckpointRecord
@@ -31,9 +36,13 @@ def make_vec_env(spec: RunSpec, run: RunDir, resume: CheckpointRecord | None) ->
 def monitored_env(spec: RunSpec, run: RunDir, resume: CheckpointRecord | None) -> VecMonitor:
     """The envs and their monitor.csv: appended to on a resume, written anew otherwise."""
     xml = Path(spec.xml)
-    factories = [(lambda: exact_env(with_episode_return(make_env(spec.env, xml, spec.env_kwargs,
-                                                                 spec.max_episode_steps))))
-                 for _ in range(spec.n_envs)]
+    first = [0] * spec.n_envs
+    if spec.randomize and resume is None:
+        run.draws_jsonl.unlink(missing_ok=True)  # a run that starts over draws its episodes anew
+    elif spec.randomize:
+        first = next_episodes(run.draws_jsonl, spec.n_envs)
+    factories: list[Callable[[], gymnasium.Env]] = [
+        partial(_training_env, spec, xml, index, run.draws_jsonl, first[index]) for index in range(spec.n_envs)]
     # forkserver children inherit the worker's process group and one-thread caps, and die with it.
     venv = SubprocVecEnv(factories, start_method="forkserver") if spec.vec_env == "subproc" \
         else DummyVecEnv(factories)
@@ -51,6 +60,14 @@ def monitored_env(spec: RunSpec, run: RunDir, resume: CheckpointRecord | None) -
         override_existing=resume is None,
     )
     return monitored
+
+
+def _training_env(spec: RunSpec, xml: Path, index: int, draws_file: Path, first_episode: int):
+    env = make_env(spec.env, xml, spec.env_kwargs, spec.max_episode_steps)
+    if spec.randomize:
+        edits = [RandomizedEdit.model_validate(edit) for edit in spec.randomize]
+        env = RandomizedEnv(env, xml, edits, spec.seed, index, draws_file, first_episode=first_episode)
+    return exact_env(with_episode_return(env))
 
 
 def normalized_env(spec: RunSpec, run: RunDir, monitored: VecMonitor, resume: CheckpointRecord | None) -> VecEnv:
