@@ -1,6 +1,6 @@
-"""The user docs hold together: every relative link in README.md, CONTRIBUTING.md, BENCHMARKS.md and docs/ names
-a file that exists and, with #anchor, a heading in it; README's test command is the one CI runs; README's
-spec is a valid spec."""
+"""The user docs hold together: every relative link in README.md, CONTRIBUTING.md, BENCHMARKS.md, its history file
+and docs/ names a file that exists and, with #anchor, a heading in it; README's test command is the one CI runs;
+README's spec is a valid spec."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 from helpers.models import REPO
 from mjsweep.spec.loading import load
 
-PAGES = [REPO / "README.md", REPO / "CONTRIBUTING.md", REPO / "BENCHMARKS.md", *sorted((REPO / "docs").glob("*.md"))]
+PAGES = [REPO / "README.md", REPO / "CONTRIBUTING.md", REPO / "BENCHMARKS.md", REPO / "BENCHMARKS-history.md",
+         *sorted((REPO / "docs").glob("*.md"))]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
