@@ -133,4 +133,4 @@ def adaptive_runs(plan: SweepPlan, policy: AdaptiveSeeds) -> RunsOpener:
 def granted_plan(plan: SweepPlan, source: AdaptiveSource) -> list[PlannedRun]:
     """What `sweep run` does now with each seed granted so far (every group's `min` in a new sweep)."""
     granted = {run.run_id for run in source.granted_runs()}
-    return [p for p in decide(plan) if p.run.run_id in granted]
+    return [p for p in decide(plan, extend=False) if p.run.run_id in granted]

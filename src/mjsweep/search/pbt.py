@@ -215,10 +215,13 @@ class SegmentsLeft:
     generation's values (they change a segment's speed and size little)."""
     succeeded: list[RunSpec]
     """The recorded segments that succeeded: what they measured prices the rest."""
+    interval: int
+    """The env steps of a segment."""
 
-    def trained(self, interval: int) -> dict[str, int]:
+    def trained(self) -> dict[str, int]:
         """Run id -> the env steps the checkpoint each segment resumes from holds (its generation's start)."""
-        return {run.run_id: run.total_timesteps - interval for generation in self.generations for run in generation}
+        return {run.run_id: run.total_timesteps - self.interval for generation in self.generations
+                for run in generation}
 
 
 def segments_left(plan: SweepPlan) -> SegmentsLeft:
@@ -240,7 +243,7 @@ def segments_left(plan: SweepPlan) -> SegmentsLeft:
                     succeeded.append(run)
                 else:
                     left[generation].append(run)
-    return SegmentsLeft([g for g in left if g], succeeded)
+    return SegmentsLeft([g for g in left if g], succeeded, pbt.interval)
 
 
 def release(run_dir: RunDir) -> None:
@@ -275,5 +278,5 @@ def pbt_runs(plan: SweepPlan) -> RunsOpener:
         resumed = source.queued_runs()
         return Runs([PlannedRun(run, Action.RESUME, "a PBT segment", Reason.ENDED) for run in resumed],
                     source=source, skipped=source.skipped, orphans=[run.run_id for run in resumed],
-                    notes=[Event(EventKind.TRIAL, None, source.summary())])
+                    notes=[Event(EventKind.TRIAL, None, source.summary())], plan_record=False)
     return open_runs
