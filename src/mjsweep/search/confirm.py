@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,10 @@ from ..sweepdir.journal import confirmations
 from ..sweepdir.models import ConfirmRecord, RunSpec, RunState, TrialRecord, TrialState
 from .objective import run_value, run_values, trial_values
 from .studies import Study, TrialBuildError, run_succeeded, trial_runs
+
+if TYPE_CHECKING:
+    from ..spec.searchspace import SearchSpec
+    from .ranking import TrialRow
 
 PREFIX = "c"
 """Confirmation runs' ids start c<number>_, beside the trial's t<number>_."""
@@ -196,6 +200,16 @@ class StudyConfirmation:
     """Kendall's tau between the tuned and the confirmed order of the trials (1: the ranking held)."""
     best_held: bool | None
     """The best tuned trial is the best confirmed one."""
+
+
+def of_search(sweep_dir: SweepDir, trials: tuple[list[TrialRow], SearchSpec] | None
+              ) -> list[StudyConfirmation] | None:
+    """A search's trials confirmed on fresh seeds (search.confirm), tuned against confirmed; None for another
+    kind or a search that confirms none."""
+    if trials is None or trials[1].confirm is None:
+        return None
+    rows, search = trials
+    return read(sweep_dir, search.metric, search.maximize, [r.record for r in rows]) or None
 
 
 def read(sweep_dir: SweepDir, metric: str, maximize: bool, trials: list[TrialRecord]) -> list[StudyConfirmation]:

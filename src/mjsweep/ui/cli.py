@@ -314,8 +314,9 @@ def plot(
     """Learning curves (mean over seeds, 95% CI band) and final returns per variant x grid point."""
     from ..results.experiments import plan_rows
     from ..results.rows import collect
+    from ..search.plots import plot_searched
     from ..sweepdir.files import SweepDir
-    from .plot import plot_searched, plot_sweep
+    from .plot import plot_sweep
 
     rows, left_out = plan_rows(SweepDir(sweep_dir), collect(sweep_dir), all_specs)
     if left_out:
