@@ -54,7 +54,7 @@ class SweepKind(ABC):
     plan.json records them, `sweep run` ends with the answer. A search's trials and a population's segments are
     made as it runs."""
     says_workers: ClassVar[bool] = True
-    """Whether `sweep run` says where its default worker count came from (a search says its own summary)."""
+    """Whether `sweep run` notes where its default worker count came from (a search does not)."""
 
     def __init__(self, spec: SweepSpec):
         self.spec = spec
