@@ -79,3 +79,18 @@ def test_adaptive_seeds_price_the_granted_seeds_and_at_most_max(tmp_path, tiny_s
     assert shown.blocks[0].text.startswith("adaptive seeds: 2 groups x 2 to 4 seeds: at least 4 runs, at most 8")
     with pytest.raises(InputError, match="adaptive seeds add runs as results come in"):
         kind.open_runs(plan, Order.BREADTH, "slurm")
+
+
+def test_only_a_kind_that_plans_its_runs_has_them_recorded_in_plan_json(tmp_path, tiny_spec, grid):
+    from mjsweep.engine.status_recorder import StatusRecorder
+
+    del tiny_spec["seeds"]  # the grid fixture's spec, its twin variant too
+    searched = tmp_path / "searched"
+    searched.mkdir()
+    for spec in (grid, write_spec(searched, {**tiny_spec, "search": SEARCH})):
+        plan = prepare(spec)
+        plan.sweep_dir.path.mkdir(parents=True)
+        kind = kind_of(plan.spec)
+        opened = kind.open_runs(plan, Order.BREADTH, "local")(StatusRecorder(plan.sweep_dir, print), print)
+        assert opened.plan_record is kind.plans_runs
+        assert (opened.source is None) is kind.plans_runs  # a search hands out its runs as slots free up
