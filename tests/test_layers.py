@@ -24,7 +24,8 @@ LAYERS = [
     ["mjsweep.crosseval"],    # trained policies on other variants
     ["mjsweep.media"],        # pictures and videos drawn with MuJoCo
     # The package itself: its top level hands out the Python API's names (lazily), the version too.
-    ["mjsweep", "mjsweep.api"],  # the Python API: sweeps loaded, run and checked from Python
+    # The kinds of sweep beside the API: each prices its dry run with api/planning.py, and the API runs it.
+    ["mjsweep", "mjsweep.api", "mjsweep.kinds"],  # the Python API: sweeps loaded, run and checked from Python
     ["mjsweep.bench"],        # sweep bench's measurements: this machine's scaling, peers, --stats' simulations
     ["mjsweep.ui"],           # the commands, the terminal, figures, reports (sweep bench's view too)
 ]

@@ -192,6 +192,7 @@ def test_a_dry_run_prices_the_segments_a_generation_at_a_time_and_weighs_their_d
     import mjsweep
     from mjsweep.api import planning
     from mjsweep.engine.sweep import prepare
+    from mjsweep.kinds import kind_of
     from mjsweep.plan.cost import Source
 
     data = pbt_spec(tiny_spec)
@@ -206,7 +207,9 @@ def test_a_dry_run_prices_the_segments_a_generation_at_a_time_and_weighs_their_d
     one = planning.price_population(plan, 1, "local", None).cost
     # Two segments a generation: side by side on 2 slots, one after the other on 1.
     assert cost.wall_s is not None and one.wall_s is not None and one.wall_s == pytest.approx(2 * cost.wall_s)
-    disk = planning.check_disk(plan, [], 2).needed
+    check = kind_of(plan.spec).disk_check(plan, 2)
+    assert check is not None
+    disk = check.needed
     assert disk.runs == 4 and disk.held.startswith("2 checkpoints held by each running segment, the final one")
 
     done = run_sweep("run", str(spec), "--dry-run", "--workers", "2")

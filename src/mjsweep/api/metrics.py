@@ -27,11 +27,9 @@ def reader(folder: SweepDir, metric: str) -> tuple[Callable[[Any], float | None]
         return (lambda r: getattr(r, metric)), None
     maximize = None
     if metric == OBJECTIVE:
-        from ..search.ranking import read_search
+        from ..search.ranking import search_of
 
-        search = read_search(folder)
-        if search is None:
-            raise InputError(f"{folder.path}: metric 'objective': not a search, so no objective")
+        search = search_of(folder, "metric 'objective': not a search, so no objective")
         metric, maximize = search.metric, search.maximize
     if metric in RUN_METRICS + MODEL_METRICS + COST_METRICS or metric.startswith(INFO_PREFIX):
         from ..search.objective import run_value

@@ -1,7 +1,6 @@
 """What `sweep run` decides before anything starts, as data the command line prints: what the runs to start
 will cost (a dry run's pricing, from this folder's measured speeds or
-`sweep bench`'s), the disk they need at their peak against the free space, and which runs a grid, adaptive
-seeds, a population or a search hands the scheduler."""
+`sweep bench`'s), the disk they need at their peak against the free space (each kind's own in kinds/)."""
 
 from __future__ import annotations
 
@@ -10,15 +9,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import InputError
 from ..plan.planned import Action, PlannedRun
 
 if TYPE_CHECKING:
     from ..engine.diskspace import Room
-    from ..engine.sweep import RunsOpener, SweepPlan
+    from ..engine.sweep import SweepPlan
     from ..plan.cost import BenchSpeed, Cost
     from ..plan.disk import DiskEstimate, Verdict
-    from ..plan.order import Order
     from ..sweepdir.models import RunSpec
 
 
@@ -88,10 +85,9 @@ def price_population(plan: SweepPlan, slots: int | None, backend: str, bench: Be
     from ..plan.speeds import earlier_runs
     from ..search.pbt import segments_left
 
-    assert plan.spec.pbt is not None
     left = segments_left(plan)
     measurements = Measurements(earlier_runs(plan.sweep_dir, left.succeeded), bench)
-    trained = left.trained(plan.spec.pbt.interval)
+    trained = left.trained()
     generations = [estimate(g, slots or 1, measurements, trained) for g in left.generations]
     return Pricing(total(generations, slots or 1, measurements), None, _where(slots, backend))
 
@@ -143,21 +139,20 @@ class DiskCheck:
 
 
 def check_disk(plan: SweepPlan, runs: Sequence[RunSpec], slots: int | None) -> DiskCheck:
-    """slots: runs at once; None: all of them (a cluster that sizes itself). A `pbt:` sweep is weighed by the
-    segments it has left to train, not `runs` (a run per population)."""
-    from ..engine.diskspace import room
-    from ..plan.disk import estimate, judge, population_estimate
-    from ..robots.snapshot import missing_bytes
+    """`runs` at their peak, `slots` at once (None: all of them, a cluster that sizes itself), against the free
+    space. A kind that weighs its runs otherwise (PBT's segments) estimates them itself and calls judge_disk."""
+    from ..plan.disk import estimate
 
     probes = {c.variant.name: c.probe for c in plan.checks}
-    if plan.spec.pbt is not None:
-        from ..search.pbt import segments_left
+    return judge_disk(plan, estimate(runs, probes, plan.spec.checkpoints_kept, slots or len(runs)))
 
-        generations = segments_left(plan).generations
-        widest = max((len(g) for g in generations), default=1)
-        needed = population_estimate(generations, probes, plan.spec.checkpoints_kept, slots or widest)
-    else:
-        needed = estimate(runs, probes, plan.spec.checkpoints_kept, slots or len(runs))
+
+def judge_disk(plan: SweepPlan, needed: DiskEstimate) -> DiskCheck:
+    """The runs' estimate, with the model snapshot's bytes not stored yet, against the free space."""
+    from ..engine.diskspace import room
+    from ..plan.disk import judge
+    from ..robots.snapshot import missing_bytes
+
     needed = dataclasses.replace(needed, snapshot=missing_bytes(plan.sweep_dir.snapshots,
                                                                 [c.variant for c in plan.checks]))
     free = room(plan.sweep_dir.path)
@@ -197,31 +192,3 @@ def disk_tight(plan: SweepPlan, check: DiskCheck) -> str:
 
     return (f"{plan.sweep_dir.path}: needs {disk_needs(check.needed)}, over {100 * WARN_SHARE:.0f}% of the "
             f"{human_bytes(check.free.free)} free on {check.free.device}")
-
-
-def open_runs(plan: SweepPlan, order: Order, backend: str = "local") -> RunsOpener:
-    """What execute runs: a search's trials, a population's generations (pbt), adaptive seeds' rounds, or the
-    grid's runs in `order`. InputError for those but the grid on SLURM (their runs come as results do) or a
-    search method not installed."""
-    from ..engine.sweep import planned_runs
-
-    if plan.spec.search is not None:
-        from ..search import execute as searchlib
-
-        searchlib.check_method(plan)
-        if backend == "slurm":
-            raise InputError("a search makes its runs as slots free up: use --backend local or ray, not slurm")
-        return searchlib.search_runs(plan)
-    if plan.spec.pbt is not None:
-        if backend == "slurm":
-            raise InputError("pbt starts each generation as results come in: use --backend local or ray, not slurm")
-        from ..search.pbt import pbt_runs
-
-        return pbt_runs(plan)
-    if plan.spec.adaptive_seeds is not None:
-        if backend == "slurm":
-            raise InputError("adaptive seeds add runs as results come in: use --backend local or ray, not slurm")
-        from ..engine.adaptive import adaptive_runs
-
-        return adaptive_runs(plan, plan.spec.adaptive_seeds)
-    return planned_runs(plan, order)

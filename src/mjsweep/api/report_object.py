@@ -206,29 +206,13 @@ def build(folder: SweepDir, *, status_warnings: list[str], all_specs: bool = Fal
                          "of seeds to compare; the report shows its members instead")
     comparisons = read.compare(names) if compare else None
     drawn = figures(folder, returns, f"sweep {folder.path.name}", read.sequential) if figures and returns else None
-    trials = _search_trials(folder)
+    from ..search import confirm, ranking
+
+    trials = ranking.trials_of(folder)
     warnings = status_warnings + ([read.left_out] if read.left_out else []) + env_code_notes(read.rows)
     return Report(read, warnings, reportlib.failed_runs(read.rows),
                   comparisons, drawn, trials, _pareto_figure(folder, *trials) if trials is not None else None,
-                  _confirmations(folder, trials), pbtreport.sections(folder), segments)
-
-
-def _search_trials(folder: SweepDir) -> tuple[list[TrialRow], SearchSpec] | None:
-    from ..search import ranking as searchresults
-
-    search = searchresults.searched(folder)
-    return (searchresults.ranked(folder, search), search) if search is not None else None
-
-
-def _confirmations(folder: SweepDir, trials: tuple[list[TrialRow], SearchSpec] | None
-                   ) -> list[StudyConfirmation] | None:
-    """A search's trials confirmed on fresh seeds (search.confirm), tuned against confirmed; None without."""
-    if trials is None or trials[1].confirm is None:
-        return None
-    from ..search import confirm
-
-    rows, search = trials
-    return confirm.read(folder, search.metric, search.maximize, [r.record for r in rows]) or None
+                  confirm.of_search(folder, trials), pbtreport.sections(folder), segments)
 
 
 def _pareto_figure(folder: SweepDir, rows: list[TrialRow], search: SearchSpec) -> Path | None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..engine.livereport import LiveReport
     from ..engine.scheduler import Event, SweepOutcome
     from ..engine.sweep import SweepPlan
+    from ..kinds.base import SweepKind
     from ..launchers.template_client import TemplateProcess
     from ..plan.planned import PlannedRun
 
@@ -83,15 +84,16 @@ def launch(plan: SweepPlan, options: RunOptions, watch: Watch | None = None) -> 
     from ..engine.scheduler import SchedulerOptions
     from ..engine.sweep import execute
     from ..engine.trusted_sources import require_trusted_sources
+    from ..kinds import kind_of
     from ..launchers import build_launcher
     from ..sweepdir.trust import granted
-    from .planning import open_runs
 
     watch = watch or Watch()
     backend = options.backend.value
     require_trusted_sources(plan, list(options.trust))
-    _check_disk(plan, options, watch.warn or _warning_event(watch.on_event))
-    opener = open_runs(plan, options.order, backend)
+    kind = kind_of(plan.spec)
+    _check_disk(plan, kind, options, watch.warn or _warning_event(watch.on_event))
+    opener = kind.open_runs(plan, options.order, backend)
     watch.before_start()
     launcher = build_launcher(backend, plan.spec, gpus=options.gpus, address=options.address,
                               workers=options.workers, start=options.start.value, template=watch.template)
@@ -113,17 +115,16 @@ def launch(plan: SweepPlan, options: RunOptions, watch: Watch | None = None) -> 
     return outcome
 
 
-def _check_disk(plan: SweepPlan, options: RunOptions, warn: Callable[[str], None]) -> None:
+def _check_disk(plan: SweepPlan, kind: SweepKind, options: RunOptions, warn: Callable[[str], None]) -> None:
     """Refused (InputError) when the runs to start need more disk than is free; warned when they need most of
-    it. A search makes its runs as it goes: it is not weighed."""
-    if plan.spec.search is not None:
-        return
+    it. A kind that makes its runs as it goes (a search) is not weighed."""
     from ..engine.profile import at_once
-    from ..engine.sweep import decide
     from ..plan.disk import Verdict
-    from .planning import check_disk, disk_shortage, disk_tight, to_run
+    from .planning import disk_shortage, disk_tight
 
-    check = check_disk(plan, to_run(decide(plan)), at_once(options.workers, options.backend.value))
+    check = kind.disk_check(plan, at_once(options.workers, options.backend.value))
+    if check is None:
+        return
     if check.verdict is Verdict.SHORT:
         raise InputError(disk_shortage(plan, check))
     if check.verdict is Verdict.TIGHT:
@@ -160,14 +161,12 @@ def _each(*handlers: Callable[[Event], None]) -> Callable[[Event], None]:
 def validate(spec: SpecSource, runs_dir: str | Path | None = None, max_runs: int | None = None) -> PlanSummary:
     """Check the spec, compile every variant, build its env and take random steps: InputError (SpecError)
     naming file, line and key when something is wrong, else the plan. Writes nothing."""
-    from ..engine.sweep import decide
-    from ..plan.planned import Action
+    from ..kinds import kind_of
 
     plan = _prepare(spec, runs_dir, max_runs)
-    searched = plan.spec.search is not None or plan.spec.pbt is not None  # these make their runs as they go
-    to_run = 0 if searched else sum(1 for p in decide(plan) if p.action is not Action.SKIP)
+    runs, to_run = kind_of(plan.spec).run_counts(plan)
     return PlanSummary(plan.spec.name, plan.sweep_dir.path, [c.variant.name for c in plan.checks],
-                       0 if searched else len(plan.runs), to_run, [str(w) for w in plan.spec.warnings])
+                       runs, to_run, [str(w) for w in plan.spec.warnings])
 
 
 def run(spec: SpecSource, *, runs_dir: str | Path | None = None, options: RunOptions | None = None,

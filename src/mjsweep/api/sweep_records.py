@@ -219,12 +219,12 @@ class Sweep(Sequence[Run]):
         """A search's trials, ranked as `sweep report` ranks them (complete ones best first, then pruned,
         running and failed): each with its record (study, number, params, state, value, runs), the seeds that
         counted and the objective's interval. InputError for a sweep that is not a search."""
-        from ..search.ranking import ranked, searched
+        from ..search.ranking import trials_of
 
-        search = searched(self.folder)
-        if search is None:
+        found = trials_of(self.folder)
+        if found is None:
             raise InputError(f"{self.path}: not a search (no trials.jsonl)")
-        return ranked(self.folder, search)
+        return found[0]
 
     def lineage(self) -> list[Lineage]:
         """A population-based training sweep's populations: members, segments, copies and the best member's

@@ -15,8 +15,8 @@ from ..plan.planned import Action, PlannedRun, Reason
 from ..results.rows import read_row
 from ..results.seeding import explain, history, next_round
 from ..spec.sweepspec import AdaptiveSeeds
-from ..sweepdir.files import append_line, read_lines
-from ..sweepdir.models import RunSpec, RunState, SeedRound
+from ..sweepdir.journal import seed_rounds
+from ..sweepdir.models import RunSpec, RunState
 from .scheduler import Event, EventKind
 from .status_recorder import StatusRecorder
 from .sweep import Runs, RunsOpener, SweepPlan, decide, earlier_spec_notes, reindex, write_run_dir
@@ -34,7 +34,8 @@ class AdaptiveSource:
         for run in plan.runs:
             self.by_group.setdefault(run.group, []).append(run)
         self.variants = {c.variant.name: c.variant for c in plan.checks}
-        self.rounds = read_lines(self.sweep_dir.seeds_jsonl, SeedRound)
+        self.journal = seed_rounds(self.sweep_dir)
+        self.rounds = self.journal.lines()
         granted = self.rounds[-1].granted() if self.rounds else {}
         self.seeds = {g: min(max(granted.get(g, policy.min), policy.min), len(runs))
                       for g, runs in self.by_group.items()}
@@ -93,7 +94,7 @@ class AdaptiveSource:
         number = (last.round if same_seeds else last.round + 1) if last is not None else 1
         decision = next_round(number, returns, history(self.rounds, number), self.policy)
         if decision != last:
-            append_line(self.sweep_dir.seeds_jsonl, decision)  # on record before any seed it adds starts
+            self.journal.append(decision)  # on record before any seed it adds starts
             self.rounds.append(decision)
         self.on_event(Event(EventKind.SEEDS, None, explain(decision)))
         if decision.done:
@@ -132,4 +133,4 @@ def adaptive_runs(plan: SweepPlan, policy: AdaptiveSeeds) -> RunsOpener:
 def granted_plan(plan: SweepPlan, source: AdaptiveSource) -> list[PlannedRun]:
     """What `sweep run` does now with each seed granted so far (every group's `min` in a new sweep)."""
     granted = {run.run_id for run in source.granted_runs()}
-    return [p for p in decide(plan) if p.run.run_id in granted]
+    return [p for p in decide(plan, extend=False) if p.run.run_id in granted]

@@ -232,13 +232,13 @@ def _kwargs_note(env_kwargs: dict) -> str:
     return f" with env_kwargs {shown(env_kwargs, 200)}" if env_kwargs else ""
 
 
-def decide(plan: SweepPlan) -> list[PlannedRun]:
-    """What `sweep run` would do with each run, given what the sweep dir already holds. A grid's run to start
-    continues a finished run of the same content with fewer steps where it can (plan/extension.py)."""
+def decide(plan: SweepPlan, *, extend: bool = True) -> list[PlannedRun]:
+    """What `sweep run` would do with each run, given what the sweep dir already holds. With `extend` (a grid),
+    a run to start continues a finished run of the same content with fewer steps where it can
+    (plan/extension.py); the kinds that hand out their runs as they go start each from 0 (or its parent)."""
     decided = [_decide_one(run, plan.sweep_dir.run(run.run_id)) for run in plan.runs]
-    spec = plan.spec
-    if spec.search is not None or spec.pbt is not None or spec.adaptive_seeds is not None:
-        return decided  # those hand out their runs as they go: each starts from 0 (or its segment's parent)
+    if not extend:
+        return decided
     keys = {extension.shorter_key(p.run) for p in decided if _may_extend(p)} - {None}
     if not keys:
         return decided
@@ -329,6 +329,9 @@ class Runs:
     """Said once the plan is shown."""
     extends: dict[str, str] = field(default_factory=dict)
     """Run id -> the finished run whose last checkpoint its folder is seeded with before it starts."""
+    plan_record: bool = True
+    """Whether plan.json records the plan's runs and experiments; not for a search's trials or a population's
+    segments, made as it runs."""
 
 
 RunsOpener = Callable[[StatusRecorder, Callable[[Event], None]], Runs]
@@ -396,7 +399,7 @@ def execute(plan: SweepPlan, runs: RunsOpener, launcher: Launcher, options: Sche
         for note in work.notes:
             on_event(note)
         try:
-            work.runs = _write_sweep_files(plan, work.runs, work.extends)
+            work.runs = _write_sweep_files(plan, work.runs, work.extends, work.plan_record)
             for run_id in work.orphans:
                 kill_orphan(plan.sweep_dir.run(run_id))
             if work.runs:
@@ -421,7 +424,8 @@ def reindex(sweep_dir: SweepDir, planned: list[PlannedRun]) -> None:
     runindex.rewrite(sweep_dir.index_jsonl, [e for e in old.values() if e is not None])
 
 
-def _write_sweep_files(plan: SweepPlan, runs: list[RunSpec], extends: dict[str, str]) -> list[RunSpec]:
+def _write_sweep_files(plan: SweepPlan, runs: list[RunSpec], extends: dict[str, str], plan_record: bool
+                       ) -> list[RunSpec]:
     """The snapshot of every variant's model (first: a model edited since it was planned is refused before
     anything else is written), sweep.yaml, variants.json, plan.json and the folder of each run about to run,
     seeded with the last checkpoint of the finished run it extends (a finished run's files are never touched
@@ -431,7 +435,7 @@ def _write_sweep_files(plan: SweepPlan, runs: list[RunSpec], extends: dict[str, 
         snapshot.store(plan.sweep_dir.snapshots, variant)
     write_text_atomic(plan.sweep_dir.sweep_yaml, yaml.safe_dump(plan.spec.resolved(), sort_keys=False))
     write_model(plan.sweep_dir.variants_json, variants_record(plan))
-    if plan.spec.search is None and plan.spec.pbt is None:
+    if plan_record:
         write_model(plan.sweep_dir.plan_json, PlanRecord(experiments={r.group: r.experiment for r in plan.runs},
                                                          runs=[r.run_id for r in plan.runs]))
     else:  # a search's groups are its trials, PBT's segments its generations, made as it runs: no plan

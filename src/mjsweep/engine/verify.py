@@ -25,6 +25,7 @@ from ..sweepdir.files import RunDir, SweepDir, read_model, read_or_none, write_m
 from ..sweepdir.lineage import segment_chain, start_from
 from ..sweepdir.models import RunSpec
 from ..sweepdir.trust import Trust, granted, require_folder
+from . import warmstart
 
 STOP_GRACE_S = 10.0
 """From a Ctrl-C to the kill of a retraining: as long as `sweep run` gives its runs by default."""
@@ -165,6 +166,6 @@ def _warm_sources(runs: list[RunDir]) -> set[Path]:
     for run in runs:
         for segment in segment_chain(run):
             spec = read_or_none(partial(read_model, segment.spec_json, RunSpec))
-            if spec is not None and spec.warm_start is not None:
-                sources.add(Path(spec.warm_start.run_dir))
+            if (folder := warmstart.source_folder(spec)) is not None:
+                sources.add(folder)
     return sources

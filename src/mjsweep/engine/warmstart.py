@@ -31,10 +31,7 @@ def resolve(spec: SweepSpec) -> WarmSource | None:
     if warm is None:
         return None
     if warm.nearest:
-        if spec.search is None or not any(key.startswith("edits.") for key in spec.search.space):
-            raise _refuse(spec, "nearest starts each design of a search from the nearest finished one: it needs "
-                                "a search: whose space has edits.<label> keys")
-        return None
+        return None  # a design search's (spec/crosschecks.py): each trial's source is picked as it is asked
     run = RunDir(_source_folder(spec, warm))
     source = _finished_spec(spec, run)
     result = run.read_result()
@@ -87,6 +84,11 @@ def _check_replay_buffer(spec: SweepSpec, run: RunDir, source: RunSpec) -> None:
     name = checkpoint.replay_buffer_file if checkpoint else None
     if name is None or not (run.checkpoints / name).is_file():
         raise _refuse(spec, f"replay_buffer: the source run {run.path} kept no replay buffer")
+
+
+def source_folder(run: RunSpec | None) -> Path | None:
+    """The folder a run's warm start loads from; None for a run that starts cold (or whose spec is unread)."""
+    return Path(run.warm_start.run_dir) if run is not None and run.warm_start is not None else None
 
 
 def check_runs(spec: SweepSpec, source: WarmSource, runs: list[RunSpec], probes: dict[str, EnvProbe]) -> None:

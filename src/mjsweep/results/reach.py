@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import brunnermunzel, sequential, stats
+from . import brunnermunzel, sequential
 
 if TYPE_CHECKING:
-    from ..spec.sweepspec import SweepSpec
+    pass
 
 MOST_SEEDS = 1000
 """Where the search for a seed count that can separate gives up (no level a spec may ask for needs more)."""
@@ -93,16 +93,6 @@ def _first_look(least: int, most: int, level: float) -> int | None:
         if smallest_p(n, n) <= sequential.spent(level, sequential.information(n, n, most)) + 1e-12:
             return n
     return None
-
-
-def of_spec(spec: SweepSpec, groups: int) -> FixedReach | AdaptiveReach | None:
-    """The reach of a grid's seeds (fixed, or adaptive's min to max) among its `groups`; None for a search or a
-    population, which rank trials and members rather than test pairs of groups, and for one group."""
-    if spec.search is not None or spec.pbt is not None:
-        return None
-    if (policy := spec.adaptive_seeds) is not None:
-        return adaptive_reach(policy.min, policy.max, groups, policy.confidence)
-    return fixed_reach(len(spec.seed_list), groups, stats.CONFIDENCE)
 
 
 def warning(reach: FixedReach | AdaptiveReach | None) -> str | None:

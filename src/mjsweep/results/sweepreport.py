@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..sweepdir.files import SweepDir, read_lines
+from ..sweepdir import journal
+from ..sweepdir.files import SweepDir
 from ..sweepdir.models import SeedRound
 from . import compare as comparelib
 from . import experiments, seeding
@@ -65,4 +66,4 @@ def read(folder: SweepDir, all_specs: bool = False, rank: str = "final") -> Swee
 
 def seed_rounds(folder: SweepDir) -> list[SeedRound]:
     """Adaptive seeds' decisions as they stand (seeds.jsonl); none for fixed seeds."""
-    return seeding.standing(read_lines(folder.seeds_jsonl, SeedRound))
+    return seeding.standing(journal.seed_rounds(folder).lines())

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,10 +23,15 @@ from ..results import stats
 from ..results.sections import Items, Section, Table, Text
 from ..robots.variants import Variant
 from ..spec.sweepspec import SweepSpec
-from ..sweepdir.files import SweepDir, append_line, read_lines
+from ..sweepdir.files import SweepDir
+from ..sweepdir.journal import confirmations
 from ..sweepdir.models import ConfirmRecord, RunSpec, RunState, TrialRecord, TrialState
 from .objective import run_value, run_values, trial_values
 from .studies import Study, TrialBuildError, run_succeeded, trial_runs
+
+if TYPE_CHECKING:
+    from ..spec.searchspace import SearchSpec
+    from .ranking import TrialRow
 
 PREFIX = "c"
 """Confirmation runs' ids start c<number>_, beside the trial's t<number>_."""
@@ -34,10 +39,7 @@ PREFIX = "c"
 
 def replay(sweep_dir: SweepDir) -> list[ConfirmRecord]:
     """Every confirmation's latest state, in the order they were started."""
-    latest: dict[tuple[str, int], ConfirmRecord] = {}
-    for record in read_lines(sweep_dir.confirm_jsonl, ConfirmRecord):
-        latest[record.key] = record
-    return list(latest.values())
+    return confirmations(sweep_dir).replay()
 
 
 def fresh_seeds(trials: list[TrialRecord], count: int) -> list[int]:
@@ -111,7 +113,7 @@ class ConfirmStage:
             if item is None:
                 continue
             record = item.record = record.model_copy(update={"runs": list(item.runs)})
-            append_line(self.sweep_dir.confirm_jsonl, record)  # on record before any of its runs starts
+            confirmations(self.sweep_dir).append(record)  # on record before any of its runs starts
             item.queue = list(item.runs)
             self.on_event(Event(EventKind.TRIAL, None, f"confirming trial {trial.number} of {study.key} on "
                                                        f"seeds {seeds[0]}-{seeds[-1]}"))
@@ -148,7 +150,7 @@ class ConfirmStage:
                                        prefix=PREFIX, warm=warm)
         except TrialBuildError as exc:  # the robot built for the search; the spec changed since
             failed = record.model_copy(update={"state": TrialState.FAILED, "note": str(exc)})
-            append_line(self.sweep_dir.confirm_jsonl, failed)
+            confirmations(self.sweep_dir).append(failed)
             return None
         item = _Confirmation(record, {r.run_id: r for r in runs}, variant)
         self.items[record.key] = item
@@ -165,7 +167,7 @@ class ConfirmStage:
         item.record = item.record.model_copy(update={
             "state": state, "value": values[0] if values else None, "seeds_ok": len(seeds),
             "note": "" if values else "no fresh seed gave a value"})
-        append_line(self.sweep_dir.confirm_jsonl, item.record)
+        confirmations(self.sweep_dir).append(item.record)
         shown = f" = {item.record.value:.4g} (tuned {item.record.tuned:.4g})" if values and item.record.tuned \
             is not None else ""
         self.on_event(Event(EventKind.TRIAL, None, f"trial {item.record.number} of {item.record.study} "
@@ -198,6 +200,16 @@ class StudyConfirmation:
     """Kendall's tau between the tuned and the confirmed order of the trials (1: the ranking held)."""
     best_held: bool | None
     """The best tuned trial is the best confirmed one."""
+
+
+def of_search(sweep_dir: SweepDir, trials: tuple[list[TrialRow], SearchSpec] | None
+              ) -> list[StudyConfirmation] | None:
+    """A search's trials confirmed on fresh seeds (search.confirm), tuned against confirmed; None for another
+    kind or a search that confirms none."""
+    if trials is None or trials[1].confirm is None:
+        return None
+    rows, search = trials
+    return read(sweep_dir, search.metric, search.maximize, [r.record for r in rows]) or None
 
 
 def read(sweep_dir: SweepDir, metric: str, maximize: bool, trials: list[TrialRecord]) -> list[StudyConfirmation]:

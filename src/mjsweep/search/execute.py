@@ -36,7 +36,7 @@ def search_runs(plan: SweepPlan) -> RunsOpener:
         return Runs([PlannedRun(run, Action.RESUME, "a trial's run", Reason.ENDED) for run in resumed],
                     source=source, skipped=source.skipped,
                     orphans=[run.run_id for run in resumed],  # left running by a launcher that is gone
-                    notes=[Event(EventKind.TRIAL, None, source.summary())])
+                    notes=[Event(EventKind.TRIAL, None, source.summary())], plan_record=False)
     return open_runs
 
 

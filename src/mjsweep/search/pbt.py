@@ -22,8 +22,8 @@ from ..plan.planned import Action, PlannedRun, Reason
 from ..plan.runs import make_run
 from ..robots.variants import Variant
 from ..spec.sweepspec import SweepSpec
-from ..sweepdir.files import RunDir, append_line, read_lines
-from ..sweepdir.lineage import SegmentRecord, start_from
+from ..sweepdir.files import RunDir
+from ..sweepdir.lineage import SegmentRecord, segments, start_from
 from ..sweepdir.models import RunSpec, RunState
 from . import pbtpolicy
 from .studies import run_succeeded
@@ -65,7 +65,7 @@ class PbtSource:
         self.spec, self.pbt, self.sweep_dir, self.on_event = plan.spec, plan.spec.pbt, plan.sweep_dir, on_event
         self.generations = self.pbt.generations(plan.spec.total_timesteps_of(plan.spec.algos[0]))
         self.populations = populations_of(plan)
-        for line in read_lines(self.sweep_dir.pbt_jsonl, SegmentRecord):
+        for line in segments(self.sweep_dir).lines():
             population = self.populations.get(line.population)
             if population is not None:  # else a population the spec no longer has
                 population.lines[line.generation, line.member] = line
@@ -167,7 +167,7 @@ class PbtSource:
                 copied_from=decision.copied_from, previous=before[decision.member].hyperparams if before else {},
                 explored=decision.explored, score=scores[decision.member] if scores else None,
                 donor_score=scores[decision.copied_from] if decision.copied_from is not None else None)
-            append_line(self.sweep_dir.pbt_jsonl, line)  # on record before any segment of it starts
+            segments(self.sweep_dir).append(line)  # on record before any segment of it starts
             population.lines[generation, decision.member] = line
         self._queue(population, generation)
 
@@ -215,10 +215,13 @@ class SegmentsLeft:
     generation's values (they change a segment's speed and size little)."""
     succeeded: list[RunSpec]
     """The recorded segments that succeeded: what they measured prices the rest."""
+    interval: int
+    """The env steps of a segment."""
 
-    def trained(self, interval: int) -> dict[str, int]:
+    def trained(self) -> dict[str, int]:
         """Run id -> the env steps the checkpoint each segment resumes from holds (its generation's start)."""
-        return {run.run_id: run.total_timesteps - interval for generation in self.generations for run in generation}
+        return {run.run_id: run.total_timesteps - self.interval for generation in self.generations
+                for run in generation}
 
 
 def segments_left(plan: SweepPlan) -> SegmentsLeft:
@@ -226,7 +229,7 @@ def segments_left(plan: SweepPlan) -> SegmentsLeft:
     assert pbt is not None
     generations = pbt.generations(plan.spec.total_timesteps_of(plan.spec.algos[0]))
     recorded = {(line.population, line.generation, line.member): line
-                for line in read_lines(plan.sweep_dir.pbt_jsonl, SegmentRecord)}
+                for line in segments(plan.sweep_dir).lines()}
     left: list[list[RunSpec]] = [[] for _ in range(generations)]
     succeeded: list[RunSpec] = []
     for population in populations_of(plan).values():
@@ -240,7 +243,7 @@ def segments_left(plan: SweepPlan) -> SegmentsLeft:
                     succeeded.append(run)
                 else:
                     left[generation].append(run)
-    return SegmentsLeft([g for g in left if g], succeeded)
+    return SegmentsLeft([g for g in left if g], succeeded, pbt.interval)
 
 
 def release(run_dir: RunDir) -> None:
@@ -275,5 +278,5 @@ def pbt_runs(plan: SweepPlan) -> RunsOpener:
         resumed = source.queued_runs()
         return Runs([PlannedRun(run, Action.RESUME, "a PBT segment", Reason.ENDED) for run in resumed],
                     source=source, skipped=source.skipped, orphans=[run.run_id for run in resumed],
-                    notes=[Event(EventKind.TRIAL, None, source.summary())])
+                    notes=[Event(EventKind.TRIAL, None, source.summary())], plan_record=False)
     return open_runs

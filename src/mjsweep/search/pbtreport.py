@@ -14,8 +14,9 @@ import yaml
 
 from ..results.sections import Block, Code, Figure, Section, Table, Text
 from ..sweepdir.csvfiles import read_progress_points
-from ..sweepdir.files import SweepDir, read_lines, read_or_none, write_text_atomic
+from ..sweepdir.files import SweepDir, read_or_none, write_text_atomic
 from ..sweepdir.lineage import SegmentRecord
+from ..sweepdir.lineage import segments as pbt_journal
 
 CURVES_CAPTION = "the population's episode returns, each member through its lineage"
 """pbt_curves.png's caption: training episodes' returns (progress.csv), not evaluations."""
@@ -36,7 +37,7 @@ class Best:
 def populations(sweep_dir: SweepDir) -> dict[str, list[SegmentRecord]]:
     """pbt.jsonl's lines by population, in the order written."""
     out: dict[str, list[SegmentRecord]] = {}
-    for line in read_lines(sweep_dir.pbt_jsonl, SegmentRecord):
+    for line in pbt_journal(sweep_dir).lines():
         out.setdefault(line.population, []).append(line)
     return out
 

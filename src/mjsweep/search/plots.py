@@ -13,6 +13,21 @@ from .journal import replay
 from .ranking import TrialRow
 
 
+def plot_searched(folder: SweepDir, output: Path) -> list[Path]:
+    """A search's figures beside `output` (its trials; a multi-objective search's Pareto front as
+    <name>_pareto.png); none for another kind of sweep."""
+    from . import ranking
+
+    search = ranking.searched(folder)
+    if search is None:
+        return []
+    written = plot_search(folder, search, output)
+    pareto = output.with_name(f"{output.stem}_pareto.png")
+    if search.multi and plot_pareto(ranking.ranked(folder, search), search, pareto):
+        written.append(pareto)
+    return written
+
+
 def plot_search(sweep_dir: SweepDir, search: SearchSpec, output: Path) -> list[Path]:
     """<name>_search.png beside `output`: one panel per parameter and one over trials (the first objective's
     value); [] without a value."""

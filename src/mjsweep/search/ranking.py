@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from ..errors import InputError
 from ..results.sections import Block, Code, Section, Table, Text
 from ..results.sections import to_markdown as to_section_markdown
 from ..spec.algos import ALGO_NAMES
@@ -61,6 +62,20 @@ def read_search(sweep_dir: SweepDir) -> SearchSpec | None:
 def searched(sweep_dir: SweepDir) -> SearchSpec | None:
     """The search of a sweep that has trials to show; None for a grid sweep or a search before its first."""
     return read_search(sweep_dir) if sweep_dir.trials_jsonl.exists() else None
+
+
+def search_of(sweep_dir: SweepDir, asked: str) -> SearchSpec:
+    """The sweep's search; InputError saying `asked` is for a search where the sweep is not one."""
+    search = read_search(sweep_dir)
+    if search is None:
+        raise InputError(f"{sweep_dir.path}: {asked}")
+    return search
+
+
+def trials_of(sweep_dir: SweepDir) -> tuple[list[TrialRow], SearchSpec] | None:
+    """A search's trials, ranked, and its search; None for another kind, or a search before its first trial."""
+    search = searched(sweep_dir)
+    return (ranked(sweep_dir, search), search) if search is not None else None
 
 
 def ranked(sweep_dir: SweepDir, search: SearchSpec) -> list[TrialRow]:

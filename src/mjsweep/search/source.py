@@ -18,9 +18,9 @@ from ..engine.scheduler import Event, EventKind
 from ..engine.sweep import write_run_dir
 from ..robots.variants import Variant
 from ..spec.sweepspec import SweepSpec
-from ..sweepdir.files import SweepDir, append_line
+from ..sweepdir.files import SweepDir
+from ..sweepdir.journal import trials as trials_journal
 from ..sweepdir.models import RunSpec, RunState, TrialRecord, TrialState, WarmSource
-from . import journal
 from . import nearest as nearestlib
 from . import prune as prunelib
 from .confirm import ConfirmStage
@@ -58,8 +58,8 @@ class SearchSource:
         """Runs that had succeeded before this invocation."""
         self._to_stop: list[str] = []
         self._last_prune_check = -PRUNE_CHECK_S
-        written = journal.lines(sweep_dir.trials_jsonl)
-        history = journal.replay(sweep_dir.trials_jsonl)
+        self.journal = trials_journal(sweep_dir)
+        written, history = self.journal.lines(), self.journal.replay()
         self._history = {rec.key: rec for rec in history}
         """Every trial on record when this source was built: a resumed warm trial's source among them."""
         self._fixed = warmstart.resolve(spec)
@@ -161,14 +161,14 @@ class SearchSource:
         except TrialBuildError as exc:
             rec = TrialRecord(study=study.key, number=number, params=params, runs=[], state=TrialState.FAILED,
                               note=str(exc))
-            append_line(self.sweep_dir.trials_jsonl, rec)
+            self.journal.append(rec)
             self.trials[rec.key] = _Trial(rec, study, {}, None)
             self.samplers[study.key].tell(rec)
             self.on_event(Event(EventKind.TRIAL, None, f"trial {number} of {study.key} failed: {exc}"))
             return None
         rec = TrialRecord(study=study.key, number=number, params=params, runs=[r.run_id for r in runs],
                           state=TrialState.RUNNING, start=start, warm_from=warm_from)
-        append_line(self.sweep_dir.trials_jsonl, rec)  # on record before any of its runs starts
+        self.journal.append(rec)  # on record before any of its runs starts
         trial = _Trial(rec, study, {r.run_id: r for r in runs}, variant, queue=[r.run_id for r in runs])
         self._register(trial)
         return trial
@@ -188,7 +188,7 @@ class SearchSource:
             return
         if [r.run_id for r in runs] != rec.runs:  # the spec changed what these parameters run: the new runs
             rec = rec.model_copy(update={"runs": [r.run_id for r in runs]})
-            append_line(self.sweep_dir.trials_jsonl, rec)
+            self.journal.append(rec)
         trial = _Trial(rec, study, {r.run_id: r for r in runs}, variant)
         self._register(trial)
         for run in runs:
@@ -264,7 +264,7 @@ class SearchSource:
                 values: list[float] | None = None) -> None:
         trial.record = trial.record.model_copy(update={"state": state, "value": value, "values": values,
                                                        "seeds_ok": seeds_ok, "note": note})
-        append_line(self.sweep_dir.trials_jsonl, trial.record)
+        self.journal.append(trial.record)
         self.samplers[trial.study.key].tell(trial.record)
         shown = f" = {', '.join(f'{v:.4g}' for v in values or [value])}" if value is not None else \
             (f" ({note})" if note else "")

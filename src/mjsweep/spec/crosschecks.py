@@ -66,6 +66,10 @@ def check_semantics(spec: SweepSpec, loc: SpecLocator) -> None:
     if spec.pbt is not None:
         check_pbt(spec.pbt, spec.algos, spec.hyperparameters(spec.algos[0]), spec.total_timesteps_of(spec.algos[0]),
                   spec.n_envs_of(spec.algos[0]), spec.grid, loc.error)
+    if spec.warm_start is not None and spec.warm_start.nearest and \
+            (spec.search is None or not any(key.startswith("edits.") for key in spec.search.space)):
+        raise loc.error(("warm_start",), "nearest starts each design of a search from the nearest finished one: "
+                                         "it needs a search: whose space has edits.<label> keys")
 
 
 def _check_search(spec: SweepSpec, search: SearchSpec, loc: SpecLocator) -> None:

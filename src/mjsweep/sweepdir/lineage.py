@@ -10,7 +10,8 @@ import shutil
 from pydantic import Field
 
 from .csvfiles import short_last_row
-from .files import RunDir, SweepDir, read_lines, read_or_none, write_model
+from .files import RunDir, SweepDir, read_or_none, write_model
+from .journal import Journal
 from .models import FileModel
 from .trust import require
 
@@ -40,6 +41,11 @@ class SegmentRecord(FileModel):
     """Its own previous segment's final evaluation (None: that segment failed, or generation 0)."""
     donor_score: float | None = None
     """The copied member's previous segment's final evaluation."""
+
+
+def segments(folder: SweepDir) -> Journal[SegmentRecord]:
+    """pbt.jsonl: every member's segment of every generation, each generation's lines before any of them starts."""
+    return Journal(folder.pbt_jsonl, SegmentRecord)
 
 
 def start_from(parent: RunDir, child: RunDir, *, keep_best: bool = False, row_steps: int | None = None) -> None:
@@ -103,7 +109,7 @@ def segment_chain(run: RunDir) -> list[RunDir]:
     """The run's segments from generation 0 to itself, each resuming the one before (pbt.jsonl's parents, in
     the run's sweep folder); [run] for a run that is no PBT segment."""
     folder = SweepDir(run.path.parent)
-    parents = {line.run: line.parent for line in read_lines(folder.pbt_jsonl, SegmentRecord)}
+    parents = {line.run: line.parent for line in segments(folder).lines()}
     chain = [run]
     while (parent := parents.get(chain[0].path.name)) is not None and len(chain) <= len(parents):
         chain.insert(0, folder.run(parent))

@@ -116,13 +116,7 @@ def run(
     if dry_run:  # it unpickles nothing and refuses nothing: it says what a run would refuse
         if pictures:
             run_view.render_pictures(plan, pictures)
-        if plan.spec.search is not None:
-            from ..search.execute import check_method
-
-            check_method(plan)
-            run_view.search_dry_run(out, plan, workers, backend)
-        else:
-            run_view.dry_run(out, plan, options.order, workers, backend)
+        run_view.dry_run(out, plan, options.order, workers, backend)
         return
     outcome = run_session.execute(out, plan, options, quiet=quiet, pictures=pictures, template=template)
     tables.outcome_summary(out, plan, outcome)
@@ -140,8 +134,9 @@ def validate(
 
     One row per variant: it compiles, its env builds and takes random steps. Then the disk the runs will need at their
     peak against the free space."""
-    from ..api import planning
-    from ..engine.sweep import BrokenVariantsError, decide, prepare
+    from ..engine.profile import at_once
+    from ..engine.sweep import BrokenVariantsError, prepare
+    from ..kinds import kind_of
     from . import run_view
 
     try:
@@ -155,8 +150,8 @@ def validate(
     tables.zoo_hyperparameters(plan.spec)
     out = tables.make_console()
     tables.variant_table(out, plan)
-    if plan.spec.search is None:
-        run_view.check_disk(plan, planning.to_run(decide(plan)), None, "local", out=out)
+    if (check := kind_of(plan.spec).disk_check(plan, at_once(None, "local"))) is not None:
+        run_view.show_disk(plan, check, out=out)
     if pictures:
         run_view.render_pictures(plan, pictures)
 
@@ -319,8 +314,9 @@ def plot(
     """Learning curves (mean over seeds, 95% CI band) and final returns per variant x grid point."""
     from ..results.experiments import plan_rows
     from ..results.rows import collect
+    from ..search.plots import plot_searched
     from ..sweepdir.files import SweepDir
-    from .plot import plot_searched, plot_sweep
+    from .plot import plot_sweep
 
     rows, left_out = plan_rows(SweepDir(sweep_dir), collect(sweep_dir), all_specs)
     if left_out:

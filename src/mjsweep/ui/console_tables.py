@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..plan.planned import PlannedRun
     from ..results.report import GroupRow
     from ..results.rows import ResultRow
-    from ..spec.sweepspec import AdaptiveSeeds, SweepSpec
+    from ..spec.sweepspec import SweepSpec
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -69,9 +69,10 @@ def warn_spec(spec: SweepSpec) -> None:
 def warn_reach(plan: SweepPlan) -> None:
     """A fixed seed count or an adaptive max that cannot separate any pair of the plan's groups at the report's
     level: one line on stderr that names the seeds that could (results/reach.py)."""
+    from ..kinds import kind_of
     from ..results import reach
 
-    if (line := reach.warning(reach.of_spec(plan.spec, len({r.group for r in plan.runs})))) is not None:
+    if (line := reach.warning(kind_of(plan.spec).reach(len({r.group for r in plan.runs})))) is not None:
         print(f"warning: {line}", file=sys.stderr, flush=True)
 
 
@@ -257,20 +258,6 @@ def _duration(seconds: float, approx: bool = True) -> str:
     return f"{hours} h {rest} min" if rest else f"{hours} h"
 
 
-def adaptive_seeds_plan(out: Console, policy: AdaptiveSeeds, groups: int, granted: int) -> None:
-    """How many runs adaptive seeds may come to, how it decides, and at which look it can first separate."""
-    from ..results.reach import adaptive_reach, first_look_words
-
-    out.print(f"adaptive seeds: {groups} groups x {policy.min} to {policy.max} seeds: at least "
-              f"{groups * policy.min} runs, at most {groups * policy.max} ({granted} granted so far); after "
-              f"every group's first {policy.min}, one seed a round goes to each group not yet separated from the "
-              f"best and to the best, by a group-sequential Brunner-Munzel test whose chance of any false "
-              f"separation over every look and pair is at most {1 - policy.confidence:.0%}", markup=False,
-              highlight=False)
-    if (reach := adaptive_reach(policy.min, policy.max, groups, policy.confidence)) is not None:
-        out.print(f"adaptive seeds: {first_look_words(reach)}", markup=False, highlight=False)
-
-
 def sbatch_preview(out: Console, plan: SweepPlan, planned: list[PlannedRun], workers: int | None) -> None:
     """The job array `sweep run --backend slurm` would submit: the sbatch call and the script."""
     import shlex
@@ -392,7 +379,9 @@ def fixed(value: float | None, digits: int = 2) -> str:
 def outcome_summary(out: Console, plan: SweepPlan, outcome: SweepOutcome) -> None:
     """The answer (a grid's leader and whether it is separated) where the sweep ran to its end, then the counts
     and each failed run."""
-    if not outcome.stopped and plan.spec.search is None and plan.spec.pbt is None:
+    from ..kinds import kind_of
+
+    if not outcome.stopped and kind_of(plan.spec).plans_runs:
         from ..errors import InputError
         from ..results.answer import of_report
         from ..results.sweepreport import read

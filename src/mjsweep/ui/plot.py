@@ -133,22 +133,6 @@ def plot_sweep(sweep_dir: Path, rows: list[ResultRow], output: Path) -> list[Pat
     return written
 
 
-def plot_searched(folder: SweepDir, output: Path) -> list[Path]:
-    """A search's figures beside `output` (its trials; a multi-objective search's Pareto front as
-    <name>_pareto.png); none for a grid sweep."""
-    from ..search import ranking as searchresults
-    from ..search.plots import plot_pareto, plot_search
-
-    search = searchresults.searched(folder)
-    if search is None:
-        return []
-    written = plot_search(folder, search, output)
-    pareto = output.with_name(f"{output.stem}_pareto.png")
-    if search.multi and plot_pareto(searchresults.ranked(folder, search), search, pareto):
-        written.append(pareto)
-    return written
-
-
 def _color(i: int, n: int):
     import matplotlib
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.table import Table as RichTable
@@ -44,19 +45,25 @@ def show(out: Console, sections: list[Section]) -> None:
     """Each section on the terminal: its title, sentences, rich tables, code as it is, a figure's path."""
     for section in sections:
         out.print(section.title, markup=False, highlight=False, style="bold")
-        for block in section.blocks:
-            if isinstance(block, Table):
-                table = RichTable(title=f"{section.title}: {block.name}")
-                for column in block.columns:
-                    table.add_column(column, overflow="fold")
-                for row in block.rows:
-                    table.add_row(*row)
-                out.print(table)
-            elif isinstance(block, Code):
-                out.print(f"{block.caption}:\n{block.text.rstrip()}", markup=False, highlight=False)
-            else:
-                for line in _lines(block):
-                    out.print(line, markup=False, highlight=False, soft_wrap=True)
+        show_blocks(out, section.blocks, f"{section.title}: ")
+
+
+def show_blocks(out: Console, blocks: Sequence[Block], titled: str = "") -> None:
+    """Blocks on the terminal (a section's, or a dry run's): sentences, rich tables titled `titled` and their
+    name, code as it is, a figure's path."""
+    for block in blocks:
+        if isinstance(block, Table):
+            table = RichTable(title=f"{titled}{block.name}")
+            for column in block.columns:
+                table.add_column(column, overflow="fold")
+            for row in block.rows:
+                table.add_row(*row)
+            out.print(table)
+        elif isinstance(block, Code):
+            out.print(f"{block.caption}:\n{block.text.rstrip()}", markup=False, highlight=False)
+        else:
+            for line in _lines(block):
+                out.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _lines(block: Text | Items | Figure) -> list[str]:

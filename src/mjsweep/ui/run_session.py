@@ -23,11 +23,12 @@ def execute(out: Console, plan: SweepPlan, options: RunOptions, *, quiet: bool =
     folder once the refusals have passed, and its contact sheet kept in the sweep folder."""
     from ..api.running import Watch, launch
     from ..engine.profile import workers_for
+    from ..kinds import kind_of
     from . import live
     from .run_view import keep_contact_sheet, render_pictures
 
     default = workers_for(options.backend.value)
-    said = options.workers or quiet or not default.source or plan.spec.search is not None
+    said = options.workers or quiet or not default.source or not kind_of(plan.spec).says_workers
     notes = ([] if said else [f"workers: {default.workers} ({default.source})"]) + \
         _report_note(plan, options.report_every_s, quiet)
     progress = live.make_progress(out, plan.sweep_dir, quiet=quiet)

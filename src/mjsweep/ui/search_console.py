@@ -8,29 +8,14 @@ from rich.console import Console
 from rich.table import Table
 
 from ..naming import format_value
-from ..search.execute import Preview
-from ..search.ranking import TrialRow, best_block, front, front_title, objective_cells, objectives_text, space_lines
+from ..search.ranking import TrialRow, best_block, front, front_title, objective_cells, objectives_text
 from ..spec.searchspace import SearchSpec
-from ..spec.sweepspec import SweepSpec
 from ..sweepdir.models import TrialState
 from .console_tables import fixed
 
 
 def _params(params: dict) -> str:
     return " ".join(f"{k}={format_value(v)}" for k, v in params.items())
-
-
-def preview(out: Console, spec: SweepSpec, previews: list[Preview]) -> None:
-    for line in space_lines(spec):
-        out.print(line, markup=False, highlight=False)
-    for item in previews:
-        table = Table(title=f"study {item.study.key}: the first trials the sampler proposes")
-        table.add_column("trial")
-        table.add_column("parameters", overflow="fold")
-        for number, params in enumerate(item.proposals):
-            table.add_row(str(number), _params(params))
-        out.print(table)
-    out.print("dry run: nothing started", markup=False)
 
 
 def trials_table(out: Console, rows: list[TrialRow], search: SearchSpec, figure: Path | None = None) -> None:

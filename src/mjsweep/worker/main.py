@@ -124,7 +124,7 @@ def _train(run_path: Path) -> int:
         recorder = IterationRecorder(checkpointer, resume, stop_if_requested, evaluator,
                                      on_row=tracker.log_progress if tracker else None,
                                      row_steps=ALGOS[spec.algo].row_steps, exact=begun.exact)
-        if evaluator and spec.warm_start is not None and resume is None:
+        if evaluator and begun.warm:
             evaluator.evaluate(model, 0.0)  # where the warm run starts: its source's final evaluation
         try:
             model.learn(total_timesteps=spec.total_timesteps - model.num_timesteps,

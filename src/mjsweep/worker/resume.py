@@ -27,7 +27,7 @@ from .exact import unfit
 from .live_hyperparams import set_live
 from .model import build_model
 from .train_envs import monitored_env, normalized_env
-from .warm import load_source
+from .warm import start_warm
 
 DAMAGED = (ValueError, AssertionError, EOFError, KeyError, RuntimeError, OSError, pickle.UnpicklingError,
            zipfile.BadZipFile)
@@ -46,6 +46,8 @@ class Start:
     exact: dict[str, Any] | None = None
     """The checkpoint's exact state, which training puts back before its first step; None: none to put back
     (a start from 0, or a checkpoint without one, resumed re-seeded)."""
+    warm: bool = False
+    """Started from 0 with a warm start's source loaded (worker/warm.py)."""
 
 
 def start(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, stop_if_requested: Callable[[], None]) -> Start:
@@ -76,9 +78,7 @@ def start(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, stop_if_reques
     stop_if_requested()
     venv = normalized_env(spec, run, monitored_env(spec, run, None), None)
     model = build_model(spec, venv, checkpointer, None)
-    if spec.warm_start is not None:
-        load_source(model, spec.warm_start, spec.device, run)
-    return Start(venv, model, None)
+    return Start(venv, model, None, warm=start_warm(model, spec, run))
 
 
 def _load(spec: RunSpec, run: RunDir, checkpointer: Checkpointer, checkpoint: CheckpointRecord) -> Start | str:

@@ -16,8 +16,16 @@ from stable_baselines3.common.save_util import load_from_zip_file, recursive_get
 from stable_baselines3.common.vec_env import VecNormalize
 
 from ..sweepdir.files import RunDir
-from ..sweepdir.models import WarmSource
+from ..sweepdir.models import RunSpec, WarmSource
 from ..sweepdir.trust import require
+
+
+def start_warm(model: BaseAlgorithm, spec: RunSpec, run: RunDir) -> bool:
+    """Whether the run starts warm: then its source is loaded into `model` (a cold run's model is left as built)."""
+    if spec.warm_start is None:
+        return False
+    load_source(model, spec.warm_start, spec.device, run)
+    return True
 
 
 def load_source(model: BaseAlgorithm, source: WarmSource, device: str, warm_run: RunDir) -> None:
