@@ -76,7 +76,7 @@ def test_random_search_of_4_trials_x_2_seeds_ends_with_8_runs_and_a_ranked_repor
     assert f"  learning_rate: {best.params['ppo.learning_rate']}" in report.stdout
     page = run_sweep("report", str(sweep_dir), "--format", "html")
     assert page.returncode == 0 and "Pareto" not in (sweep_dir / "report.html").read_text()  # one objective
-    plot = run_sweep("plot", str(sweep_dir), "-o", str(tmp_path / "curves.png"))
+    plot = run_sweep("plot", str(sweep_dir), "-o", str(tmp_path / "curves.svg"))
     assert plot.returncode == 0 and (tmp_path / "curves_search.png").stat().st_size > 0
 
     again = run_sweep("run", str(spec), "--workers", "2")
@@ -228,7 +228,7 @@ def test_a_multi_objective_robot_search_reports_its_pareto_front_and_resumes(tmp
     lightest = by_legs[0]  # the lightest robot is on the front whatever it learned
     assert f"trial {lightest.number} of w: eval_iqm" in report.stdout
     assert f"  legs:\n  - {lightest.params['edits.legs']}" in report.stdout  # its spec keys, ready to paste
-    plot = run_sweep("plot", str(sweep_dir), "-o", str(tmp_path / "curves.png"))
+    plot = run_sweep("plot", str(sweep_dir), "-o", str(tmp_path / "curves.svg"))
     assert plot.returncode == 0 and (tmp_path / "curves_pareto.png").stat().st_size > 0
 
     again = run_sweep("run", str(spec), "--workers", "2")

@@ -18,8 +18,8 @@ from mjsweep.results.rows import collect
 from mjsweep.sweepdir.files import SweepDir
 from mjsweep.sweepdir.models import RunState
 from mjsweep.ui import svgplot
+from mjsweep.ui.curves import CURVE_POINTS, Band, SweepCurves
 from mjsweep.ui.decision_figures import matrix_svg, profile_svg
-from mjsweep.ui.plot import CURVE_POINTS, Band, SweepCurves
 from mjsweep.ui.report_figures import CURVES_CAPTION, FINAL_CAPTION, curves_svg, final_svg, sweep_figures
 
 ODD = "b<a>d & 'odd\" ünï"
