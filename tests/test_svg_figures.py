@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from helpers.fake_sweep import make_run, result, run_spec
+from mjsweep import svgplot
 from mjsweep.results import compare as comparelib
 from mjsweep.results.report import aggregate
 from mjsweep.results.rows import collect
 from mjsweep.sweepdir.files import SweepDir
 from mjsweep.sweepdir.models import RunState
-from mjsweep.ui import svgplot
 from mjsweep.ui.curves import CURVE_POINTS, Band, SweepCurves
 from mjsweep.ui.decision_figures import matrix_svg, profile_svg
 from mjsweep.ui.report_figures import CURVES_CAPTION, FINAL_CAPTION, curves_svg, final_svg, sweep_figures

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from mjsweep.ui import svgplot
+from mjsweep import svgplot
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import svgplot
 from ..results.report import aggregate
 from ..results.rows import ResultRow
 from ..sweepdir.files import SweepDir, write_text_atomic
-from . import report_figures, svgplot
+from . import report_figures
 from .curves import sweep_curves
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import svgplot
+from .. import svgplot
 from .curves import NothingToPlotError, SweepCurves, sweep_curves
 
 if TYPE_CHECKING:
