@@ -343,7 +343,9 @@ class SweepDir:
     cross = property(lambda self: self.path / "cross")
     cross_matrix_csv = property(lambda self: self.path / "cross" / "matrix.csv")
     cross_matrix_png = property(lambda self: self.path / "cross" / "matrix.png")
+    pbt_curves_svg = property(lambda self: self.path / "pbt_curves.svg")
     pbt_curves_png = property(lambda self: self.path / "pbt_curves.png")
+    """The curves as versions before the SVG one drew them: no longer written, removed when drawn again."""
     slurm = property(lambda self: self.path / "slurm")
     """Each SLURM array's script and run list, and SLURM's own output per task."""
 
