@@ -54,7 +54,8 @@ SWEEP_FILES = {
     "cross": "`sweep evaluate --cross`: every policy on every variant",
     "cross_matrix_csv": "a row per trained group and variant it was evaluated on: seeds, mean return, its 95% "
                         "interval, or why it was skipped",
-    "cross_matrix_png": "the same matrix as a heatmap",
+    "cross_matrix_svg": "the same matrix as a heatmap",
+    "cross_matrix_png": "written by earlier versions; removed when the heatmap is drawn again",
     "pbt_curves_svg": "with `pbt:`, written by `sweep report`: each member's curve",
     "pbt_curves_png": "written by earlier versions; removed when the curves are drawn again",
     "slurm": "with `--backend slurm`: each array's script and run list, and SLURM's output per task",

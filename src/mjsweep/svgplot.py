@@ -33,6 +33,9 @@ TAB20 = ("#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62
 RDBU = ("#67001f", "#b2182b", "#d6604d", "#f4a582", "#fddbc7", "#f7f7f7", "#d1e5f0", "#92c5de", "#4393c3",
         "#2166ac", "#053061")
 """ColorBrewer's red-blue diverging scale (matplotlib's RdBu), from 0 (red) through white at 0.5 to 1 (blue)."""
+VIRIDIS = ("#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779", "#6ece58", "#b5de2b",
+           "#fde725")
+"""matplotlib's viridis at ten even steps, from 0 (dark blue) to 1 (yellow): a sequential scale."""
 CHAR_WIDTH = 0.58
 """A sans-serif character's mean width in ems: enough to leave room for labels without measuring them."""
 PLOT_SIZE = (720.0, 360.0)
@@ -59,10 +62,19 @@ def color(index: int, count: int) -> str:
 
 def diverging(value: float) -> str:
     """`value` in [0, 1] on the red-white-blue scale, interpolated between ColorBrewer's eleven colours."""
-    position = min(max(value, 0.0), 1.0) * (len(RDBU) - 1)
-    k = min(int(position), len(RDBU) - 2)
+    return _between(RDBU, value)
+
+
+def sequential(value: float) -> str:
+    """`value` in [0, 1] on viridis, interpolated between its ten steps."""
+    return _between(VIRIDIS, value)
+
+
+def _between(stops: Sequence[str], value: float) -> str:
+    position = min(max(value, 0.0), 1.0) * (len(stops) - 1)
+    k = min(int(position), len(stops) - 2)
     t = position - k
-    a, b = _rgb(RDBU[k]), _rgb(RDBU[k + 1])
+    a, b = _rgb(stops[k]), _rgb(stops[k + 1])
     return "#" + "".join(f"{round(x + (y - x) * t):02x}" for x, y in zip(a, b, strict=True))
 
 
@@ -371,9 +383,11 @@ class Cell:
 
 def heatmap(label: str, title: Sequence[str], rows: Sequence[str], columns: Sequence[str],
             cells: Sequence[Sequence[Cell | None]], *, xlabel: str, ylabel: str,
-            colorbar: tuple[str, Callable[[float], str]] | None = None, ids: str = "heatmap") -> Svg:
+            colorbar: tuple[str, Callable[[float], str]] | None = None,
+            colorbar_limits: tuple[float, float] = (0.0, 1.0), ids: str = "heatmap") -> Svg:
     """A grid of cells (None: left blank, as a diagonal is) with row labels on the left, column labels slanted
-    under it, and a colour bar (its label, value in [0, 1] -> colour) on the right."""
+    under it, and a colour bar (its label, value in [0, 1] -> colour) on the right, its ticks labelled from
+    `colorbar_limits` (the values at 0 and 1)."""
     n_rows, n_columns = len(rows), len(columns)
     side = 80.0 if max(n_rows, n_columns) <= 6 else max(18.0, min(60.0, 600.0 / max(n_rows, n_columns)))
     longest = max((len(line) for row in cells for cell in row if cell is not None for line in cell.lines), default=1)
@@ -399,7 +413,7 @@ def heatmap(label: str, title: Sequence[str], rows: Sequence[str], columns: Sequ
     svg.text(left + grid_width / 2, top + grid_height + column_room + 32, xlabel)
     svg.text(left - row_room - 24, top + grid_height / 2, ylabel, rotate=-90)
     if colorbar is not None:
-        _colorbar(svg, left + grid_width + 24, top, grid_height, *colorbar)
+        _colorbar(svg, left + grid_width + 24, top, grid_height, *colorbar, colorbar_limits)
     return svg
 
 
@@ -417,14 +431,17 @@ def _cell(svg: Svg, cell: Cell, x: float, y: float, side: float, font: float) ->
 
 
 def _colorbar(svg: Svg, x: float, top: float, height: float, label: str, hue: Callable[[float], str],
-              pieces: int = 64) -> None:
-    """A vertical bar of the scale from 0 (bottom) to 1 (top), ticked every 0.25, with its label beside it."""
+              limits: tuple[float, float], pieces: int = 64) -> None:
+    """A vertical bar of the scale from 0 (bottom) to 1 (top), ticked every quarter with the values `limits`
+    map there, and its label beside it."""
     width, piece = 14.0, height / pieces
     for k in range(pieces):  # bands of colour, a little overlapped so that no seam shows between them
         svg.rect(x, top + height - (k + 1) * piece, width, piece + 0.5, fill=hue((k + 0.5) / pieces))
     svg.rect(x, top, width, height, stroke=AXIS)
-    for value in (0.0, 0.25, 0.5, 0.75, 1.0):
-        y = top + height - value * height
+    low, high = limits
+    values = [low + (high - low) * k / 4 for k in range(5)]
+    for k, value in enumerate(values):
+        y = top + height - k / 4 * height
         svg.line(x + width, y, x + width + 4, y, AXIS)
-        svg.text(x + width + 7, y, f"{value:.2f}", size=10, anchor="start")
+        svg.text(x + width + 7, y, tick_text(value, values), size=10, anchor="start")
     svg.text(x + width + 52, top + height / 2, label, size=11, rotate=-90)

@@ -342,7 +342,9 @@ class SweepDir:
     report_pareto_png = property(lambda self: self.path / "report_pareto.png")
     cross = property(lambda self: self.path / "cross")
     cross_matrix_csv = property(lambda self: self.path / "cross" / "matrix.csv")
+    cross_matrix_svg = property(lambda self: self.path / "cross" / "matrix.svg")
     cross_matrix_png = property(lambda self: self.path / "cross" / "matrix.png")
+    """The heatmap as versions before the SVG one drew it: no longer written, removed when drawn again."""
     pbt_curves_svg = property(lambda self: self.path / "pbt_curves.svg")
     pbt_curves_png = property(lambda self: self.path / "pbt_curves.png")
     """The curves as versions before the SVG one drew them: no longer written, removed when drawn again."""
