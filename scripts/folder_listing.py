@@ -50,7 +50,8 @@ SWEEP_FILES = {
     "report_profile_svg": "with `--compare` or `--format html`: the performance profiles",
     "report_matrix_png": "written by earlier versions; removed when the figures are drawn again",
     "report_profile_png": "written by earlier versions; removed when the figures are drawn again",
-    "report_pareto_png": "a multi-objective search's complete trials in objective space",
+    "report_pareto_svg": "a multi-objective search's complete trials in objective space",
+    "report_pareto_png": "written by earlier versions; removed when the front is drawn again",
     "cross": "`sweep evaluate --cross`: every policy on every variant",
     "cross_matrix_csv": "a row per trained group and variant it was evaluated on: seeds, mean return, its 95% "
                         "interval, or why it was skipped",

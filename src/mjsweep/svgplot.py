@@ -140,6 +140,16 @@ class Scale:
         return cls(low, high, tuple((t, tick_text(t, values_at)) for t in values_at))
 
     @classmethod
+    def decades(cls, low: float, high: float) -> Scale:
+        """A log axis from `low` to `high` (both > 0): positions are log10 of the values (draw at log10(x)),
+        ticked at the powers of ten inside, or at round values of the exponent where fewer than two are."""
+        a, b = math.log10(low), math.log10(high)
+        at = [float(k) for k in range(math.ceil(a - 1e-9), math.floor(b + 1e-9) + 1)]
+        if len(at) < 2:
+            at = [t for t in nice_ticks(a, b, 4) if a <= t <= b]
+        return cls(a, b, tuple((t, f"{10 ** t:.3g}") for t in at))
+
+    @classmethod
     def categories(cls, labels: Sequence[str]) -> Scale:
         """One position per label, 0 to n - 1, with half a step to spare at each end."""
         return cls(-0.6, len(labels) - 0.4, tuple((float(i), label) for i, label in enumerate(labels)))
@@ -214,10 +224,12 @@ class Svg:
         self.parts.append(f"<path {' '.join(attributes)}/>")
 
     def circle(self, x: float, y: float, r: float, fill: str, opacity: float = 1.0, css: str = "",
-               group: str | None = None) -> None:
+               group: str | None = None, stroke: str = "") -> None:
+        """A dot; fill "none" with a `stroke` colour: a ring."""
         named = (f' class="{css}"' if css else "") + (f' data-group="{escape(group)}"' if group is not None else "")
         faded = f' fill-opacity="{opacity:g}"' if opacity < 1 else ""
-        self.parts.append(f'<circle{named} cx="{_n(x)}" cy="{_n(y)}" r="{_n(r)}" fill="{fill}"{faded}/>')
+        edge = f' stroke="{stroke}" stroke-width="1.5"' if stroke else ""
+        self.parts.append(f'<circle{named} cx="{_n(x)}" cy="{_n(y)}" r="{_n(r)}" fill="{fill}"{faded}{edge}/>')
 
     def hatch(self) -> str:
         """A grey fill with diagonal lines, for a cell that has no value; its url(#...)."""
@@ -360,6 +372,16 @@ def chart(label: str, title: Sequence[str], xscale: Scale, yscale: Scale, xlabel
     if legend:
         draw_legend(svg, left + size[0] + 14, top + 8, legend)
     return axes
+
+
+def side_by_side(label: str, panels: Sequence[Svg], ids: str = "panels") -> Svg:
+    """Charts in a row, as one figure (each keeps its own ids: give each a prefix of its own)."""
+    svg = Svg(sum(p.width for p in panels), max(p.height for p in panels), label, ids)
+    x = 0.0
+    for panel in panels:
+        svg.parts.append(f'<g transform="translate({_n(x)} 0)">{panel.document()}</g>')
+        x += panel.width
+    return svg
 
 
 def draw_legend(svg: Svg, x: float, y: float, entries: Sequence[tuple[str, str]]) -> None:

@@ -30,7 +30,7 @@ def plot_sweep(sweep_dir: Path, rows: list[ResultRow], output: Path) -> list[Pat
 
 def plot_searched(folder: SweepDir, output: Path) -> list[Path]:
     """A search's figures beside `output` (its trials; a multi-objective search's Pareto front as
-    <name>_pareto.png); none for a grid sweep."""
+    <name>_pareto.svg); none for a grid sweep."""
     from ..search import ranking as searchresults
     from ..search.plots import plot_pareto, plot_search
 
@@ -38,7 +38,7 @@ def plot_searched(folder: SweepDir, output: Path) -> list[Path]:
     if search is None:
         return []
     written = plot_search(folder, search, output)
-    pareto = output.with_name(f"{output.stem}_pareto.png")
+    pareto = output.with_name(f"{output.stem}_pareto.svg")
     if search.multi and plot_pareto(searchresults.ranked(folder, search), search, pareto):
         written.append(pareto)
     return written
