@@ -1,9 +1,10 @@
 """Figures as SVG text, written here with numpy and the standard library: no matplotlib.
 
-report.html and report.md's figures are drawn with this, so that the report a sweep ends with costs
-milliseconds instead of matplotlib's import and rendering (BENCHMARKS.md, "The final report.html"). It draws
-what those figures need and nothing more: axes with round ticks, lines, step lines, filled bands, dots,
-error bars, a heat map with text in its cells and outlines, a colour bar, a legend and a title.
+Every figure mjsweep draws is drawn with this (reports, `sweep plot`, a search's trials and Pareto front, PBT
+curves, the cross-evaluation heat map), so that the report a sweep ends with costs milliseconds instead of
+matplotlib's import and rendering (BENCHMARKS.md, "The final report.html"). It draws what those figures need
+and nothing more: axes with round or log ticks, lines, step lines, filled bands, dots and rings, error bars, a
+heat map with text in its cells and outlines, a colour bar, a legend, a title, and panels side by side.
 
 Coordinates are pixels from the top left, rounded to a tenth. User text (group names, grid values) is
 escaped as XML. `Svg.document()` is an inline <svg> element for an HTML page (no namespace, so that the page
@@ -26,7 +27,7 @@ GRID = "#e3e3e3"
 AXIS = "#555555"
 TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
          "#17becf")
-"""matplotlib's tab10, so that a group has the colour `sweep plot`'s PNGs give it."""
+"""matplotlib's tab10: the group colours people know from its plots."""
 TAB20 = ("#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896", "#9467bd",
          "#c5b0d5", "#8c564b", "#c49c94", "#e377c2", "#f7b6d2", "#7f7f7f", "#c7c7c7", "#bcbd22", "#dbdb8d",
          "#17becf", "#9edae5")
