@@ -50,12 +50,15 @@ SWEEP_FILES = {
     "report_profile_svg": "with `--compare` or `--format html`: the performance profiles",
     "report_matrix_png": "written by earlier versions; removed when the figures are drawn again",
     "report_profile_png": "written by earlier versions; removed when the figures are drawn again",
-    "report_pareto_png": "a multi-objective search's complete trials in objective space",
+    "report_pareto_svg": "a multi-objective search's complete trials in objective space",
+    "report_pareto_png": "written by earlier versions; removed when the front is drawn again",
     "cross": "`sweep evaluate --cross`: every policy on every variant",
     "cross_matrix_csv": "a row per trained group and variant it was evaluated on: seeds, mean return, its 95% "
                         "interval, or why it was skipped",
-    "cross_matrix_png": "the same matrix as a heatmap",
-    "pbt_curves_png": "with `pbt:`, written by `sweep report`: each member's curve",
+    "cross_matrix_svg": "the same matrix as a heatmap",
+    "cross_matrix_png": "written by earlier versions; removed when the heatmap is drawn again",
+    "pbt_curves_svg": "with `pbt:`, written by `sweep report`: each member's curve",
+    "pbt_curves_png": "written by earlier versions; removed when the curves are drawn again",
     "slurm": "with `--backend slurm`: each array's script and run list, and SLURM's output per task",
     "cross_result": "one trained run evaluated on one variant",
 }

@@ -65,9 +65,9 @@ def test_sac_td3_and_a2c_train_evaluate_and_report_by_algorithm(algo_sweep, tmp_
     rows = list(csv.DictReader(report.stdout.splitlines()))
     assert sorted(r["grid"] for r in rows) == ["algo=a2c", "algo=sac", "algo=td3"]
     assert all(r["runs"] == "1" and r["mean_return"] for r in rows)
-    plotted = run_sweep("plot", str(sweep_dir), "-o", str(tmp_path / "curves.png"))
+    plotted = run_sweep("plot", str(sweep_dir), "-o", str(tmp_path / "curves.svg"))
     assert plotted.returncode == 0, plotted.stderr
-    assert (tmp_path / "curves.png").stat().st_size > 0 and (tmp_path / "curves_final.png").stat().st_size > 0
+    assert (tmp_path / "curves.svg").stat().st_size > 0 and (tmp_path / "curves_final.svg").stat().st_size > 0
 
 
 @pytest.mark.slow

@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 
 from helpers.commands import run_sweep
 from helpers.fake_sweep import make_run, result, run_spec
+from mjsweep import svgplot
 from mjsweep.results import effectsize, stats
 from mjsweep.results.compare import compare, matrix, pick, profiles
 from mjsweep.sweepdir.models import RunState
-from mjsweep.ui import svgplot
 from mjsweep.ui.cli import app
 
 RNG = np.random.default_rng(7)

@@ -63,9 +63,9 @@ def test_report_and_plot_read_an_old_sweep_folder(old_sweep, tmp_path):
     [row] = list(csv.DictReader((sweep_dir / "report.csv").open()))
     assert row["variant"] == "walker" and row["runs"] == "2" and row["succeeded"] == "1"
     assert float(row["mean_return"]) == pytest.approx(-5.71643)
-    plot = run_sweep("plot", str(sweep_dir), "-o", str(tmp_path / "curves.png"))
+    plot = run_sweep("plot", str(sweep_dir), "-o", str(tmp_path / "curves.svg"))
     assert plot.returncode == 0, plot.stderr
-    assert (tmp_path / "curves.png").stat().st_size > 0 and (tmp_path / "curves_final.png").stat().st_size > 0
+    assert (tmp_path / "curves.svg").stat().st_size > 0 and (tmp_path / "curves_final.svg").stat().st_size > 0
 
 
 def test_run_on_the_same_spec_resumes_the_stopped_run(old_sweep):
@@ -144,9 +144,9 @@ def test_report_plot_and_html_read_a_search_sweep_folder(search_sweep, tmp_path)
     assert float(sac["mean_best_return"]) == pytest.approx(4.85446)  # from evaluations.csv
     assert float(sac["mean_eval_auc"]) == pytest.approx(4.61433)
     assert rows[("walker-long", "algo=sac env_kwargs.ctrl_cost_weight=0.4527")]["succeeded"] == "0"
-    plot = run_sweep("plot", str(sweep_dir), "-o", str(tmp_path / "curves.png"))
+    plot = run_sweep("plot", str(sweep_dir), "-o", str(tmp_path / "curves.svg"))
     assert plot.returncode == 0, plot.stderr
-    assert (tmp_path / "curves.png").stat().st_size > 0
+    assert (tmp_path / "curves.svg").stat().st_size > 0
     html = run_sweep("report", str(sweep_dir), "--format", "html")
     assert html.returncode == 0, html.stderr
     page = (sweep_dir / "report.html").read_text()

@@ -41,7 +41,7 @@ def test_a_changed_budget_is_another_experiment_said_by_run_and_kept_apart_by_re
     names = sorted(g["group"] for g in every["groups"])
     assert names[0] == "walker" and names[1].startswith("walker [earlier spec ") and len(names) == 2
     assert all(g["runs"] == 1 for g in every["groups"])
-    plotted = run_sweep("plot", str(sweep), "-o", str(tmp_path / "curves.png"))
+    plotted = run_sweep("plot", str(sweep), "-o", str(tmp_path / "curves.svg"))
     assert plotted.returncode == 0 and "1 run of an earlier spec left out" in plotted.stderr
     status = json.loads(run_sweep("status", str(sweep), "--json").stdout)
     assert status["earlier_spec_runs"] == 1 and len(status["runs"]) == 1

@@ -282,7 +282,7 @@ def test_a_robot_name_resolves_inside_its_root_only(tmp_path, tiny_spec):
 
 
 def test_a_latex_label_as_a_grid_value_is_drawn_as_text(tmp_path):
-    """A grid value written as a paper's label: matplotlib's mathtext would parse it and raise; `sweep plot` draws
+    """A grid value written as a paper's label, which matplotlib's mathtext would parse: `sweep plot` draws
     it as the characters written, and report.html (its SVG figures too) escapes it."""
     sweep = tmp_path / "sweep"
     label = r"$\textbf{baseline}$ <b>&"
@@ -295,9 +295,9 @@ def test_a_latex_label_as_a_grid_value_is_drawn_as_text(tmp_path):
     assert report.returncode == 0 and "Traceback" not in report.stderr, report.stderr[-3000:]
     html = (sweep / "report.html").read_text()
     assert r"$\textbf{baseline}$ &lt;b&gt;&amp;" in html and "<b>&" not in html
-    plot = bounded_sweep("plot", str(sweep), "-o", str(tmp_path / "figs" / "curves.png"))
+    plot = bounded_sweep("plot", str(sweep), "-o", str(tmp_path / "figs" / "curves.svg"))
     assert plot.returncode == 0 and "Traceback" not in plot.stderr, plot.stderr[-3000:]
-    not_blank(tmp_path / "figs" / "curves.png")
+    not_blank(tmp_path / "figs" / "curves.svg")
 
 
 # -- a refused spec changes nothing in an existing sweep folder

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,12 @@ def test_a_populations_report_lists_members_and_no_segment_as_a_group_in_every_f
     md = (population / "report.md").read_text()
     assert "| variant |" not in md and "[x" not in md and "not a seed of a group" in md
     assert "## Population-based training" in md and "| member | final evaluation |" in md
-    assert "```yaml" in md and f"![{CURVES_CAPTION}](pbt_curves.png)" in md
+    assert "```yaml" in md and f"![{CURVES_CAPTION}](pbt_curves.svg)" in md
+    figure = ET.parse(population / "pbt_curves.svg").getroot()  # a line (or a lone dot) per last-gen member
+    drawn = sorted(e.get("data-group") for e in figure.iter() if e.get("class") == "curve")
+    assert drawn == sorted(f"member {line['member']}" for line in last)
+    (population / "pbt_curves.png").write_bytes(b"an earlier version's figure")
+    assert run_sweep("report", str(population)).returncode == 0 and not (population / "pbt_curves.png").exists()
     table = run_sweep("report", str(population), env={"COLUMNS": "200"}).stdout
     assert "final eval return over seeds" not in table and "95% CI" not in table
     assert "population-based training" in table and "copied member" in table

@@ -11,7 +11,7 @@ from pathlib import Path
 from helpers.imports import imported_modules, module_names
 
 LAYERS = [
-    ["mjsweep.errors", "mjsweep.naming", "mjsweep.childproc"],  # the two errors, names, child processes
+    ["mjsweep.errors", "mjsweep.naming", "mjsweep.childproc", "mjsweep.svgplot"],  # errors, names, children, SVG
     ["mjsweep.sweepdir"],     # the sweep folder's on-disk contract
     ["mjsweep.spec"],         # the YAML spec, validated
     ["mjsweep.robots"],       # variants, edits, model files, envs

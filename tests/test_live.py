@@ -132,10 +132,10 @@ def test_smoke_sweep_output_status_report_and_plot(tmp_path):
     rows = list(csv.DictReader((sweep / "report.csv").open()))
     assert [r["variant"] for r in rows] == expected and (sweep / "report.md").is_file()
 
-    plot = run_sweep("plot", str(sweep), "-o", str(tmp_path / "smoke.png"))
+    plot = run_sweep("plot", str(sweep), "-o", str(tmp_path / "smoke.svg"))
     assert plot.returncode == 0, plot.stderr
-    not_blank(tmp_path / "smoke.png")
-    not_blank(tmp_path / "smoke_final.png")
+    not_blank(tmp_path / "smoke.svg")
+    not_blank(tmp_path / "smoke_final.svg")
 
 
 def test_quiet_prints_only_the_end_summary(tmp_path, tiny_spec):

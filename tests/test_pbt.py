@@ -343,11 +343,11 @@ def test_a_pbt_sweep_records_its_lineage_and_resumes_to_the_same_one(tmp_path, t
 
     report = run_sweep("report", str(sweep_dir))
     assert report.returncode == 0, report.stderr
-    assert "best member" in report.stdout and (sweep_dir / "pbt_curves.png").exists()
+    assert "best member" in report.stdout and (sweep_dir / "pbt_curves.svg").exists()
     assert run_sweep("report", str(sweep_dir), "--format", "html").returncode == 0
     page = (sweep_dir / "report.html").read_text()
     assert "<h2>population-based training</h2>" in page and "best member" in page
-    assert html.escape(pbtreport.CURVES_CAPTION) in page and "data:image/png;base64," in page
+    assert html.escape(pbtreport.CURVES_CAPTION) in page and "data:image/svg+xml;base64," in page
     replay = yaml.safe_load((sweep_dir / "pbt_best.yaml").read_text())["pbt"]
     assert replay["interval"] == 128 and len(replay["schedule"]) == 3
     assert replay["schedule"][-1] in [line["hyperparams"] for line in lines[4:]]

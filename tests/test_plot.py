@@ -1,4 +1,4 @@
-"""`sweep plot`: curves from progress.csv and monitor.csv, means by hand, PNGs that are not blank."""
+"""`sweep plot`: curves from progress.csv and monitor.csv, means by hand, SVG files that are not blank."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 
 from helpers.commands import run_sweep
 from helpers.fake_sweep import make_run, result, run_spec
-from helpers.images import not_blank
+from helpers.images import SVG, not_blank
 from mjsweep.sweepdir.models import RunState
-from mjsweep.ui.plot import Curve, band, read_curve
+from mjsweep.ui.curves import Curve, band, read_curve
 
 
 def fake_sweep(folder):
@@ -42,12 +42,12 @@ def test_band_is_the_mean_over_seeds(tmp_path):
     assert short.timesteps[-1] == 40.0  # only where every seed has data
 
 
-def test_cli_plot_writes_two_pngs(tmp_path):
+def test_cli_plot_writes_two_svgs(tmp_path):
     fake_sweep(tmp_path / "sweep")
-    out = tmp_path / "figs" / "curves.png"
+    out = tmp_path / "figs" / "curves.svg"
     proc = run_sweep("plot", str(tmp_path / "sweep"), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
-    final = tmp_path / "figs" / "curves_final.png"
+    final = tmp_path / "figs" / "curves_final.svg"
     assert f"wrote {out}" in proc.stdout and f"wrote {final}" in proc.stdout
     not_blank(out)
     not_blank(final)
@@ -55,17 +55,18 @@ def test_cli_plot_writes_two_pngs(tmp_path):
 
 def test_cli_plot_without_episodes(tmp_path):
     make_run(tmp_path, run_spec("a", 0))
-    proc = run_sweep("plot", str(tmp_path), "-o", str(tmp_path / "x.png"))
+    proc = run_sweep("plot", str(tmp_path), "-o", str(tmp_path / "x.svg"))
     assert proc.returncode == 2 and proc.stderr.startswith("error: ") and "no run has logged" in proc.stderr
-    bad = run_sweep("plot", str(tmp_path), "-o", str(tmp_path / "x.svg"))
-    assert bad.returncode == 2 and ".png" in bad.stderr
+    bad = run_sweep("plot", str(tmp_path), "-o", str(tmp_path / "x.png"))
+    assert bad.returncode == 2 and ".svg" in bad.stderr and not (tmp_path / "x.png").exists()
 
 
-def test_evaluation_curves_replace_training_returns_when_the_sweep_evaluates(tmp_path, monkeypatch):
+def test_evaluation_curves_replace_training_returns_when_the_sweep_evaluates(tmp_path):
     from mjsweep.results.rows import collect
     from mjsweep.results.stats import mean_over_span
+    from mjsweep.sweepdir.files import SweepDir
     from mjsweep.ui import plot
-    from mjsweep.ui.plot import read_eval_curve
+    from mjsweep.ui.curves import read_eval_curve, sweep_curves
 
     fake_sweep(tmp_path)
     run = make_run(tmp_path, run_spec("a", 0))
@@ -75,8 +76,9 @@ def test_evaluation_curves_replace_training_returns_when_the_sweep_evaluates(tmp
     assert curve.timesteps.tolist() == [100, 300] and curve.returns.tolist() == [2.0, 6.0]
     assert mean_over_span(curve.timesteps, curve.returns) == pytest.approx(4.0)  # the mean return over 100..300
     assert read_eval_curve(make_run(tmp_path, run_spec("a", 1))) is None
-    drawn = {}
-    monkeypatch.setattr(plot, "_curves_figure", lambda bands, *rest: drawn.update(bands=bands, ylabel=rest[-1]))
-    plot.plot_sweep(tmp_path, collect(tmp_path), tmp_path / "curves.png")
-    assert drawn["ylabel"] == "mean evaluation return"
-    assert list(drawn["bands"]) == ["a"] and drawn["bands"]["a"].mean[-1] == pytest.approx(6.0)
+    drawn = sweep_curves(SweepDir(tmp_path), collect(tmp_path))
+    assert drawn.ylabel == "mean evaluation return"
+    assert list(drawn.bands) == ["a"] and drawn.bands["a"].mean[-1] == pytest.approx(6.0)
+    plot.plot_sweep(tmp_path, collect(tmp_path), tmp_path / "curves.svg")
+    labels = ["".join(t.itertext()) for t in not_blank(tmp_path / "curves.svg").iter(f"{SVG}text")]
+    assert "mean evaluation return" in labels and "a (n=1)" in labels

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -341,10 +342,14 @@ def test_search_figure_needs_a_complete_trial(tmp_path):
 
     source, spec, sweep_dir = source_for(tmp_path, trials=2, seeds_per_trial=1)
     first = source.next_run()
-    assert plot_search(sweep_dir, spec.search, tmp_path / "figs.png") == []  # asked, nothing ended
+    assert plot_search(sweep_dir, spec.search, tmp_path / "figs.svg") == []  # asked, nothing ended
     finish(sweep_dir, source, first, 2.0)
-    [path] = plot_search(sweep_dir, spec.search, tmp_path / "figs.png")
-    assert path.name == "figs_search.png" and path.read_bytes()[:4] == b"\x89PNG"
+    [path] = plot_search(sweep_dir, spec.search, tmp_path / "figs.svg")
+    root = ET.parse(path).getroot()
+    assert path.name == "figs_search.svg" and root.tag == "{http://www.w3.org/2000/svg}svg"
+    trials = [e for e in root.iter() if e.get("class") == "trial"]  # the one trial in each parameter's panel
+    assert len(trials) == len(spec.search.space) + 1  # and over the trials
+    assert len([e for e in root.iter() if e.get("class") == "best"]) == 1
 
 
 def test_a_whole_search_through_the_scheduler_with_a_fake_launcher(tmp_path):

@@ -4,7 +4,9 @@ errors that refuse what Optuna cannot do."""
 
 from __future__ import annotations
 
+import itertools
 import os
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -231,13 +233,19 @@ def test_a_multi_objective_trial_records_every_objective_and_the_report_shows_th
     assert [(r.record.number, r.pareto_rank) for r in rows] == [(2, 0), (0, 0), (3, 0), (1, 1)]
     assert [r.record.number for r in front(rows)] == [2, 0, 3]
     assert [d["pareto_rank"] for d in to_dicts(rows)] == [0, 0, 0, 1]
-    markdown = to_markdown(rows, spec.search, "report_pareto.png")
+    markdown = to_markdown(rows, spec.search, "report_pareto.svg")
     assert "| 4 | walker | 1 | complete |  | 4 | 0.5 |" in markdown
-    assert "![Pareto front](report_pareto.png)" in markdown
+    assert "![Pareto front](report_pareto.svg)" in markdown
     for row in front(rows):
         assert f"**trial {row.record.number} of walker: eval_iqm " in markdown and best_block(row).rstrip() in markdown
-    figure = tmp_path / "pareto.png"
-    assert plot_pareto(rows, spec.search, figure) and figure.read_bytes()[:4] == b"\x89PNG"
+    figure = tmp_path / "pareto.svg"
+    assert plot_pareto(rows, spec.search, figure)
+    drawn = list(ET.parse(figure).getroot().iter())
+    panels = len(list(itertools.combinations(spec.search.objective, 2)))  # a panel per pair of objectives
+    front_dots = [e for e in drawn if e.get("class") == "front"]
+    assert len(front_dots) == 3 * panels and len([e for e in drawn if e.get("class") == "dominated"]) == panels
+    numbers = sorted("".join(e.itertext()) for e in drawn if e.get("class") == "number")
+    assert numbers == sorted(["0", "2", "3"] * panels)
 
 
 def test_a_trial_whose_env_reported_no_such_info_fails_with_a_note(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import signal
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -76,8 +77,8 @@ def test_random_search_of_4_trials_x_2_seeds_ends_with_8_runs_and_a_ranked_repor
     assert f"  learning_rate: {best.params['ppo.learning_rate']}" in report.stdout
     page = run_sweep("report", str(sweep_dir), "--format", "html")
     assert page.returncode == 0 and "Pareto" not in (sweep_dir / "report.html").read_text()  # one objective
-    plot = run_sweep("plot", str(sweep_dir), "-o", str(tmp_path / "curves.png"))
-    assert plot.returncode == 0 and (tmp_path / "curves_search.png").stat().st_size > 0
+    plot = run_sweep("plot", str(sweep_dir), "-o", str(tmp_path / "curves.svg"))
+    assert plot.returncode == 0 and (tmp_path / "curves_search.svg").stat().st_size > 0
 
     again = run_sweep("run", str(spec), "--workers", "2")
     assert again.returncode == 0 and "8 succeeded" in again.stdout, again.stdout + again.stderr
@@ -221,15 +222,15 @@ def test_a_multi_objective_robot_search_reports_its_pareto_front_and_resumes(tmp
     report = run_sweep("report", str(sweep_dir), env={"COLUMNS": "250"})
     assert report.returncode == 0, report.stderr
     assert "trials by Pareto front (objectives eval_iqm (maximize), mass (minimize)" in report.stdout
-    assert "Pareto front:" in report.stdout and f"figure: {sweep_dir / 'report_pareto.png'}" in report.stdout
-    assert (sweep_dir / "report_pareto.png").read_bytes()[:4] == b"\x89PNG"
+    assert "Pareto front:" in report.stdout and f"figure: {sweep_dir / 'report_pareto.svg'}" in report.stdout
+    assert (sweep_dir / "report_pareto.svg").read_bytes().startswith(b"<?xml")
     markdown = (sweep_dir / "report.md").read_text()
-    assert "![Pareto front](report_pareto.png)" in markdown
+    assert "![Pareto front](report_pareto.svg)" in markdown
     lightest = by_legs[0]  # the lightest robot is on the front whatever it learned
     assert f"trial {lightest.number} of w: eval_iqm" in report.stdout
     assert f"  legs:\n  - {lightest.params['edits.legs']}" in report.stdout  # its spec keys, ready to paste
-    plot = run_sweep("plot", str(sweep_dir), "-o", str(tmp_path / "curves.png"))
-    assert plot.returncode == 0 and (tmp_path / "curves_pareto.png").stat().st_size > 0
+    plot = run_sweep("plot", str(sweep_dir), "-o", str(tmp_path / "curves.svg"))
+    assert plot.returncode == 0 and (tmp_path / "curves_pareto.svg").stat().st_size > 0
 
     again = run_sweep("run", str(spec), "--workers", "2")
     assert again.returncode == 0 and "4 succeeded" in again.stdout, again.stdout + again.stderr
@@ -268,7 +269,6 @@ def test_a_search_of_return_against_cpu_seconds_reports_both_on_its_pareto_front
 @pytest.mark.slow
 @needs_browser
 def test_report_html_shows_a_multi_objective_searchs_pareto_front_in_chromium(tmp_path):
-    from PIL import Image
     from selenium.webdriver.common.by import By
 
     # The tiny walker's leg length and motor strength, as configs/ant_design.yaml searches the Ant's.
@@ -319,4 +319,5 @@ def test_report_html_shows_a_multi_objective_searchs_pareto_front_in_chromium(tm
             "return i && [i.complete, i.naturalWidth, i.getBoundingClientRect().height];", PARETO_CAPTION)
     loaded, width, height = figure
     # the figure `sweep report` drew beside report.md, one panel per pair of objectives
-    assert loaded and width == Image.open(sweep_dir / "report_pareto.png").width > 0 and height > 0
+    drawn = float(ET.parse(sweep_dir / "report_pareto.svg").getroot().get("width", "0"))
+    assert loaded and drawn > 0 and abs(width - drawn) < 1 and height > 0

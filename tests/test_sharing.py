@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -179,8 +180,11 @@ def test_cross_evaluation_fills_the_matrix_and_a_rerun_does_only_what_is_missing
         assert cells[(train, test)][2] == "2"
         assert mean == pytest.approx(sum(r["mean"] for r in results) / 2, rel=1e-5)
         assert low <= mean <= high
-    heatmap = np.asarray(Image.open(trained / "cross" / "matrix.png").convert("RGB"))
-    assert heatmap.std() > 10
+    heatmap = ET.parse(trained / "cross" / "matrix.svg").getroot()
+    drawn = [e for e in heatmap.iter() if e.get("class") == "cell"]
+    assert len(drawn) == 4 and len({e.get("fill") for e in drawn}) > 1  # a colour per mean, not one for all
+    values = ["".join(e.itertext()) for e in heatmap.iter() if e.get("class") == "value"]
+    assert sorted(v.partition("[")[0] for v in values) == sorted(f"{float(c[3]):.1f}" for c in cells.values())
 
     before = cross_results(trained)
     again = run_sweep("evaluate", str(trained), "--cross", "--episodes", "1")

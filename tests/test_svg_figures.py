@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 from helpers.fake_sweep import make_run, result, run_spec
+from mjsweep import svgplot
 from mjsweep.results import compare as comparelib
 from mjsweep.results.report import aggregate
 from mjsweep.results.rows import collect
 from mjsweep.sweepdir.files import SweepDir
 from mjsweep.sweepdir.models import RunState
-from mjsweep.ui import svgplot
+from mjsweep.ui.curves import CURVE_POINTS, Band, SweepCurves
 from mjsweep.ui.decision_figures import matrix_svg, profile_svg
-from mjsweep.ui.plot import CURVE_POINTS, Band, SweepCurves
 from mjsweep.ui.report_figures import CURVES_CAPTION, FINAL_CAPTION, curves_svg, final_svg, sweep_figures
 
 ODD = "b<a>d & 'odd\" ünï"
@@ -220,3 +220,23 @@ def test_cell_text_is_sized_to_fit_its_cell_however_many_groups():
         for text in in_cells:
             widest = max(len(span.text or "") for span in text)
             assert widest * float(text.get("font-size", "0")) * svgplot.CHAR_WIDTH <= side
+
+
+def test_the_cross_matrix_colours_each_mean_on_viridis_and_hatches_the_skipped_pairs(tmp_path):
+    from mjsweep.crosseval.pairs import Cell
+    from mjsweep.crosseval.run import _heatmap
+
+    cells = [Cell("a", "x", 2, 10.0, 8.0, 12.0), Cell("a", "y", 2, 30.0, 25.0, 35.0),
+             Cell("b", "x", 1, 20.0, None, None), Cell("b", "y", 0, None, None, None, "spaces differ")]
+    assert _heatmap(cells, ODD, tmp_path / "matrix.svg")
+    root = ET.parse(tmp_path / "matrix.svg").getroot()
+    drawn = [e.get("fill") for e in root.iter() if e.get("class") == "cell"]
+    assert drawn == [svgplot.VIRIDIS[0], svgplot.VIRIDIS[-1], svgplot.sequential(0.5)]  # lowest, highest, between
+    assert len([e for e in root.iter() if e.get("class") == "na"]) == 1
+    values = ["".join(e.itertext()) for e in root.iter() if e.get("class") == "value"]
+    assert values == ["10.0[8.0, 12.0]", "30.0[25.0, 35.0]", "20.0", "skipped"]  # one seed: no interval
+    words = ["".join(e.itertext()) for e in root.iter() if e.tag.endswith("text")]
+    assert {"10", "20", "30", "mean return", "evaluated on", "trained on"} <= set(words)  # the colour bar's returns
+    assert f"{ODD}: mean return over seeds, 95% t interval" in words
+    nothing = [Cell("a", "x", 0, None, None, None, "spaces differ")]
+    assert not _heatmap(nothing, "t", tmp_path / "none.svg") and not (tmp_path / "none.svg").exists()

@@ -72,7 +72,7 @@ class Report:
     trials: tuple[list[TrialRow], SearchSpec] | None
     """A search's trials, ranked, and its search section; None for a grid."""
     pareto: Path | None
-    """A multi-objective search's front, drawn to report_pareto.png."""
+    """A multi-objective search's front, drawn to report_pareto.svg."""
     confirmed: list[StudyConfirmation] | None
     pbt: list[Section] = field(default_factory=list)
     """A PBT sweep's members, generations, copies, best schedule and replay spec; none for any other sweep."""
@@ -216,11 +216,12 @@ def build(folder: SweepDir, *, status_warnings: list[str], all_specs: bool = Fal
 
 
 def _pareto_figure(folder: SweepDir, rows: list[TrialRow], search: SearchSpec) -> Path | None:
-    """A multi-objective search's Pareto front drawn to report_pareto.png; None for one objective or before a
-    trial is complete (a figure left from an earlier report goes, as it no longer holds)."""
+    """A multi-objective search's Pareto front drawn to report_pareto.svg; None for one objective or before a
+    trial is complete (a figure left from an earlier report, or an earlier version's report_pareto.png, goes)."""
     if not search.multi:
         return None
     from ..search.plots import plot_pareto
 
     folder.report_pareto_png.unlink(missing_ok=True)
-    return folder.report_pareto_png if plot_pareto(rows, search, folder.report_pareto_png) else None
+    folder.report_pareto_svg.unlink(missing_ok=True)
+    return folder.report_pareto_svg if plot_pareto(rows, search, folder.report_pareto_svg) else None

@@ -1,5 +1,5 @@
 """`sweep evaluate --cross`: the pairs still to evaluate run (evaljobs.py: through engine/scheduler, at most
-`workers` at once), then the matrix written: matrix.csv and its heatmap."""
+`workers` at once), then the matrix written: matrix.csv and its heatmap (matrix.svg)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import svgplot
 from ..errors import InputError
 from ..sweepdir.files import SweepDir, write_text_atomic
 from ..sweepdir.trust import Trust, granted, require
@@ -49,42 +50,39 @@ def evaluate_cross(sweep: SweepDir, episodes: int, workers: int, deterministic: 
         failed = run_jobs(todo, episodes, deterministic, workers, say) if todo else []
     cells = matrix(sweep, trained)
     sweep.cross.mkdir(parents=True, exist_ok=True)
-    csv, heatmap = sweep.cross_matrix_csv, sweep.cross_matrix_png
+    csv, heatmap = sweep.cross_matrix_csv, sweep.cross_matrix_svg
     write_text_atomic(csv, to_csv(cells))
+    sweep.cross_matrix_png.unlink(missing_ok=True)
     return CrossOutcome(cells, csv, heatmap if _heatmap(cells, sweep.path.name, heatmap) else None, len(todo),
                         failed)
 
 
 def _heatmap(cells: list[Cell], title: str, output: Path) -> bool:
-    """Train group x test variant, coloured by mean return, each cell written out; False without numbers."""
-    if not any(c.mean is not None for c in cells):
+    """Train group x test variant, coloured by mean return (viridis), each cell written out; False, and nothing
+    written, without numbers."""
+    means = [c.mean for c in cells if c.mean is not None]
+    if not means:
         return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    matplotlib.rcParams["text.parse_math"] = False  # names and grid values are user text: drawn, never parsed as math
-    import matplotlib.pyplot as plt
-    import numpy as np
-
+    low, high = min(means), max(means)
     trains, tests = sorted({c.train for c in cells}), sorted({c.test for c in cells})
-    grid = np.full((len(trains), len(tests)), np.nan)
+    grid: list[list[svgplot.Cell | None]] = [[None] * len(tests) for _ in trains]
     for c in cells:
-        if c.mean is not None:
-            grid[trains.index(c.train), tests.index(c.test)] = c.mean
-    fig, ax = plt.subplots(figsize=(1.6 * len(tests) + 3, 0.6 * len(trains) + 2))
-    image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", aspect="auto")
-    low, high = float(np.nanmin(grid)), float(np.nanmax(grid))
-    for c in cells:
-        text = "skipped" if c.mean is None else f"{c.mean:.1f}" + (
-            f"\n[{c.ci_low:.1f}, {c.ci_high:.1f}]" if c.ci_low is not None and c.ci_high is not None else "")
-        # viridis turns yellow towards its top: dark text there
-        bright = c.mean is None or high == low or (c.mean - low) / (high - low) > 0.6
-        ax.text(tests.index(c.test), trains.index(c.train), text, ha="center", va="center", fontsize=8,
-                color="black" if bright else "white")
-    ax.set_xticks(range(len(tests)), tests, rotation=30, ha="right")
-    ax.set_yticks(range(len(trains)), trains)
-    ax.set(xlabel="evaluated on", ylabel="trained on", title=f"{title}: mean return over seeds, 95% t interval")
-    fig.colorbar(image, ax=ax, label="mean return")
-    fig.savefig(output, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+        grid[trains.index(c.train)][tests.index(c.test)] = _cell(c, low, high)
+    figure = svgplot.heatmap(f"{title}: mean return over seeds of each trained group on each variant",
+                             [f"{title}: mean return over seeds, 95% t interval"], trains, tests, grid,
+                             xlabel="evaluated on", ylabel="trained on", colorbar=("mean return", svgplot.sequential),
+                             colorbar_limits=(low, high), ids="cross")
+    write_text_atomic(output, figure.document(standalone=True))
     return True
+
+
+def _cell(cell: Cell, low: float, high: float) -> svgplot.Cell:
+    """A pair's mean and interval on its colour; "skipped", hatched, where the spaces do not match."""
+    if cell.mean is None:
+        return svgplot.Cell(None, ("skipped",))
+    share = 0.5 if high == low else (cell.mean - low) / (high - low)
+    interval = (f"[{cell.ci_low:.1f}, {cell.ci_high:.1f}]",) if cell.ci_low is not None and cell.ci_high is not None \
+        else ()
+    # viridis turns yellow towards its top: dark text there
+    return svgplot.Cell(svgplot.sequential(share), (f"{cell.mean:.1f}", *interval),
+                        text_fill=svgplot.TEXT if share > 0.6 else "#ffffff")

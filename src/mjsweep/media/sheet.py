@@ -1,4 +1,4 @@
-"""Images put together with Pillow (matplotlib's own dependency): labels on frames and contact sheets."""
+"""Images put together with Pillow (the render extra): labels on frames and contact sheets."""
 
 from __future__ import annotations
 

@@ -21,18 +21,6 @@ from functools import lru_cache
 import numpy as np
 
 
-def midranks(values: np.ndarray) -> np.ndarray:
-    """Ranks 1..N of the values, tied values sharing the mean of their ranks."""
-    order = np.argsort(values, kind="mergesort")
-    ranks = np.empty(len(values), dtype=float)
-    ranks[order] = np.arange(1, len(values) + 1)
-    for value in np.unique(values):
-        tied = values == value
-        if tied.sum() > 1:
-            ranks[tied] = ranks[tied].mean()
-    return ranks
-
-
 def u_statistic(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
     """U of A over B: pairs (a seed of A, a seed of B) where A's is higher, ties counting one half."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -48,7 +36,11 @@ SAMPLED_SPLITS = 20_000
 def exact_p(a: Sequence[float], b: Sequence[float]) -> float:
     """The two-sided exact permutation p-value of U (see the module's docstring); above EXACT_UP_TO seeds in
     all, the Monte Carlo p-value (1 + splits at least as extreme) / (1 + splits drawn), which never falls below
-    the exact one in expectation, from a generator seeded by the returns."""
+    the exact one in expectation, from a generator seeded by the returns. Counted by a dynamic programme, not
+    scipy: its exact Mann-Whitney null has no ties, and permutation_test enumerates every split (8 vs 8: 84 ms
+    against 0.3 ms; 10 vs 10: 1.5 s against 0.5 ms)."""
+    from scipy.stats import rankdata
+
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     n_a, n_b = len(x), len(y)
     if n_a == 0 or n_b == 0:
@@ -57,7 +49,7 @@ def exact_p(a: Sequence[float], b: Sequence[float]) -> float:
         return _sampled_p(x, y)
     # Doubled midranks are integers, so rank sums index an array exactly.
     pooled = np.concatenate([x, y])
-    doubled = np.rint(2 * midranks(pooled)).astype(int)
+    doubled = np.rint(2 * rankdata(pooled)).astype(int)
     observed = int(doubled[:n_a].sum())
     centre = n_a * (n_a + n_b + 1)  # E[doubled rank sum of A] under the null
     tied = len(np.unique(pooled)) < len(pooled)
@@ -68,8 +60,10 @@ def exact_p(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def _sampled_p(x: np.ndarray, y: np.ndarray) -> float:
+    from scipy.stats import rankdata
+
     pooled = np.concatenate([x, y])
-    ranks = midranks(pooled)
+    ranks = rankdata(pooled)
     n_a = len(x)
     centre = n_a * (len(pooled) + 1) / 2
     seen = abs(ranks[:n_a].sum() - centre)
@@ -118,7 +112,7 @@ def seeds_to_reach(level: float) -> int:
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm's step-down adjusted p-values: a pair is separated at level alpha when its adjusted p is at most
     alpha, and then the chance that any pair is separated where nothing differs is at most alpha, whatever the
-    dependence between the pairs (Holm 1979)."""
+    dependence between the pairs (Holm 1979). By hand: scipy adjusts by Benjamini's methods only."""
     m = len(p_values)
     order = sorted(range(m), key=lambda i: p_values[i])
     adjusted = [0.0] * m

@@ -36,7 +36,7 @@ class Table:
 
 @dataclass(frozen=True)
 class Figure:
-    """A figure drawn to a file beside report.md."""
+    """A figure drawn to an SVG file beside report.md."""
 
     path: Path
     caption: str

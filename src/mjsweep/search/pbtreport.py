@@ -1,7 +1,7 @@
 """What `sweep report` says of a PBT sweep, as sections of tables (results/sections.py): each population's
 members, their scores generation by generation, every copy and perturbation, the best member's hyperparameter
 schedule traced back through the members it copied; a spec section that replays that schedule (also written to
-pbt_best.yaml), and the population's curves (pbt_curves.png: each member's last segment, whose logs carry its
+pbt_best.yaml), and the population's curves (pbt_curves.svg: each member's last segment, whose logs carry its
 lineage's from step 0). Its runs are segments of members, which reports do not list as groups of seeds."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from .. import svgplot
 from ..results.sections import Block, Code, Figure, Section, Table, Text
 from ..sweepdir.csvfiles import read_progress_points
 from ..sweepdir.files import SweepDir, read_or_none, write_text_atomic
@@ -19,7 +20,7 @@ from ..sweepdir.lineage import SegmentRecord
 from ..sweepdir.lineage import segments as pbt_journal
 
 CURVES_CAPTION = "the population's episode returns, each member through its lineage"
-"""pbt_curves.png's caption: training episodes' returns (progress.csv), not evaluations."""
+"""pbt_curves.svg's caption: training episodes' returns (progress.csv), not evaluations."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ def schedule_table(found: Best) -> Table:
 def sections(sweep_dir: SweepDir) -> list[Section]:
     """The sections of a PBT sweep's report (none for any other): the populations' curves and the replay spec,
     then each population's members, generations, copies and best schedule. Writes pbt_best.yaml and
-    pbt_curves.png."""
+    pbt_curves.svg."""
     found = populations(sweep_dir)
     if not found:
         return []
@@ -192,33 +193,26 @@ def segment_runs(sweep_dir: SweepDir) -> set[str]:
 
 
 def plot_curves(sweep_dir: SweepDir, found: dict[str, list[SegmentRecord]]) -> Path | None:
-    """pbt_curves.png: each member's episode return over timesteps, one panel per population; None without a
-    curve."""
-    curves = {p: {line.member: read_progress_points(sweep_dir.run(line.run).progress_csv)
-                  for line in lines if line.generation == max(each.generation for each in lines)}
-              for p, lines in found.items()}
-    if not any(points for members in curves.values() for points in members.values()):
+    """pbt_curves.svg: each member's episode return over timesteps (with several populations, each line named
+    by its population too); None without a curve. An earlier version's pbt_curves.png is removed."""
+    curves = {(p, line.member): read_progress_points(sweep_dir.run(line.run).progress_csv)
+              for p, lines in found.items() for line in lines
+              if line.generation == max(each.generation for each in lines)}
+    drawn = {key: points for key, points in sorted(curves.items()) if points}
+    sweep_dir.pbt_curves_png.unlink(missing_ok=True)
+    if not drawn:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    matplotlib.rcParams["text.parse_math"] = False  # population names are user text
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.5), squeeze=False)
-    for ax, (population, members) in zip(axes[0], curves.items(), strict=True):
-        for member, points in sorted(members.items()):
-            if points:
-                ax.plot([x for x, _ in points], [y for _, y in points], label=f"member {member}")
-        ax.set_title(population)
-        ax.set_xlabel("timesteps")
-        ax.set_ylabel("episode return (mean)")
-        ax.legend(fontsize="small")
-    path = sweep_dir.pbt_curves_png
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    names = {key: f"member {key[1]}" if len(found) == 1 else f"{key[0]}: member {key[1]}" for key in drawn}
+    colors = {key: svgplot.color(k, len(drawn)) for k, key in enumerate(drawn)}
+    x = svgplot.Scale.numeric([t for points in drawn.values() for t, _ in points], pad=0.02)
+    y = svgplot.Scale.numeric([r for points in drawn.values() for _, r in points])
+    title = ", ".join(found) if len(found) > 1 else next(iter(found))
+    axes = svgplot.chart(CURVES_CAPTION, [f"{title}: episode returns of each member"], x, y, "timesteps",
+                         "episode return (mean)", legend=[(names[key], colors[key]) for key in drawn], ids="pbt")
+    for key, points in drawn.items():
+        axes.line([t for t, _ in points], [r for _, r in points], colors[key], names[key])
+    write_text_atomic(sweep_dir.pbt_curves_svg, axes.svg.document(standalone=True))
+    return sweep_dir.pbt_curves_svg
 
 
 def _interval(sweep_dir: SweepDir) -> int | None:

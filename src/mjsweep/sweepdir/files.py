@@ -340,11 +340,17 @@ class SweepDir:
     report_profile_png = property(lambda self: self.path / "report_profile.png")
     """The decision figures as versions before the SVG ones drew them: no longer written, removed when the
     figures are decided again."""
+    report_pareto_svg = property(lambda self: self.path / "report_pareto.svg")
     report_pareto_png = property(lambda self: self.path / "report_pareto.png")
+    """The Pareto front as versions before the SVG one drew it: no longer written, removed when drawn again."""
     cross = property(lambda self: self.path / "cross")
     cross_matrix_csv = property(lambda self: self.path / "cross" / "matrix.csv")
+    cross_matrix_svg = property(lambda self: self.path / "cross" / "matrix.svg")
     cross_matrix_png = property(lambda self: self.path / "cross" / "matrix.png")
+    """The heatmap as versions before the SVG one drew it: no longer written, removed when drawn again."""
+    pbt_curves_svg = property(lambda self: self.path / "pbt_curves.svg")
     pbt_curves_png = property(lambda self: self.path / "pbt_curves.png")
+    """The curves as versions before the SVG one drew them: no longer written, removed when drawn again."""
     slurm = property(lambda self: self.path / "slurm")
     """Each SLURM array's script and run list, and SLURM's own output per task."""
 

@@ -306,8 +306,8 @@ def verify(
 @app.command()
 def plot(
     sweep_dir: Path = typer.Argument(..., help="A sweep folder: <runs_dir>/<sweep name>."),
-    output: Path = typer.Option(..., "--output", "-o", help="The learning-curve PNG; final returns go "
-                                "next to it as <name>_final.png."),
+    output: Path = typer.Option(..., "--output", "-o", help="The learning-curve SVG; final returns go "
+                                "next to it as <name>_final.svg."),
     all_specs: bool = typer.Option(False, "--all-specs", help="Also the runs of earlier specs of this folder, "
                                    "each experiment a group of its own."),
 ) -> None:
@@ -323,8 +323,8 @@ def plot(
         print(f"note: {left_out}", file=sys.stderr)
     if not rows:
         raise InputError(f"{sweep_dir}: no run folders here (is it <runs_dir>/<sweep name>?)")
-    if output.suffix.lower() != ".png":
-        raise InputError(f"-o {output}: the output must be a .png file")
+    if output.suffix.lower() != ".svg":
+        raise InputError(f"-o {output}: the output must be a .svg file")
     for path in plot_sweep(sweep_dir, rows, output) + plot_searched(SweepDir(sweep_dir), output):
         print(f"wrote {path}")
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import svgplot
 from ..results import compare as comparelib
 from ..sweepdir.files import SweepDir, write_text_atomic
-from . import svgplot
 
 INTERVALS_UP_TO = 10
 """Groups up to which a matrix cell shows its interval under P; beyond, P alone."""

@@ -160,7 +160,7 @@ def _pareto_front(rows: list[TrialRow], search: SearchSpec, figure: Path | None)
              f"every objective ({html.escape(objectives_text(search))}); each one's parameters as spec keys to "
              "paste.</p>"]
     if figure is not None:
-        parts.append(_image_figure(figure.read_bytes(), PARETO_CAPTION))
+        parts.append(_image_figure(figure.read_bytes(), PARETO_CAPTION, "svg+xml"))
     head = "".join(f"<th>{html.escape(c)}</th>"
                    for c in ("study", "trial", *(o.metric for o in search.objective), "spec keys"))
     body = []
@@ -206,9 +206,10 @@ def _svg_figure(svg: str, caption: str) -> str:
     return f"<figure>{svg}<figcaption>{html.escape(caption)}</figcaption></figure>"
 
 
-def _image_figure(png: bytes, caption: str) -> str:
-    data = base64.b64encode(png).decode("ascii")
-    return (f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
+def _image_figure(image: bytes, caption: str, kind: str = "png") -> str:
+    """An image file inside the page (kind: png, or svg+xml for a figure drawn to a file)."""
+    data = base64.b64encode(image).decode("ascii")
+    return (f'<figure><img alt="{html.escape(caption)}" src="data:image/{kind};base64,{data}">'
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
 

@@ -16,10 +16,11 @@ def main() -> None:
     # What the build imports, loaded now, off the sweep's path.
     import numpy.random  # noqa: F401
 
+    from .. import svgplot  # noqa: F401
     from ..api import report_object  # noqa: F401
     from ..results import compare, sweepreport  # noqa: F401
     from ..search import pbtreport, ranking  # noqa: F401
-    from . import cli, decision_figures, html_report, report_figures, report_view, status, svgplot  # noqa: F401
+    from . import cli, decision_figures, html_report, report_figures, report_view, status  # noqa: F401
 
     if sys.stdin.readline().strip() != "go":
         return

@@ -1,13 +1,13 @@
-"""report.html's learning curves and final returns, as SVG (ui/svgplot.py): what `sweep plot`'s two PNGs show,
-from the same curves (ui/plot.py reads them), drawn without matplotlib so that the report a sweep ends
-with costs milliseconds."""
+"""The learning curves and final returns as SVG (ui/svgplot.py), from the curves ui/curves.py reads: report.html's
+figures and the files `sweep plot` writes, drawn without matplotlib so that the report a sweep ends with costs
+milliseconds."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import svgplot
-from .plot import NothingToPlotError, SweepCurves, sweep_curves
+from .. import svgplot
+from .curves import NothingToPlotError, SweepCurves, sweep_curves
 
 if TYPE_CHECKING:
     from ..results.report import GroupRow

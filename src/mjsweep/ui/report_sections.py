@@ -32,7 +32,7 @@ def _html_block(block: Block) -> str:
     if isinstance(block, Figure):
         data = base64.b64encode(block.path.read_bytes()).decode("ascii")
         caption = html.escape(block.caption)
-        return (f'<figure><img alt="{caption}" src="data:image/png;base64,{data}">'
+        return (f'<figure><img alt="{caption}" src="data:image/svg+xml;base64,{data}">'
                 f"<figcaption>{caption}</figcaption></figure>")
     head = "".join(f"<th>{html.escape(c)}</th>" for c in block.columns)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in block.rows)

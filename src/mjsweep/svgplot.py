@@ -1,9 +1,10 @@
 """Figures as SVG text, written here with numpy and the standard library: no matplotlib.
 
-report.html and report.md's figures are drawn with this, so that the report a sweep ends with costs
-milliseconds instead of matplotlib's import and rendering (BENCHMARKS.md, "The final report.html"). It draws
-what those figures need and nothing more: axes with round ticks, lines, step lines, filled bands, dots,
-error bars, a heat map with text in its cells and outlines, a colour bar, a legend and a title.
+Every figure mjsweep draws is drawn with this (reports, `sweep plot`, a search's trials and Pareto front, PBT
+curves, the cross-evaluation heat map), so that the report a sweep ends with costs milliseconds instead of
+matplotlib's import and rendering (BENCHMARKS.md, "The final report.html"). It draws what those figures need
+and nothing more: axes with round or log ticks, lines, step lines, filled bands, dots and rings, error bars, a
+heat map with text in its cells and outlines, a colour bar, a legend, a title, and panels side by side.
 
 Coordinates are pixels from the top left, rounded to a tenth. User text (group names, grid values) is
 escaped as XML. `Svg.document()` is an inline <svg> element for an HTML page (no namespace, so that the page
@@ -26,13 +27,16 @@ GRID = "#e3e3e3"
 AXIS = "#555555"
 TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
          "#17becf")
-"""matplotlib's tab10, so that a group has the colour `sweep plot`'s PNGs give it."""
+"""matplotlib's tab10: the group colours people know from its plots."""
 TAB20 = ("#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896", "#9467bd",
          "#c5b0d5", "#8c564b", "#c49c94", "#e377c2", "#f7b6d2", "#7f7f7f", "#c7c7c7", "#bcbd22", "#dbdb8d",
          "#17becf", "#9edae5")
 RDBU = ("#67001f", "#b2182b", "#d6604d", "#f4a582", "#fddbc7", "#f7f7f7", "#d1e5f0", "#92c5de", "#4393c3",
         "#2166ac", "#053061")
 """ColorBrewer's red-blue diverging scale (matplotlib's RdBu), from 0 (red) through white at 0.5 to 1 (blue)."""
+VIRIDIS = ("#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779", "#6ece58", "#b5de2b",
+           "#fde725")
+"""matplotlib's viridis at ten even steps, from 0 (dark blue) to 1 (yellow): a sequential scale."""
 CHAR_WIDTH = 0.58
 """A sans-serif character's mean width in ems: enough to leave room for labels without measuring them."""
 PLOT_SIZE = (720.0, 360.0)
@@ -59,10 +63,19 @@ def color(index: int, count: int) -> str:
 
 def diverging(value: float) -> str:
     """`value` in [0, 1] on the red-white-blue scale, interpolated between ColorBrewer's eleven colours."""
-    position = min(max(value, 0.0), 1.0) * (len(RDBU) - 1)
-    k = min(int(position), len(RDBU) - 2)
+    return _between(RDBU, value)
+
+
+def sequential(value: float) -> str:
+    """`value` in [0, 1] on viridis, interpolated between its ten steps."""
+    return _between(VIRIDIS, value)
+
+
+def _between(stops: Sequence[str], value: float) -> str:
+    position = min(max(value, 0.0), 1.0) * (len(stops) - 1)
+    k = min(int(position), len(stops) - 2)
     t = position - k
-    a, b = _rgb(RDBU[k]), _rgb(RDBU[k + 1])
+    a, b = _rgb(stops[k]), _rgb(stops[k + 1])
     return "#" + "".join(f"{round(x + (y - x) * t):02x}" for x, y in zip(a, b, strict=True))
 
 
@@ -126,6 +139,16 @@ class Scale:
             low, high = limits
         values_at = [t for t in nice_ticks(low, high) if low <= t <= high]
         return cls(low, high, tuple((t, tick_text(t, values_at)) for t in values_at))
+
+    @classmethod
+    def decades(cls, low: float, high: float) -> Scale:
+        """A log axis from `low` to `high` (both > 0): positions are log10 of the values (draw at log10(x)),
+        ticked at the powers of ten inside, or at round values of the exponent where fewer than two are."""
+        a, b = math.log10(low), math.log10(high)
+        at = [float(k) for k in range(math.ceil(a - 1e-9), math.floor(b + 1e-9) + 1)]
+        if len(at) < 2:
+            at = [t for t in nice_ticks(a, b, 4) if a <= t <= b]
+        return cls(a, b, tuple((t, f"{10 ** t:.3g}") for t in at))
 
     @classmethod
     def categories(cls, labels: Sequence[str]) -> Scale:
@@ -202,10 +225,12 @@ class Svg:
         self.parts.append(f"<path {' '.join(attributes)}/>")
 
     def circle(self, x: float, y: float, r: float, fill: str, opacity: float = 1.0, css: str = "",
-               group: str | None = None) -> None:
+               group: str | None = None, stroke: str = "") -> None:
+        """A dot; fill "none" with a `stroke` colour: a ring."""
         named = (f' class="{css}"' if css else "") + (f' data-group="{escape(group)}"' if group is not None else "")
         faded = f' fill-opacity="{opacity:g}"' if opacity < 1 else ""
-        self.parts.append(f'<circle{named} cx="{_n(x)}" cy="{_n(y)}" r="{_n(r)}" fill="{fill}"{faded}/>')
+        edge = f' stroke="{stroke}" stroke-width="1.5"' if stroke else ""
+        self.parts.append(f'<circle{named} cx="{_n(x)}" cy="{_n(y)}" r="{_n(r)}" fill="{fill}"{faded}{edge}/>')
 
     def hatch(self) -> str:
         """A grey fill with diagonal lines, for a cell that has no value; its url(#...)."""
@@ -350,6 +375,16 @@ def chart(label: str, title: Sequence[str], xscale: Scale, yscale: Scale, xlabel
     return axes
 
 
+def side_by_side(label: str, panels: Sequence[Svg], ids: str = "panels") -> Svg:
+    """Charts in a row, as one figure (each keeps its own ids: give each a prefix of its own)."""
+    svg = Svg(sum(p.width for p in panels), max(p.height for p in panels), label, ids)
+    x = 0.0
+    for panel in panels:
+        svg.parts.append(f'<g transform="translate({_n(x)} 0)">{panel.document()}</g>')
+        x += panel.width
+    return svg
+
+
 def draw_legend(svg: Svg, x: float, y: float, entries: Sequence[tuple[str, str]]) -> None:
     """One row per (label, colour): a short line of the colour, then the label."""
     for k, (name, hue) in enumerate(entries):
@@ -371,9 +406,11 @@ class Cell:
 
 def heatmap(label: str, title: Sequence[str], rows: Sequence[str], columns: Sequence[str],
             cells: Sequence[Sequence[Cell | None]], *, xlabel: str, ylabel: str,
-            colorbar: tuple[str, Callable[[float], str]] | None = None, ids: str = "heatmap") -> Svg:
+            colorbar: tuple[str, Callable[[float], str]] | None = None,
+            colorbar_limits: tuple[float, float] = (0.0, 1.0), ids: str = "heatmap") -> Svg:
     """A grid of cells (None: left blank, as a diagonal is) with row labels on the left, column labels slanted
-    under it, and a colour bar (its label, value in [0, 1] -> colour) on the right."""
+    under it, and a colour bar (its label, value in [0, 1] -> colour) on the right, its ticks labelled from
+    `colorbar_limits` (the values at 0 and 1)."""
     n_rows, n_columns = len(rows), len(columns)
     side = 80.0 if max(n_rows, n_columns) <= 6 else max(18.0, min(60.0, 600.0 / max(n_rows, n_columns)))
     longest = max((len(line) for row in cells for cell in row if cell is not None for line in cell.lines), default=1)
@@ -399,7 +436,7 @@ def heatmap(label: str, title: Sequence[str], rows: Sequence[str], columns: Sequ
     svg.text(left + grid_width / 2, top + grid_height + column_room + 32, xlabel)
     svg.text(left - row_room - 24, top + grid_height / 2, ylabel, rotate=-90)
     if colorbar is not None:
-        _colorbar(svg, left + grid_width + 24, top, grid_height, *colorbar)
+        _colorbar(svg, left + grid_width + 24, top, grid_height, *colorbar, colorbar_limits)
     return svg
 
 
@@ -417,14 +454,17 @@ def _cell(svg: Svg, cell: Cell, x: float, y: float, side: float, font: float) ->
 
 
 def _colorbar(svg: Svg, x: float, top: float, height: float, label: str, hue: Callable[[float], str],
-              pieces: int = 64) -> None:
-    """A vertical bar of the scale from 0 (bottom) to 1 (top), ticked every 0.25, with its label beside it."""
+              limits: tuple[float, float], pieces: int = 64) -> None:
+    """A vertical bar of the scale from 0 (bottom) to 1 (top), ticked every quarter with the values `limits`
+    map there, and its label beside it."""
     width, piece = 14.0, height / pieces
     for k in range(pieces):  # bands of colour, a little overlapped so that no seam shows between them
         svg.rect(x, top + height - (k + 1) * piece, width, piece + 0.5, fill=hue((k + 0.5) / pieces))
     svg.rect(x, top, width, height, stroke=AXIS)
-    for value in (0.0, 0.25, 0.5, 0.75, 1.0):
-        y = top + height - value * height
+    low, high = limits
+    values = [low + (high - low) * k / 4 for k in range(5)]
+    for k, value in enumerate(values):
+        y = top + height - k / 4 * height
         svg.line(x + width, y, x + width + 4, y, AXIS)
-        svg.text(x + width + 7, y, f"{value:.2f}", size=10, anchor="start")
+        svg.text(x + width + 7, y, tick_text(value, values), size=10, anchor="start")
     svg.text(x + width + 52, top + height / 2, label, size=11, rotate=-90)
