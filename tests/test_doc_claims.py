@@ -1,10 +1,11 @@
 """The docs name what the code has: `sweep run`'s options are the rows of docs/cli.md's table, every command's
-options are described somewhere in the docs, the spec's keys are the ones docs/spec.md lists, and every
-example config the docs name exists and loads."""
+options are described somewhere in the docs, the spec's keys are the ones docs/spec.md lists, every
+example config the docs name exists and loads, and every `sweep` line of the docs' shell blocks parses."""
 
 from __future__ import annotations
 
 import re
+import shlex
 
 import typer.main
 import yaml
@@ -13,6 +14,7 @@ from helpers.models import REPO
 from mjsweep.spec.loading import load
 from mjsweep.spec.sweepspec import SweepSpec
 from mjsweep.ui.cli import app
+from mjsweep.ui.usage import ClickException  # click's, whichever click typer brings
 
 GROUP = typer.main.get_command(app)  # typer's own click: typed loosely here
 PAGES = [REPO / "README.md", REPO / "CONTRIBUTING.md", REPO / "BENCHMARKS.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -76,3 +78,41 @@ def test_every_config_the_docs_name_exists_and_loads():
     for config in sorted(named):
         spec = load(REPO / config)  # raises, naming file, line and key, when a config no longer loads
         assert spec.name, config
+
+
+def command_lines(page: str) -> list[str]:
+    """Each `sweep COMMAND ...` line of the page's shell blocks, without its prompt, environment, comment and
+    what a shell does with its output."""
+    lines = []
+    for language, body in re.findall(r"```(\w*)\n(.*?)```", page, re.S):
+        if language not in ("", "bash", "console"):
+            continue
+        for line in body.splitlines():
+            line = re.sub(r"^(\$ )?([A-Z_]+=\S+ )*", "", line.strip())
+            words = line.split()
+            if len(words) > 1 and words[0] == "sweep" and words[1] in GROUP.commands:  # type: ignore[attr-defined]
+                lines.append(re.split(r" #| && | > | \| ", line)[0].strip())
+    return lines
+
+
+def parse_error(line: str) -> str | None:
+    """Why the real command line parser refuses the line; None when it takes it."""
+    name, *args = shlex.split(line)[1:]
+    try:
+        GROUP.commands[name].make_context(name, args)  # type: ignore[attr-defined]
+    except ClickException as exc:
+        return exc.format_message()
+    return None
+
+
+def test_every_command_line_the_docs_show_parses():
+    refused = {f"{page.name}: {line}: {parse_error(line)}" for page in PAGES
+               for line in command_lines(page.read_text(encoding="utf-8")) if parse_error(line)}
+    assert sorted(refused) == []
+
+
+def test_a_command_line_the_parser_refuses_is_seen():
+    page = "```\n$ MUJOCO_GL=egl sweep plot runs/x   # no -o\nsweep tiny: 4 succeeded\n```\n"
+    assert command_lines(page) == ["sweep plot runs/x"]
+    assert "--output" in (parse_error("sweep plot runs/x") or "")
+    assert parse_error("sweep plot runs/x -o x.png") is None
