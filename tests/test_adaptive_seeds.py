@@ -36,19 +36,21 @@ def simulate(draw: Callable[[str, int], float], groups: list[str], policy: Adapt
 
 
 def test_groups_far_apart_are_separated_at_the_first_look_whose_share_of_the_error_allows_it():
-    # 3 vs 3 seeds cannot give p below 0.1. The information fraction at n each of max 10 is n / 10: at 4 each
-    # the design has spent 0.05 ln(1 + 0.4 (e - 1)) = 0.026 < 2/70; at 5 each 0.031, which |T| >= 8.13 (the
-    # complete order, |T| = 2 x 5 x 5 = 50, and one swap, 4/252) fits and |T| >= 4.48 (8/252) does not: the
-    # complete order crosses.
+    # A complete order of n vs n seeds has |T| = n^2 / 2 / sqrt(n^2 (2n + 1) / 12), whose t guard (n - 1 degrees of
+    # freedom) is 0.19 at 3 each, 0.10 at 4, 0.059 at 5, 0.035 at 6. The information fraction at n each of max 10
+    # is n / 10: by 6 each the design has spent 0.05 ln(1 + 0.6 (e - 1)) = 0.035, but the smallest |T| whose
+    # permutation chance fits it (2.24, 24/924) raised to the t guard at that chance is beyond the complete
+    # order's 2.88; at 7 each the boundary is 2.65, below the complete order's 3.13: it crosses.
     rounds = simulate(lambda g, s: (100.0 if g == "strong" else 0.0) + s, ["weak", "strong"])
-    assert [r.granted() for r in rounds] == [{"weak": 4, "strong": 4}, {"weak": 5, "strong": 5},
-                                             {"weak": 5, "strong": 5}]
+    assert [r.granted() for r in rounds] == [{"weak": n, "strong": n} for n in (4, 5, 6, 7, 7)]
     assert rounds[-1].best == "strong" and rounds[-1].done
     weak = rounds[-1].groups[0]
     assert (weak.verdict, weak.p, weak.add) == (SeedVerdict.SEPARATED, 1.0, False)
     [pair] = rounds[-1].pairs
-    assert pair.looks == [[3, 3], [4, 4], [5, 5]] and pair.boundaries == [None, None, pytest.approx(8.132, abs=1e-3)]
-    assert (pair.u, pair.d, pair.t, pair.level, pair.separated) == (0.0, 25.0, -50.0, pytest.approx(0.05), True)
+    assert pair.looks == [[n, n] for n in range(3, 8)]
+    assert pair.boundaries == [None] * 4 + [pytest.approx(2.653, abs=1e-3)]
+    assert (pair.u, pair.d, pair.t, pair.level, pair.separated) == \
+        (0.0, 49.0, pytest.approx(-3.1305, abs=1e-4), pytest.approx(0.05), True)
 
 
 def test_identical_groups_are_never_separated_and_stop_at_max():
@@ -67,16 +69,16 @@ def test_with_one_clearly_best_group_the_far_one_stops_once_separated_and_seeds_
 
     rounds = simulate(draw, ["far", "close", "best"])
     assert all(r.best == "best" for r in rounds)
-    # Holm over 3 pairs: the far pair is tested at 0.05 / 3 first, which a complete order reaches at 5 seeds
-    # (spent by then: 0.05 / 3 x ln(1 + 0.5 (e - 1)) = 0.0103 >= 2/252).
+    # Holm over 3 pairs: the far pair is tested at 0.05 / 3 first, which a complete order reaches at 9 seeds
+    # (tests/test_reach.py: the first look of min 3, max 10 with three groups).
     far = [r.groups[0] for r in rounds]
-    assert [g.verdict for g in far[:3]] == [SeedVerdict.OPEN] * 2 + [SeedVerdict.SEPARATED]
-    assert all(g.verdict is SeedVerdict.SEPARATED and not g.add for g in far[2:])
-    assert rounds[-1].granted()["far"] == 5
+    assert [g.verdict for g in far[:7]] == [SeedVerdict.OPEN] * 6 + [SeedVerdict.SEPARATED]
+    assert all(g.verdict is SeedVerdict.SEPARATED and not g.add for g in far[6:])
+    assert rounds[-1].granted()["far"] == 9
     assert rounds[-1].granted()["close"] == rounds[-1].granted()["best"] == 10
-    # The far group left play at 5 seeds: its pairs keep the looks they had.
+    # The far group left play at 9 seeds: its pairs keep the looks they had.
     pairs = {(p.a, p.b): p for p in rounds[-1].pairs}
-    assert pairs[("far", "best")].looks[-1] == [5, 5] and pairs[("close", "best")].looks[-1] == [10, 10]
+    assert pairs[("far", "best")].looks[-1] == [9, 9] and pairs[("close", "best")].looks[-1] == [10, 10]
 
 
 def test_a_close_pair_is_separated_once_enough_seeds_show_the_gap():
@@ -142,10 +144,10 @@ def test_the_explanation_says_what_was_decided_and_why():
     assert line.startswith("round 1: best a; b: open, P(best > it) = ")
     assert line.endswith("with 3 seeds (|T| = 0.612; no |T| can cross at error 0.05 yet, 1 look); one more seed to "
                          "a, b")
-    done = next_round(1, {"a": [10.0, 11.0, 12.0, 13.0, 14.0], "b": [1.0, 2.0, 3.0, 4.0, 5.0]}, [],
-                      AdaptiveSeeds(min=5, max=5))
-    assert explain(done) == ("round 1: best a; b: separated, P(best > it) = 1.00 with 5 seeds (separated at error "
-                             "0.05, 1 look, |T| = 50); done")
+    done = next_round(1, {"a": [10.0 + i for i in range(7)], "b": [1.0 + i for i in range(7)]}, [],
+                      AdaptiveSeeds(min=7, max=7))
+    assert explain(done) == ("round 1: best a; b: separated, P(best > it) = 1.00 with 7 seeds (separated at error "
+                             "0.05, 1 look, |T| = 3.13); done")
 
 
 def test_a_record_from_before_the_sequential_test_still_reads_and_explains():
@@ -176,13 +178,30 @@ def test_a_record_of_the_rank_test_keeps_its_decision_and_the_report_names_that_
     assert said.separated and said.words == "sequential rank test, round 3: separated at error 0.05, 3 looks, D = 25"
     assert "Round 3 was decided by the sequential exact rank test (D = |2U - n_a n_b|)" in to_markdown([decision])
     # A round decided now names its test, and the report says so.
-    now = next_round(4, {"a": [10.0, 11.0, 12.0, 13.0, 14.0], "b": [1.0, 2.0, 3.0, 4.0, 5.0]},
-                     [{"a": 3, "b": 3}, {"a": 4, "b": 4}], POLICY)
-    assert now.method == "Brunner-Munzel" and json.loads(now.model_dump_json())["method"] == "Brunner-Munzel"
+    now = next_round(4, {"a": [10.0 + i for i in range(7)], "b": [1.0 + i for i in range(7)]},
+                     [{"a": n, "b": n} for n in range(3, 7)], POLICY)
+    method = "bounded Brunner-Munzel"
+    assert now.method == method and json.loads(now.model_dump_json())["method"] == method
     [said] = verdicts([decision, now]).values()
-    assert said.words.startswith("sequential Brunner-Munzel test, round 4: separated at error 0.05")
+    assert said.words.startswith("sequential bounded Brunner-Munzel test, round 4: separated at error 0.05")
     assert "Round 3 was decided by the sequential exact rank test" in to_markdown([decision, now])
-    assert [decided_by(d) for d in (decision, now)] == ["sequential rank test", "sequential Brunner-Munzel test"]
+    assert [decided_by(d) for d in (decision, now)] == ["sequential rank test",
+                                                        "sequential bounded Brunner-Munzel test"]
+
+
+UNBOUNDED_LINE = RANK_TEST_LINE.replace('"test": "group-sequential rank test', '"method": "Brunner-Munzel", "test": '
+                                        '"group-sequential Brunner-Munzel test').replace(
+    '"u": 25.0, "d": 25.0,', '"u": 0.0, "d": 25.0, "t": 50.0,').replace('[null, null, 23.0]', '[null, null, 8.13]')
+
+
+def test_a_record_of_the_unbounded_brunner_munzel_test_keeps_its_decision_and_names_that_test():
+    # Before its variance was floored, the test's |T| of a complete order of 5 vs 5 was 50, and it separated.
+    decision = SeedRound.model_validate_json(UNBOUNDED_LINE)
+    assert decision.method == "Brunner-Munzel" and decision.pairs[0].separated
+    assert decided_by(decision) == "sequential Brunner-Munzel test"
+    [said] = verdicts([decision]).values()
+    assert said.separated and said.words == ("sequential Brunner-Munzel test, round 3: separated at error 0.05, "
+                                             "3 looks, |T| = 50")
 
 
 def test_the_record_reads_back_and_skips_a_line_cut_short(tmp_path):
@@ -260,8 +279,8 @@ def test_identical_variants_train_every_seed_up_to_max_and_resume_from_the_same_
     assert as_json["seed_rounds"] == first
     # The verdict of a pair whose seeds were granted by looking is the sequential test's, not a one-look test's.
     compared = run_sweep("report", str(sweep), "--compare").stdout
-    assert ("twin vs walker: not separated with 4 seeds each (sequential Brunner-Munzel test, round 3: |T| = 0 < 32 "
-            "at error 0.05") in compared
+    assert ("twin vs walker: not separated with 4 seeds each (sequential bounded Brunner-Munzel test, round 3: "
+            "|T| = 0; no |T| can cross at error 0.05 yet, 3 looks") in compared
     assert run_sweep("report", str(sweep), "--format", "html").returncode == 0
     page = (sweep / "report.html").read_text()
     assert "<h2>adaptive seeds</h2>\n<p>3 decisions, done; seeds per group: walker 4, twin 4. " in page
@@ -272,9 +291,10 @@ def test_identical_variants_train_every_seed_up_to_max_and_resume_from_the_same_
 
 
 def test_variants_far_apart_stop_at_min_and_slurm_is_refused(tmp_path):
-    # 5 seeds each of at most 6 is the first look at which the design's error allows a separation at all:
-    # 0.05 * 25/36 spent, above 2/252, the chance of a complete order of 5 and 5.
-    spec = adaptive_spec(tmp_path, {"min": 5, "max": 6})
+    # 7 seeds each of at most 8: the first look has 0.05 ln(1 + (7/8) (e - 1)) = 0.046 of the error, and its
+    # boundary, 2.65, is below a complete order's |T| (3.13) and below the 2.87 that the twin's 7 seeds give
+    # (all but two of the 49 pairings below the walker's; at 6 seeds each, 34 of 36 are not enough).
+    spec = adaptive_spec(tmp_path, {"min": 7, "max": 8})
     refused = run_sweep("run", str(spec), "--backend", "slurm")
     assert refused.returncode == 2
     assert "adaptive seeds add runs as results come in: use --backend local or ray, not slurm" in refused.stderr
@@ -283,9 +303,9 @@ def test_variants_far_apart_stop_at_min_and_slurm_is_refused(tmp_path):
     sweep = tmp_path / "runs" / "adaptive"
     [decision] = decisions(sweep)
     assert decision["round"] == 1 and not any(g["add"] for g in decision["groups"])
-    assert len([p for p in sweep.iterdir() if (p / "spec.json").exists()]) == 10
+    assert len([p for p in sweep.iterdir() if (p / "spec.json").exists()]) == 14
     [pair] = decision["pairs"]
-    assert pair["separated"] and pair["looks"] == [[5, 5]] and abs(pair["t"]) >= pair["boundaries"][0]
+    assert pair["separated"] and pair["looks"] == [[7, 7]] and abs(pair["t"]) >= pair["boundaries"][0]
 
 
 def test_the_example_config_validates_and_its_dry_run_says_what_it_may_cost(tmp_path):
@@ -293,6 +313,7 @@ def test_the_example_config_validates_and_its_dry_run_says_what_it_may_cost(tmp_
     assert run_sweep("validate", config).returncode == 0
     dry = run_sweep("run", config, "--dry-run", "--runs-dir", str(tmp_path))
     assert dry.returncode == 0, dry.stderr
-    assert "adaptive seeds: 4 groups x 3 to 8 seeds: at least 12 runs, at most 32 (12 granted so far)" in dry.stdout
-    assert "cost: 12 to 32 runs (min to max seeds), 49k to 131k env steps" in dry.stdout
+    assert "adaptive seeds: 4 groups x 3 to 9 seeds: at least 12 runs, at most 36 (12 granted so far)" in dry.stdout
+    assert "cost: 12 to 36 runs (min to max seeds), 49k to 147k env steps" in dry.stdout
+    assert "cannot separate" not in dry.stderr  # max 9 is the least with a look that can, over 6 pairs
     assert list(tmp_path.iterdir()) == []

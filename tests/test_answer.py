@@ -29,10 +29,10 @@ def three_groups(folder: Path, seeds: int) -> Path:
 
 
 def test_a_plain_report_opens_with_the_leader_separated(tmp_path):
-    folder = three_groups(tmp_path / "sep", 6)
+    folder = three_groups(tmp_path / "sep", 8)
     done = run_sweep("report", str(folder))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[0] == ("answer: long leads (mean 125.00), separated from every other group at "
+    assert done.stdout.splitlines()[0] == ("answer: long leads (mean 135.00), separated from every other group at "
                                            f"95%; details: sweep report {folder} --compare")
 
 
@@ -51,24 +51,24 @@ def test_one_group_has_no_answer_to_give(tmp_path):
 
 
 def test_the_leader_not_separated_from_one_group_names_that_group():
-    returns = {"a": [10.0, 11, 12, 13, 14, 15], "b": [9.5, 10.5, 11.5, 12.5, 13.5, 14.5], "c": [0.0, 1, 2, 3, 4, 5]}
-    groups = [GroupRow(name, name, {}, 6, 6, 0, sum(r) / 6, 1.0, None) for name, r in returns.items()]
+    returns = {"a": [10.0 + i for i in range(8)], "b": [9.5 + i for i in range(8)], "c": [float(i) for i in range(8)]}
+    groups = [GroupRow(name, name, {}, 8, 8, 0, sum(r) / 8, 1.0, None) for name, r in returns.items()]
     line = answer(groups, compare(returns), "sweep report X --compare")
-    assert line == "answer: a leads (mean 12.50), not separated from b at 95%; details: sweep report X --compare"
+    assert line == "answer: a leads (mean 13.50), not separated from b at 95%; details: sweep report X --compare"
 
 
 def test_report_html_opens_with_the_answer(tmp_path):
-    folder = three_groups(tmp_path / "sep", 6)
+    folder = three_groups(tmp_path / "sep", 8)
     assert run_sweep("report", str(folder), "--format", "html").returncode == 0
     page = (folder / "report.html").read_text()
     body = page[page.index("<body>"):]
     first = re.findall(r"<(h1|p|table|h2)[ >]", body)[:2]
-    assert first == ["h1", "p"] and '<p class="answer">answer: long leads (mean 125.00), separated' in body
+    assert first == ["h1", "p"] and '<p class="answer">answer: long leads (mean 135.00), separated' in body
     assert body.index('class="answer"') < body.index("<table")
 
 
 def test_the_report_table_fits_a_100_column_terminal_leaving_out_whole_columns(tmp_path):
-    folder = three_groups(tmp_path / "sep", 6)
+    folder = three_groups(tmp_path / "sep", 8)
     code, text = on_terminal("report", str(folder), env={}, columns=100)
     assert code == 0, text
     lines = ANSI.sub("", text).replace("\r", "").splitlines()
@@ -80,7 +80,7 @@ def test_the_report_table_fits_a_100_column_terminal_leaving_out_whole_columns(t
     assert left_out and set(left_out) == set(DROPPED_FIRST[:len(left_out)])
     assert f"left out to fit 100 columns: {', '.join(left_out)} " in " ".join(lines)
     row = next(line for line in lines if line.startswith("│ long"))
-    assert "125.00" in row and "[" in row and "]" in row  # the mean and its interval whole on the row
+    assert "135.00" in row and "[" in row and "]" in row  # the mean and its interval whole on the row
 
 
 def test_above_twenty_groups_the_answer_names_the_leader_and_leaves_the_tests_to_compare(tmp_path):

@@ -201,7 +201,7 @@ def test_with_adaptive_seeds_a_pairs_verdict_is_the_sequential_tests(sweep):
     returns = {"a lr=0.1": [10.0, 20.0, 30.0, 40.0], "b lr=0.1": [1.0, 2.0, 3.0, 4.0]}
     append_line(SweepDir(sweep).seeds_jsonl, next_round(1, returns, [], AdaptiveSeeds(min=4, max=4)))
     (pair,) = mjsweep.load(sweep).compare("a", "b")
-    assert pair.sequential is not None and pair.sequential.startswith("sequential Brunner-Munzel test, round 1")
+    assert pair.sequential is not None and pair.sequential.startswith("sequential bounded Brunner-Munzel test, round 1")
     shown = json.loads(CliRunner().invoke(app, ["report", str(sweep), "--format", "json", "--compare", "a", "b"]
                                           ).stdout)
     assert shown["comparisons"] == [pair.to_json()]

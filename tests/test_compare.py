@@ -19,46 +19,48 @@ from mjsweep.sweepdir.models import RunState
 from mjsweep.ui.cli import app
 
 RNG = np.random.default_rng(7)
-FAR = {"good": list(RNG.normal(100, 5, 5)), "bad": list(RNG.normal(0, 5, 5))}
+FAR = {"good": list(RNG.normal(100, 5, 8)), "bad": list(RNG.normal(0, 5, 8))}
 
 
 def test_groups_far_apart_are_separated_and_the_verdict_names_the_test_the_better_and_the_seeds():
     [c] = compare(FAR)
     assert c.separated and c.p == 1.0 and c.seeds_needed is None
-    assert c.p_value == pytest.approx(2 / 252) and c.adjusted == c.p_value and c.family == 1
-    assert c.verdict() == "good > bad (Brunner-Munzel p = 0.0079; P = 1.00 [0.64, 1.00], 5 seeds each)"
+    # A complete order of 8 vs 8: the t guard's p (7 degrees of freedom at |T| = 3.36), above 2/12870 splits.
+    assert c.p_value == pytest.approx(0.0121, abs=1e-4) and c.adjusted == c.p_value and c.family == 1
+    assert c.verdict() == "good > bad (bounded Brunner-Munzel p = 0.012; P = 1.00 [0.76, 1.00], 8 seeds each)"
     [reverse] = compare(FAR, [("bad", "good")])
-    assert reverse.verdict() == "good > bad (Brunner-Munzel p = 0.0079; P = 1.00 [0.64, 1.00], 5 seeds each)"
+    assert reverse.verdict() == "good > bad (bounded Brunner-Munzel p = 0.012; P = 1.00 [0.76, 1.00], 8 seeds each)"
 
 
 def test_seeds_too_few_to_reach_the_level_say_so_and_name_the_count_that_could():
-    # Every seed of good beats every seed of bad, yet 3 vs 3 seeds cannot give a p below 2/20 = 0.1.
+    # Every seed of good beats every seed of bad, yet 3 vs 3 seeds cannot give a p below the t guard's 0.19.
     [three] = compare({"good": [10.0, 11.0, 12.0], "bad": [0.0, 1.0, 2.0]})
-    assert (three.high, three.p_value) == (1.0, pytest.approx(0.1)) and 0.50 < three.low < 0.51
-    assert not three.separated and not three.reachable and three.seeds_could == 4
-    assert three.verdict() == ("good vs bad: not separated with 3 seeds each (Brunner-Munzel p = 0.1; P(good > bad) = "
-                               "1.00 [0.50, 1.00]); 3 vs 3 seeds cannot separate anything at 95%: the smallest "
-                               "p-value they can give is 0.1; 4 seeds each could")
-    [four] = compare({"good": [10.0, 11.0, 12.0, 13.0], "bad": [0.0, 1.0, 2.0, 3.0]})
-    assert four.separated and four.p_value == pytest.approx(2 / 70)
-    # With six pairs Holm's strictest step is 0.05 / 6: only 5 seeds each could reach it.
+    assert (three.high, three.p_value) == (1.0, pytest.approx(0.1885, abs=1e-4)) and 0.50 < three.low < 0.51
+    assert not three.separated and not three.reachable and three.seeds_could == 6
+    assert three.verdict() == ("good vs bad: not separated with 3 seeds each (bounded Brunner-Munzel p = 0.19; "
+                               "P(good > bad) = 1.00 [0.50, 1.00]); 3 vs 3 seeds cannot separate anything at 95%: "
+                               "the smallest p-value they can give is 0.19; 6 seeds each could")
+    [six_each] = compare({"good": [float(10 + i) for i in range(6)], "bad": [float(i) for i in range(6)]})
+    assert six_each.separated and six_each.p_value == pytest.approx(0.0345, abs=1e-4)
+    # With six pairs Holm's strictest step is 0.05 / 6: only 9 seeds each could reach it.
     six = {g: [float(i + 10 * k) for i in range(3)] for k, g in enumerate("abcd")}
-    assert {c.seeds_could for c in compare(six)} == {5}
+    assert {c.seeds_could for c in compare(six)} == {9}
 
 
 def test_close_groups_are_not_separated_and_the_verdict_says_how_many_seeds_would_do():
-    returns = {"a": [10.0, 12.0, 9.0, 14.0], "b": [9.5, 11.0, 8.0, 10.0]}
+    returns = {"a": [10.0, 12.0, 9.0, 14.0, 13.0, 8.5], "b": [9.5, 11.0, 8.0, 10.0, 12.5, 9.0]}
     [c] = compare(returns)
     assert not c.separated and c.p is not None and c.p > 0.5
-    assert c.seeds_needed is not None and c.seeds_needed > 4
-    assert c.verdict().startswith("a vs b: not separated with 4 seeds each (Brunner-Munzel p = 0.37; P(a > b) = ")
+    assert c.seeds_needed is not None and c.seeds_needed > 6
+    assert c.verdict().startswith("a vs b: not separated with 6 seeds each (bounded Brunner-Munzel p = 0.47; "
+                                  "P(a > b) = ")
     assert c.verdict().endswith(f"; at the spread seen, about {c.seeds_needed} seeds each would separate them")
-    more = {k: v * 8 for k, v in returns.items()}  # the same spread seen over 32 seeds each
+    more = {k: v * 8 for k, v in returns.items()}  # the same spread seen over 48 seeds each
     assert compare(more)[0].separated
 
 
 def test_identical_groups_are_never_said_to_differ():
-    [c] = compare({"a": [1.0, 2.0, 3.0, 4.0], "b": [1.0, 2.0, 3.0, 4.0]})
+    [c] = compare({"a": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "b": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
     assert c.p == 0.5 and c.p_value == 1.0 and not c.separated and c.seeds_needed is None
     assert c.verdict().endswith("no difference seen: more seeds may never separate them")
 
@@ -73,7 +75,7 @@ THREE = {"good": FAR["good"], "close": [99.0, 104.0, 96.0, 101.0], "bad": FAR["b
 
 def test_the_matrix_holds_every_ordered_pair_and_its_mirror_adds_up_to_one():
     m = matrix(THREE)
-    assert m.groups == list(THREE) and m.seeds == [5, 4, 5, 1] and m.comparable == ["good", "close", "bad"]
+    assert m.groups == list(THREE) and m.seeds == [8, 4, 8, 1] and m.comparable == ["good", "close", "bad"]
     assert all(m.cells[i][i] is None for i in range(4))
     for i, a in enumerate(m.groups[:3]):
         for j, b in enumerate(m.groups[:3]):
@@ -91,13 +93,13 @@ def test_the_matrix_holds_every_ordered_pair_and_its_mirror_adds_up_to_one():
     assert [c.verdict() for c in m.comparisons()] == [c.verdict() for c in compare(THREE)]
     data = m.to_json()
     assert data["p"][0][2] == 1.0 and data["separated"][0][2] is True and data["p"][1][1] is None
-    assert data["p"][0][3] is None and data["seeds"] == [5, 4, 5, 1]
+    assert data["p"][0][3] is None and data["seeds"] == [8, 4, 8, 1]
 
 
 def test_profiles_are_stats_performance_profile_on_shared_taus_for_groups_with_two_seeds():
     p = profiles(THREE)
-    assert [g.group for g in p.groups] == ["good", "close", "bad"] and [g.seeds for g in p.groups] == [5, 4, 5]
-    assert len(p.taus) == 101 and p.taus[0] < min(FAR["bad"]) and p.taus[-1] == 104.0
+    assert [g.group for g in p.groups] == ["good", "close", "bad"] and [g.seeds for g in p.groups] == [8, 4, 8]
+    assert len(p.taus) == 101 and p.taus[0] < min(FAR["bad"]) and p.taus[-1] == max(FAR["good"])
     for g in p.groups:
         fraction, low, high = stats.performance_profile(THREE[g.group], p.taus)
         assert (g.fraction, g.low, g.high) == (fraction.tolist(), low.tolist(), high.tolist())
@@ -129,13 +131,13 @@ def test_sweep_report_compare_prints_the_verdicts_and_json_and_report_md_carry_t
     sweep_of_two_variants(tmp_path)
     table = run_sweep("report", str(tmp_path), "--compare")
     assert table.returncode == 0, table.stderr
-    assert "good > bad (Brunner-Munzel p = 0.0079; P = 1.00 [0.64, 1.00], 5 seeds each)" in table.stdout
-    assert "- good > bad (Brunner-Munzel p = 0.0079; P = 1.00" in (tmp_path / "report.md").read_text()
+    assert "good > bad (bounded Brunner-Munzel p = 0.012; P = 1.00 [0.76, 1.00], 8 seeds each)" in table.stdout
+    assert "- good > bad (bounded Brunner-Munzel p = 0.012; P = 1.00" in (tmp_path / "report.md").read_text()
     data = json.loads(run_sweep("report", str(tmp_path), "--compare", "bad", "good", "--format", "json").stdout)
     [c] = data["comparisons"]
-    assert (c["a"], c["b"], c["p"], c["low"], c["seeds_a"], c["separated"]) == ("bad", "good", 0.0, 0.0, 5, True)
-    assert c["high"] == effectsize.improvement_interval(FAR["bad"], FAR["good"])[1] == pytest.approx(0.357, abs=1e-3)
-    assert (c["p_value"], c["adjusted"], c["family"]) == (pytest.approx(2 / 252), pytest.approx(2 / 252), 1)
+    assert (c["a"], c["b"], c["p"], c["low"], c["seeds_a"], c["separated"]) == ("bad", "good", 0.0, 0.0, 8, True)
+    assert c["high"] == effectsize.improvement_interval(FAR["bad"], FAR["good"])[1] == pytest.approx(0.244, abs=1e-3)
+    assert (c["p_value"], c["adjusted"], c["family"]) == (pytest.approx(0.0121, abs=1e-4), c["p_value"], 1)
     assert "comparisons" not in json.loads(run_sweep("report", str(tmp_path), "--format", "json").stdout)
 
 
@@ -181,7 +183,7 @@ def test_compare_draws_both_figures_and_report_md_says_the_seeds_they_rest_on(tm
     assert first.get("stroke") == svgplot.TAB10[0]  # the first group's profile, in tab10's first colour
     md = (tmp_path / "report.md").read_text()
     assert "](report_matrix.svg)" in md and "](report_profile.svg)" in md
-    assert "Seeds per group: close 4 seeds, good 5 seeds, lone 1 seed, bad 5 seeds;" in md
+    assert "Seeds per group: close 4 seeds, good 8 seeds, lone 1 seed, bad 8 seeds;" in md
     assert "report_matrix" not in (CliRunner().invoke(app, ["report", str(tmp_path)]).stdout +
                                    (tmp_path / "report.md").read_text())  # without --compare: no figure
 
@@ -192,7 +194,7 @@ def test_json_carries_the_matrix_and_the_profiles_as_stats_computes_them(tmp_pat
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
     m = data["matrix"]
-    assert m["groups"] == list(LADDER) and m["seeds"] == [4, 5, 1, 5]
+    assert m["groups"] == list(LADDER) and m["seeds"] == [4, 8, 1, 8]
     for i, a in enumerate(m["groups"]):
         for j, b in enumerate(m["groups"]):
             if i == j or "lone" in (a, b):
@@ -203,7 +205,7 @@ def test_json_carries_the_matrix_and_the_profiles_as_stats_computes_them(tmp_pat
             else:
                 assert (m["p"][i][j], m["low"][i][j], m["high"][i][j]) == \
                     pytest.approx((1 - m["p"][j][i], 1 - m["high"][j][i], 1 - m["low"][j][i]))
-    assert m["separated"][0][3] is True and m["separated"][3][0] is True and m["separated"][0][1] is False
+    assert m["separated"][1][3] is True and m["separated"][3][1] is True and m["separated"][0][1] is False
     profile = data["performance_profile"]
     assert [g["group"] for g in profile["groups"]] == ["close", "good", "bad"]
     for g in profile["groups"]:
@@ -225,7 +227,7 @@ def test_with_one_comparable_group_no_figure_is_drawn_and_report_md_says_why(tmp
     assert f"no figures: {why}" in out.stdout
     assert not any(path.exists() for path in stale) and not (tmp_path / "report_profile.svg").exists()
     md = (tmp_path / "report.md").read_text()
-    assert f"No figures: {why}." in md and "Seeds per group: good 5 seeds, lone 1 seed;" in md
+    assert f"No figures: {why}." in md and "Seeds per group: good 8 seeds, lone 1 seed;" in md
     assert ".svg" not in md and ".png" not in md
 
 
@@ -252,5 +254,5 @@ def test_report_html_embeds_both_figures_and_the_verdict_of_every_pair(tmp_path)
     verdicts = [c.verdict() for c in compare(LADDER)]
     assert len(verdicts) == 6 and all(f"<li>{html.escape(v)}</li>" in page for v in verdicts)
     assert "<li>close vs lone: too few seeds to compare (4 and 1 seeds; at least 2 each)</li>" in page
-    assert "Seeds per group: close 4 seeds, good 5 seeds, lone 1 seed, bad 5 seeds;" in page
+    assert "Seeds per group: close 4 seeds, good 8 seeds, lone 1 seed, bad 8 seeds;" in page
     assert "](report_matrix.svg)" in (tmp_path / "report.md").read_text()

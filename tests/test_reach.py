@@ -10,15 +10,17 @@ import pytest
 
 from helpers.commands import run_sweep, write_spec
 from helpers.models import TINY_LONG_XML
-from mjsweep.results import ranktest, reach, sequential
+from mjsweep.results import brunnermunzel, reach, sequential
 
 
 def test_a_fixed_count_can_separate_when_its_smallest_p_reaches_holms_first_step():
     three = reach.fixed_reach(3, 2, 0.95)
-    assert three is not None and not three.can_separate and three.smallest == ranktest.smallest_p(3, 3) == 0.1
-    assert three.fewest == 4 and reach.fixed_reach(4, 2, 0.95).can_separate  # 2/70 = 0.029 <= 0.05
-    four_groups = reach.fixed_reach(4, 4, 0.95)  # 6 pairs: 0.029 > 0.05 / 6
-    assert four_groups is not None and not four_groups.can_separate and four_groups.fewest == 5
+    assert three is not None and not three.can_separate and three.smallest == brunnermunzel.smallest_p(3, 3)
+    assert three.smallest == pytest.approx(0.1885, abs=1e-4)  # the t guard's, above the 2/20 of the splits
+    assert three.fewest == 6 and reach.fixed_reach(6, 2, 0.95).can_separate  # 0.0345 <= 0.05
+    assert not reach.fixed_reach(5, 2, 0.95).can_separate  # 0.059 > 0.05
+    four_groups = reach.fixed_reach(8, 4, 0.95)  # 6 pairs: 0.012 > 0.05 / 6
+    assert four_groups is not None and not four_groups.can_separate and four_groups.fewest == 9
     assert reach.fixed_reach(2, 1, 0.95) is None  # one group: nothing is compared
 
 
@@ -41,12 +43,12 @@ def two_walkers(tmp_path, tiny_spec, seeds) -> str:
     return str(write_spec(tmp_path, spec))
 
 
-def test_validate_warns_that_3_seeds_cannot_separate_two_groups_and_names_4(tmp_path, tiny_spec):
-    done = run_sweep("validate", two_walkers(tmp_path, tiny_spec, 3))
+def test_validate_warns_that_5_seeds_cannot_separate_two_groups_and_names_6(tmp_path, tiny_spec):
+    done = run_sweep("validate", two_walkers(tmp_path, tiny_spec, 5))
     assert done.returncode == 0, done.stderr
-    assert ("warning: 3 seeds a group cannot separate the two groups at 95%: the smallest p-value 3 vs 3 seeds "
-            "can give is 0.1, above the level 0.05; 4 seeds each can (seeds: 4)") in done.stderr.splitlines()
-    enough = run_sweep("validate", two_walkers(tmp_path, tiny_spec, 4))
+    assert ("warning: 5 seeds a group cannot separate the two groups at 95%: the smallest p-value 5 vs 5 seeds "
+            "can give is 0.059, above the level 0.05; 6 seeds each can (seeds: 6)") in done.stderr.splitlines()
+    enough = run_sweep("validate", two_walkers(tmp_path, tiny_spec, 6))
     assert enough.returncode == 0 and "cannot separate" not in enough.stderr
 
 
@@ -54,11 +56,11 @@ def test_the_dry_run_of_adaptive_seeds_says_when_a_separation_becomes_possible(t
     short = run_sweep("run", two_walkers(tmp_path, tiny_spec, {"min": 2, "max": 3}), "--dry-run")
     assert short.returncode == 0, short.stderr
     assert ("warning: adaptive seeds up to max 3 cannot separate the two groups at 95%: at no look from 2 to 3 "
-            "seeds each can the smallest p-value reach the error spent by then at the level 0.05; max: 4 can"
+            "seeds each can the smallest p-value reach the error spent by then at the level 0.05; max: 6 can"
             ) in short.stderr.splitlines()
-    assert "adaptive seeds: no look up to max 3 can separate a pair (max: 4 can)" in short.stdout
+    assert "adaptive seeds: no look up to max 3 can separate a pair (max: 6 can)" in short.stdout
     longer = run_sweep("run", two_walkers(tmp_path, tiny_spec, {"min": 3, "max": 10}), "--dry-run")
     assert "cannot separate" not in longer.stderr
-    assert "adaptive seeds: a separation first becomes possible at the look with 5 seeds each (level 0.05)" \
+    assert "adaptive seeds: a separation first becomes possible at the look with 7 seeds each (level 0.05)" \
         in longer.stdout
     assert not (tmp_path / "runs").exists()

@@ -7,8 +7,9 @@ import math
 
 import numpy as np
 import pytest
+import scipy.stats
 
-from mjsweep.results import sequential
+from mjsweep.results import brunnermunzel, sequential
 
 LOOKS = tuple((n, n) for n in range(3, 11))
 
@@ -23,9 +24,13 @@ def test_a_looks_boundary_does_not_change_as_later_looks_are_added():
 def test_looks_that_cannot_reach_their_share_of_the_error_have_no_boundary():
     # 3 vs 3 seeds: the most extreme split has chance 2/20 = 0.1, above any share of 0.05.
     assert sequential.boundaries(((3, 3),), 0.05, 3) == (math.inf,)
-    # 4 vs 4 with nothing more to come: the whole 0.05 is there, and 2/70 fits; |T| = 2 x 4 x 4 = 32 is the
-    # complete order, and the next, one swap (|T| = 4.95), has 4/70.
-    assert sequential.boundaries(((4, 4),), 0.05, 4) == (32.0,)
+    # 4 vs 4 with nothing more to come: the whole 0.05 is there, and 2/70 of the splits fit, but the complete
+    # order's |T| = 8 / sqrt(12) = 2.31 has a t guard (3 degrees of freedom) of 0.104.
+    assert sequential.boundaries(((4, 4),), 0.05, 4) == (math.inf,)
+    # 6 vs 6: the smallest |T| within 0.05 is 2.08 (38 of the 924 splits at it or beyond), raised to Student's t
+    # with 5 degrees of freedom at 38/924, 2.73: below the complete order's 18 / sqrt(39) = 2.88.
+    (six,) = sequential.boundaries(((6, 6),), 0.05, 6)
+    assert six == pytest.approx(scipy.stats.t.isf(38 / 924 / 2, 5)) and six < brunnermunzel.largest(6, 6)
     assert sequential.boundaries(LOOKS, 0.05, 10)[:2] == (math.inf, math.inf)
 
 
@@ -44,7 +49,7 @@ def test_the_chance_of_any_crossing_on_fresh_paths_is_within_the_level():
 
 def test_a_path_crosses_where_its_statistic_reaches_the_boundary():
     far = sequential.path([list(range(10, 10 + n)) for n in range(3, 11)], [list(range(n)) for n in range(3, 11)])
-    assert far.t == tuple(2.0 * n * n for n in range(3, 11)) and far.crossed(0.05, 10)
+    assert far.t == pytest.approx(tuple(brunnermunzel.largest(n, n) for n in range(3, 11))) and far.crossed(0.05, 10)
     same = sequential.path([[1.0, 2.0, 3.0]], [[1.0, 2.0, 3.0]])
     assert same.t == (0.0,) and not same.crossed(0.05, 10)
 

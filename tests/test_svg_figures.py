@@ -143,22 +143,29 @@ def test_no_final_returns_no_figure():
     assert final_svg([], [], {}, "sweep") is None
 
 
+SEPARABLE = {"close": [99.0, 104.0, 96.0, 101.0, 100.0, 103.0, 97.0, 102.0],
+             "good": [100.0, 102.0, 98.0, 101.0, 99.0, 103.0, 97.0, 100.5], "lone": [50.0],
+             ODD: [10.0, 12.0, 8.0, 11.0, 9.0, 13.0, 7.0, 10.5]}
+"""8 seeds a group: what three groups need for a pair to be separable at Holm's first step (0.05 / 3)."""
+
+
 def test_the_matrix_outlines_and_bolds_the_separated_cells_and_hatches_the_pairs_it_cannot_compare():
-    matrix = comparelib.matrix(RETURNS)
+    matrix = comparelib.matrix(SEPARABLE)
     root = parsed(matrix_svg(matrix, "sweep"))
     separated = [(i, j) for i, row in enumerate(matrix.cells) for j, c in enumerate(row) if c and c.separated]
     assert len(separated) == 4  # close and good each beat ODD, both ways round
     assert len(of_class(root, "rect", "separated")) == len(separated)
     bold = [t for t in root.iter("text") if t.get("font-weight") == "bold"]
-    # 5 vs 5 and 4 vs 5 seeds, every one of ODD's below: score intervals that are not points.
+    # 8 vs 8 seeds, every one of ODD's below: score intervals that are not points.
     assert sorted("".join(t.itertext()) for t in bold) == \
-        ["0.00[0.00,0.36]", "0.00[0.00,0.39]", "1.00[0.61,1.00]", "1.00[0.64,1.00]"]
+        ["0.00[0.00,0.24]", "0.00[0.00,0.24]", "1.00[0.76,1.00]", "1.00[0.76,1.00]"]
+    assert not any(c and c.separated for row in comparelib.matrix(RETURNS).cells for c in row)  # 4 and 5 seeds
     hatched = of_class(root, "rect", "na")
-    assert len(hatched) == 2 * (len(RETURNS) - 1) and {r.get("fill") for r in hatched} == {"url(#matrix-hatch)"}
+    assert len(hatched) == 2 * (len(SEPARABLE) - 1) and {r.get("fill") for r in hatched} == {"url(#matrix-hatch)"}
     assert root.find("defs/pattern[@id='matrix-hatch']") is not None
     cells = of_class(root, "rect", "cell")
     assert len(cells) == 6 and svgplot.diverging(1.0) in {c.get("fill") for c in cells}  # 3 x 2, no diagonal
-    assert f"{ODD} (5 seeds)" in texts(root)
+    assert f"{ODD} (8 seeds)" in texts(root)
     assert any("bold and outlined: separated by the test at 95%, family-wise" in t for t in texts(root))
 
 

@@ -381,9 +381,9 @@ def render(results: list[SettingResult], config: StatsConfig) -> str:
     """The Markdown table BENCHMARKS.md shows."""
     alpha = 1 - config.confidence
     lines = [f"Nothing differing: the family-wise false separation rate with its 95% interval, fixed "
-             f"{config.max_seeds} seeds each (Brunner-Munzel test, Holm) and adaptive {config.min_seeds} to "
-             f"{config.max_seeds} (group-sequential Brunner-Munzel test, Holm), error {alpha:.0%}. The first group "
-             f"shifted by {config.effect:g} x scale: the seeds each for {config.power:.0%} power (that group "
+             f"{config.max_seeds} seeds each ({brunnermunzel.NAME} test, Holm) and adaptive {config.min_seeds} to "
+             f"{config.max_seeds} (group-sequential {brunnermunzel.NAME} test, Holm), error {alpha:.0%}. The first "
+             f"group shifted by {config.effect:g} x scale: the seeds each for {config.power:.0%} power (that group "
              f"separated from every other), fixed against adaptive (min {config.min_seeds}, the max that reaches it). "
              f"At most: the most any spending or max could save, every group at least at the fewest seeds that can "
              f"separate a pair at Holm's first level. {config.sweeps} simulated sweeps per design.", "",

@@ -9,7 +9,8 @@ apart (Brunner and Munzel 2000), so its null is P(A > B) = 1/2 whatever the spre
     T = (P_hat - 1/2) / sqrt(S_a / (n_a n_b^2) + S_b / (n_b n_a^2)) = n_a n_b (P_hat - 1/2) / sqrt(n_a S_a + n_b S_b)
 
 S_a being the sample variance of A's placements (for each seed of A, the seeds of B below it, ties half), and
-S_b that of B's. T is scipy.stats.brunnermunzel(b, a)'s statistic (scipy's counts B over A: the opposite sign).
+S_b that of B's. Where that variance term is above variance_floor (below), T is
+scipy.stats.brunnermunzel(b, a)'s statistic (scipy's counts B over A: the opposite sign).
 
 The p-value is the share of the splits of the pooled returns into n_a and n_b whose |T| is at least the one
 seen, T computed afresh for each split (Neubert and Brunner's studentized permutation distribution): every split
@@ -20,18 +21,24 @@ P(A > B) = 1/2 holds, T's permutation distribution tends to the same standard no
 holds its level asymptotically, and `sweep bench --stats` measures it at 2-20 seeds (docs/statistics.md).
 At few seeds, where the group with fewer seeds is also the wider, T's tails are heavier than its permutation
 distribution's; the p-value is then guard_p's (Student's t with min(n_a, n_b) - 1 degrees of freedom) where
-that is larger. Neither makes a small group with a wide spread safe: where one group's seeds either all land
-above or all below the other's with chance 2^(1 - n) (the other group's returns nearly one value), no test that
-separates a complete order can hold 5% with n <= 5 seeds on that side (docs/statistics.md).
+that is larger. Where one group's seeds either all land above or all below the other's with chance 2^(1 - n)
+(the other group's returns nearly one value), no test that separates a complete order can hold 5% with n <= 5
+seeds on that side (docs/statistics.md); with the floor below, this test separates no complete order of n vs n
+seeds below 6 each, nor of 4 seeds against fewer than 28.
 
 T is a function of the pooled ranks' split alone, so without ties its permutation distribution depends on the
 seed counts only, and is computed once per pair of counts.
 
-Placements without spread on both sides (every seed of A above every seed of B, or every return tied) leave T as
-x / 0, where scipy gives inf or nan. Here the variance term n_a S_a + n_b S_b is taken as at least 1/16, below the
-smallest value other than 0 that it can take (1/4: placements are multiples of 1/2). A complete separation then
-gives |T| = 2 n_a n_b, above every other split's (at most n_a n_b), so it is the most extreme split, as in the
-rank test, and the smallest p-value is the rank test's 2 / C(n_a + n_b, n_a); every return tied gives T = 0.
+The variance term n_a S_a + n_b S_b is taken as at least n_a n_b (n_a + n_b + 1) / 12 (variance_floor): what
+n_a^2 n_b^2 Var(P_hat) is where both groups come from one distribution, the rank test's variance. Placements
+estimate their own spread worst exactly where T matters: where A's few seeds all land near one end of B's, their
+placements barely vary and the unfloored T grows without bound (4 seeds of a wide group against 12 of a narrow
+one were separated 9.5% of the time at 5%), though a wide group's next seed could land anywhere. Floored, T is
+at most the rank test's z (largest: a complete separation, still the most extreme split), and near a complete
+order it is that z; elsewhere it is Brunner and Munzel's. The t guard then bounds what few seeds on the smaller
+side can claim: a complete separation of n vs n seeds passes 5% only from 6 seeds each (p = 0.035; 5 vs 5 gives
+0.059), and Holm's first step over 15 pairs (6 groups) only from 11 (smallest_p, seeds_to_reach). Every tied
+return gives T = 0.
 """
 
 from __future__ import annotations
@@ -43,15 +50,30 @@ from functools import lru_cache
 
 import numpy as np
 
-NAME = "Brunner-Munzel"
-"""The test's name, as verdicts and seeds.jsonl say it."""
+NAME = "bounded Brunner-Munzel"
+"""The test's name, as verdicts and seeds.jsonl say it. "Brunner-Munzel" in seeds.jsonl is this test before its
+variance was floored (variance_floor): T unbounded at a complete order, the t guard the same."""
 EXACT_SPLITS = 200_000
 """Splits up to which every one is counted (10 vs 10 has 184,756); above, SAMPLED_SPLITS are drawn."""
 SAMPLED_SPLITS = 20_000
-VARIANCE_FLOOR = 1.0 / 16
-"""The least n_a S_a + n_b S_b is taken as (see the module's docstring)."""
 _CHUNK = 20_000
 """Splits whose T is computed at once (memory: a few MB)."""
+
+
+def variance_floor(n_a: int, n_b: int) -> float:
+    """The least n_a S_a + n_b S_b is taken as: n_a^2 n_b^2 times P_hat's variance where both groups come from one
+    distribution, (n_a + n_b + 1) / (12 n_a n_b) (see the module's docstring)."""
+    return n_a * n_b * (n_a + n_b + 1) / 12
+
+
+def largest(n_a: int, n_b: int) -> float:
+    """|T| of a complete separation, the largest |T| n_a vs n_b seeds can give."""
+    return n_a * n_b / 2 / math.sqrt(variance_floor(n_a, n_b))
+
+
+def guard_df(n_a: int, n_b: int) -> int:
+    """The t guard's degrees of freedom: the smaller group's seeds less one (Hsu's choice for Welch's test)."""
+    return min(n_a, n_b) - 1
 
 
 def _studentized(members: np.ndarray, group_of: np.ndarray, tie_counts: np.ndarray) -> np.ndarray:
@@ -70,7 +92,7 @@ def _studentized(members: np.ndarray, group_of: np.ndarray, tie_counts: np.ndarr
     sum_b = (in_b * place_b).sum(axis=1)
     s_a = ((in_a * place_a ** 2).sum(axis=1) - sum_a ** 2 / n_a) / (n_a - 1)
     s_b = ((in_b * place_b ** 2).sum(axis=1) - sum_b ** 2 / n_b) / (n_b - 1)
-    variance = np.maximum(n_a * np.maximum(s_a, 0.0) + n_b * np.maximum(s_b, 0.0), VARIANCE_FLOOR)
+    variance = np.maximum(n_a * np.maximum(s_a, 0.0) + n_b * np.maximum(s_b, 0.0), variance_floor(n_a, n_b))
     return (sum_a - n_a * n_b / 2) / np.sqrt(variance)
 
 
@@ -89,7 +111,7 @@ def statistic(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) 
     wins = (x[:, None] > y[None, :]) + 0.5 * (x[:, None] == y[None, :])
     place_a, place_b = wins.sum(axis=1), n_a - wins.sum(axis=0)
     variance = n_a * place_a.var(ddof=1) + n_b * place_b.var(ddof=1)
-    return float((place_a.sum() - n_a * n_b / 2) / math.sqrt(max(variance, VARIANCE_FLOOR)))
+    return float((place_a.sum() - n_a * n_b / 2) / math.sqrt(max(variance, variance_floor(n_a, n_b))))
 
 
 def exhaustive(n_a: int, n_b: int) -> bool:
@@ -154,7 +176,7 @@ def guard_p(size: float, n_a: int, n_b: int) -> float:
     is the larger p."""
     from scipy.special import stdtr  # Student's t distribution function: scipy.stats.t.cdf without its checks
 
-    return float(2 * stdtr(min(n_a, n_b) - 1, -size))
+    return float(2 * stdtr(guard_df(n_a, n_b), -size))
 
 
 def p_value(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
@@ -165,11 +187,11 @@ def p_value(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) ->
 
 
 def smallest_p(n_a: int, n_b: int) -> float:
-    """The smallest p-value n_a vs n_b seeds can give: a complete separation (|T| = 2 n_a n_b), 2 of the
-    C(n_a + n_b, n_a) splits, or with sampled splits 1 / (1 + SAMPLED_SPLITS) at best."""
+    """The smallest p-value n_a vs n_b seeds can give: a complete separation (|T| = largest), 2 of the
+    C(n_a + n_b, n_a) splits, or with sampled splits 1 / (1 + SAMPLED_SPLITS) at best, or its t guard's p."""
     splits = math.comb(n_a + n_b, n_a)
     permuted = min(1.0, 2 / splits) if splits <= EXACT_SPLITS else max(2 / splits, 1 / (1 + SAMPLED_SPLITS))
-    return max(permuted, guard_p(2.0 * n_a * n_b, n_a, n_b))
+    return max(permuted, guard_p(largest(n_a, n_b), n_a, n_b))
 
 
 def seeds_to_reach(level: float) -> int:

@@ -277,8 +277,8 @@ def method(comparisons: list[Comparison]) -> str:
         test = ("the group-sequential test adaptive seeds were granted by (seeds.jsonl, named in "
                 "each verdict), its error spent over the looks")
     else:
-        test = ("the two-sided studentized permutation Brunner-Munzel test of P(A > B) = 1/2 (valid where the groups' "
-                "spreads differ)")
+        test = (f"the two-sided studentized permutation {brunnermunzel.NAME} test of P(A > B) = 1/2 (valid where "
+                "the groups' spreads differ; its variance floored at the rank test's)")
     return (f"A pair is separated when {test} rejects at {first.alpha:.0%} with Holm's step-down over the "
             f"{first.family} pairs, so that the chance of any false separation among groups that do not differ is "
             f"at most {first.alpha:.0%}. P(A > B) over seeds, with its {first.confidence:.0%} score interval "

@@ -7,6 +7,7 @@ so this module keeps telling the truth when the test changes."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -77,8 +78,9 @@ class AdaptiveReach:
 def adaptive_reach(least: int, most: int, groups: int, confidence: float) -> AdaptiveReach | None:
     """None with fewer than two groups. A pair's first separation is tested at alpha / pairs (Holm's first
     step); a look at n seeds each can separate only when the test's smallest p-value there is within the error
-    the group-sequential design may have spent by then (results/sequential.py: the exact branch of its
-    boundaries, which decides every look until the first that can cross)."""
+    the group-sequential design may have spent by then and the boundary there is one a complete separation
+    reaches (results/sequential.py's first_boundary, which decides every look until the first that can cross:
+    its t guard is taken at the boundary's own permutation chance, which can put it beyond every |T|)."""
     if groups < 2:
         return None
     pairs, alpha = pairs_of(groups), 1.0 - confidence
@@ -90,7 +92,8 @@ def adaptive_reach(least: int, most: int, groups: int, confidence: float) -> Ada
 
 def _first_look(least: int, most: int, level: float) -> int | None:
     for n in range(least, most + 1):
-        if smallest_p(n, n) <= sequential.spent(level, sequential.information(n, n, most)) + 1e-12:
+        share = sequential.spent(level, sequential.information(n, n, most))
+        if smallest_p(n, n) <= share + 1e-12 and math.isfinite(sequential.first_boundary(n, n, share)):
             return n
     return None
 

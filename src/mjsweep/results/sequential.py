@@ -87,14 +87,22 @@ def nominal(n_a: int, n_b: int, boundary: float) -> float:
 
 def _guarded(boundary: float, n_a: int, n_b: int) -> float:
     """The boundary, raised where the t guard at its nominal level asks for more; NEVER above a complete
-    separation's |T| (2 n_a n_b), which no look can pass."""
+    separation's |T| (brunnermunzel.largest), which no look can pass."""
     if not math.isfinite(boundary):
         return NEVER
     from scipy.special import stdtrit  # Student's t quantile: scipy.stats.t.ppf without its checks
 
     level = nominal(n_a, n_b, boundary)
-    raised = max(boundary, float(-stdtrit(min(n_a, n_b) - 1, level / 2)))
-    return raised if raised <= 2.0 * n_a * n_b + 1e-9 else NEVER
+    raised = max(boundary, float(-stdtrit(brunnermunzel.guard_df(n_a, n_b), level / 2)))
+    return raised if raised <= brunnermunzel.largest(n_a, n_b) + 1e-9 else NEVER
+
+
+def first_boundary(n_a: int, n_b: int, share: float) -> float:
+    """The boundary of a look that no earlier look could cross, with `share` of the error spent by it: the
+    smallest |T| whose permutation chance is within the share, guarded; NEVER where none is."""
+    values, chance = _exact_tail(n_a, n_b)
+    fits = values[chance <= share]
+    return _guarded(float(fits[0]) if len(fits) else NEVER, n_a, n_b)
 
 
 @lru_cache(maxsize=256)
@@ -112,7 +120,8 @@ def t_sizes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     place_a = above.sum(axis=2, dtype=np.float64)  # B's seeds below each seed of A
     place_b = n_a - above.sum(axis=1, dtype=np.float64)  # A's seeds below each seed of B
     variance = n_a * place_a.var(axis=1, ddof=1) + n_b * place_b.var(axis=1, ddof=1)
-    t = (place_a.sum(axis=1) - n_a * n_b / 2) / np.sqrt(np.maximum(variance, brunnermunzel.VARIANCE_FLOOR))
+    floor = brunnermunzel.variance_floor(n_a, n_b)
+    t = (place_a.sum(axis=1) - n_a * n_b / 2) / np.sqrt(np.maximum(variance, floor))
     return np.abs(t)
 
 
@@ -144,8 +153,7 @@ def boundaries(sizes: tuple[tuple[int, int], ...], level: float, max_seeds: int)
         share = spent(level, information(i, j, max_seeds))
         if not any(math.isfinite(b) for b in out) and brunnermunzel.exhaustive(i, j):
             # No earlier look could cross: this look's chance is |T|'s permutation tail.
-            values, chance = _exact_tail(i, j)
-            fits = values[chance <= share]
+            out.append(first_boundary(i, j, share))
         else:
             # Two standard errors of the simulated count below the spend: the simulation's own error does not
             # carry the true crossing chance above it.
@@ -153,8 +161,8 @@ def boundaries(sizes: tuple[tuple[int, int], ...], level: float, max_seeds: int)
             allowed = budget - 2 * math.sqrt(budget) - crossed
             values, tail = _tails(paths[alive, k])  # tail[v]: alive paths with |T| >= values[v]
             fits = values[tail <= allowed]
-        boundary = _guarded(float(fits[0]) if len(fits) else NEVER, i, j)
-        out.append(boundary)
+            out.append(_guarded(float(fits[0]) if len(fits) else NEVER, i, j))
+        boundary = out[-1]
         if math.isfinite(boundary):
             newly = alive & (paths[:, k] >= boundary - 1e-9)
             crossed += int(newly.sum())

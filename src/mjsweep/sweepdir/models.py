@@ -664,8 +664,9 @@ class SeedRound(FileModel):
     test: str | None = None
     """The test the decision rests on, in words; None in rounds decided before the sequential test."""
     method: str | None = None
-    """The sequential test's name: "Brunner-Munzel"; None in rounds decided by the exact rank test (schema 2 and
-    before) or before any sequential test."""
+    """The sequential test's name: "bounded Brunner-Munzel" ("Brunner-Munzel": the same test before its variance
+    was floored, 2026-11-28); None in rounds decided by the exact rank test (schema 2 and before) or before any
+    sequential test."""
     pairs: list[SeedPair] = Field(default_factory=list)
     """Every pair's sequential test at this round (empty in rounds decided before it)."""
     equal_within: float | None = None
