@@ -1,6 +1,6 @@
-"""Every lower bound pyproject.toml declares for a core dependency (and for the extras CI checks at their
-lowest) is pinned in .ci/lowest.txt, which .ci/run installs and tests: a bound nobody runs is a promise
-nobody checked."""
+"""Every requirement in pyproject.toml has a lower bound, and every lower bound (of a core dependency or of
+an extra) is pinned in .ci/lowest.txt, which .ci/run installs and tests: a bound nobody runs is a promise
+nobody checked, and a requirement with no bound promises every release ever made."""
 
 from __future__ import annotations
 
@@ -11,11 +11,9 @@ from pathlib import Path
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECKED_EXTRAS = ("search", "contrib")
-"""Extras whose lower bounds the lowest-versions step runs too (the others need a cluster, a GPU library or
-an account: their tests run at the versions CI resolves)."""
-
 REQUIREMENT = re.compile(r"^([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?\s*(?:(==|>=)\s*([0-9][^,;\s]*))?")
+SELF = "mjsweep"
+"""An extra that names another (`mjsweep[render]`) adds that one's requirements, checked where they stand."""
 
 
 def _name(text: str) -> str:
@@ -37,12 +35,22 @@ def _pins() -> dict[str, str]:
     return _bounds([line for line in lines if line.strip() and not line.startswith("#")])
 
 
-def test_every_checked_lower_bound_is_pinned_in_the_lowest_versions_file():
+def _requirements() -> list[str]:
+    """Every requirement pyproject.toml declares, core and extras, less the extras' references to each other."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    declared = _bounds(project["dependencies"])
-    for extra in CHECKED_EXTRAS:
-        declared.update(_bounds(project["optional-dependencies"][extra]))
-    declared.pop("torch")  # pinned exactly, and installed as such in every step
+    lines = [*project["dependencies"], *(line for extra in project["optional-dependencies"].values()
+                                         for line in extra)]
+    return [line for line in lines if _name(REQUIREMENT.match(line).group(1)) != SELF]
+
+
+def test_every_requirement_has_a_lower_bound():
+    unbounded = [line for line in _requirements() if not REQUIREMENT.match(line).group(3)]
+    assert not unbounded, f"requirements with no lower bound in pyproject.toml: {unbounded}"
+
+
+def test_every_lower_bound_is_pinned_in_the_lowest_versions_file():
+    # torch, ruff and mypy are pinned exactly, and installed as such in every step
+    declared = _bounds([line for line in _requirements() if REQUIREMENT.match(line).group(2) != "=="])
     pins = _pins()
     missing = sorted(set(declared) - set(pins))
     assert not missing, f"lower bounds with no pin in .ci/lowest.txt: {missing}"
