@@ -474,6 +474,10 @@ class RunSpec(FileModel):
     """The variant's randomized edits as the spec writes them (spec/randomspec.py), drawn at each reset of the
     training envs (draws.jsonl); empty: the nominal model only. In content_hash and the experiment when set, so a
     randomized run never pools with a nominal one (a nominal run keeps the id it had before the key existed)."""
+    physics_eval: dict[str, Any] | None = None
+    """eval.physics resolved for this run's variant: {draws, seed, threshold, randomize} (its final policy plays one
+    episode on each held-out draw: physics_eval.json); None: no such evaluation. Out of content_hash, as eval_every
+    is: an evaluation does not change what a run computes."""
 
     @property
     def group(self) -> str:
