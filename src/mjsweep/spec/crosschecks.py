@@ -54,7 +54,8 @@ def check_semantics(spec: SweepSpec, loc: SpecLocator) -> None:
         _check_edit_grid(variant, ("variants", i), loc)
         check_randomize(variant.randomize, ("variants", i), loc)
     if spec.eval.physics is not None:
-        glob: list[tuple[str, list[Any]]] = [("xml_glob's files", [])] if spec.xml_glob else []  # a globbed file is nominal only
+        # a globbed file is nominal only
+        glob: list[tuple[str, list[Any]]] = [("xml_glob's files", [])] if spec.xml_glob else []
         check_physics(spec.eval.physics, [(f"variant {v.name!r}", list(v.randomize)) for v in spec.variants] + glob,
                       loc)
     _check_algos(spec, loc)

@@ -656,6 +656,34 @@ class DrawRecord(FileModel):
     """Where the spec wrote each distribution (randomize[0].mass.factor): the value drawn."""
 
 
+class PhysicsEval(FileModel):
+    """physics_eval.json: a finished run's final policy on each held-out draw of eval.physics, one episode each
+    (worker/physics_eval.py). Written before result.json; a run whose spec.json's physics_eval differs from
+    `settings` is evaluated again, without training."""
+
+    settings: dict[str, Any]
+    """spec.json's physics_eval it was evaluated with: {draws, seed, threshold, randomize}."""
+    deterministic: bool
+    values: list[dict[str, float]]
+    """Draw i's values, by where the spec wrote each distribution (as draws.jsonl names them)."""
+    returns: list[float]
+    """The return of the episode on draw i, i from 0."""
+    lengths: list[int]
+    eval_s: float
+
+    def matches(self, spec: RunSpec) -> bool:
+        """Whether this is the evaluation spec.json asks for (the threshold is the report's: not compared)."""
+        strip = ("threshold",)
+        ours = {k: v for k, v in self.settings.items() if k not in strip}
+        theirs = {k: v for k, v in (spec.physics_eval or {}).items() if k not in strip}
+        return ours == theirs and self.deterministic == spec.eval_deterministic
+
+
+def physics_evaluated(spec: RunSpec, evaluation: PhysicsEval | None) -> bool:
+    """Whether the run has the held-out evaluation its spec.json asks for (or asks for none)."""
+    return spec.physics_eval is None or (evaluation is not None and evaluation.matches(spec))
+
+
 class SeedRound(FileModel):
     """A line of seeds.jsonl: one decision of adaptive seeds (results/seeding.py), on record before any seed
     it adds starts, so that a resumed sweep continues from the seeds it granted."""

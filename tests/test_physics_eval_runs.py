@@ -1,0 +1,72 @@
+"""eval.physics through real `sweep run`s: each run's final policy on the held-out draws (physics_eval.json), the
+draws common to every run and none a training env drew, and a finished run gaining eval.physics evaluated
+without training."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers.commands import run_dirs, run_sweep, write_spec
+from mjsweep.robots import draws as drawlib
+from mjsweep.spec.randomspec import RandomizedEdit
+from mjsweep.sweepdir.files import read_lines
+from mjsweep.sweepdir.models import DrawRecord, PhysicsEval
+
+EDITS = [{"mass": {"body": "torso", "factor": {"uniform": [0.7, 1.4]}}},
+         {"friction": {"body": "front_leg", "value": {"choice": [0.5, 0.9, 1.3]}}, "per": "env"}]
+PHYSICS = {"draws": 3, "seed": 11, "threshold": 0.0}
+
+
+def _physics_of(run_dir) -> PhysicsEval:
+    return PhysicsEval.model_validate_json((run_dir / "physics_eval.json").read_text())
+
+
+@pytest.mark.slow
+def test_every_run_meets_the_same_held_out_draws_and_no_training_draw(tmp_path, tiny_spec):
+    tiny_spec["variants"][0]["randomize"] = EDITS
+    tiny_spec.update({"seeds": 2, "max_episode_steps": 40, "eval": {"episodes": 1, "physics": PHYSICS}})
+    done = run_sweep("run", str(write_spec(tmp_path, tiny_spec)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    runs = run_dirs(tmp_path / "runs" / "tiny")
+    assert len(runs) == 2
+    evaluations = [_physics_of(run) for run in runs]
+    slots = drawlib.slots([RandomizedEdit.model_validate(e) for e in EDITS])
+    expected = [list(drawlib.held_out(slots, 11, i).values()) for i in range(3)]
+    for evaluation in evaluations:
+        assert [list(v.values()) for v in evaluation.values] == expected  # a function of eval.physics.seed alone
+        assert len(evaluation.returns) == len(evaluation.lengths) == 3
+        assert all(0 < n <= 40 for n in evaluation.lengths)
+        assert evaluation.deterministic is True
+    assert evaluations[0].values == evaluations[1].values
+    assert evaluations[0].returns != evaluations[1].returns  # two seeds' policies
+    assert len({tuple(v["randomize[0].mass.factor"] for v in e.values) for e in evaluations}) == 1
+    trained = {value for run in runs for record in read_lines(run / "draws.jsonl", DrawRecord)
+               for value in record.values.values() if value not in (0.5, 0.9, 1.3)}  # choice repeats by design
+    held = {v["randomize[0].mass.factor"] for v in evaluations[0].values}
+    assert trained and not trained & held
+
+
+@pytest.mark.slow
+def test_a_finished_run_gaining_eval_physics_is_evaluated_without_training(tmp_path, tiny_spec):
+    tiny_spec["variants"][0]["randomize"] = EDITS
+    tiny_spec["max_episode_steps"] = 40
+    spec = write_spec(tmp_path, tiny_spec)
+    assert run_sweep("run", str(spec)).returncode == 0
+    [run] = run_dirs(tmp_path / "runs" / "tiny")
+    trained = {name: (run / name).read_bytes() for name in ("model.zip", "monitor.csv", "progress.csv")}
+    result = json.loads((run / "result.json").read_text())
+    assert not (run / "physics_eval.json").exists()
+
+    tiny_spec["eval"]["physics"] = PHYSICS
+    again = run_sweep("run", str(write_spec(tmp_path, tiny_spec)))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert run_dirs(tmp_path / "runs" / "tiny") == [run]  # the same run id
+    assert len(_physics_of(run).returns) == 3
+    assert {name: (run / name).read_bytes() for name in trained} == trained
+    assert json.loads((run / "result.json").read_text())["eval_mean_return"] == result["eval_mean_return"]
+    assert "held-out draws of physics; no training" in (run / "log.txt").read_text()
+
+    third = run_sweep("run", str(spec))
+    assert third.returncode == 0 and "0 to run, 1 already succeeded" in third.stdout, third.stdout
