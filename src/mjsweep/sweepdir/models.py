@@ -672,11 +672,9 @@ class PhysicsEval(FileModel):
     eval_s: float
 
     def matches(self, spec: RunSpec) -> bool:
-        """Whether this is the evaluation spec.json asks for (the threshold is the report's: not compared)."""
-        strip = ("threshold",)
-        ours = {k: v for k, v in self.settings.items() if k not in strip}
-        theirs = {k: v for k, v in (spec.physics_eval or {}).items() if k not in strip}
-        return ours == theirs and self.deterministic == spec.eval_deterministic
+        """Whether this is the evaluation spec.json asks for. The threshold counts too: the report reads it from
+        here, as spec.json is written again only for runs that run."""
+        return self.settings == spec.physics_eval and self.deterministic == spec.eval_deterministic
 
 
 def physics_evaluated(spec: RunSpec, evaluation: PhysicsEval | None) -> bool:
