@@ -46,6 +46,10 @@ def test_every_run_meets_the_same_held_out_draws_and_no_training_draw(tmp_path, 
                for value in record.values.values() if value not in (0.5, 0.9, 1.3)}  # choice repeats by design
     held = {v["randomize[0].mass.factor"] for v in evaluations[0].values}
     assert trained and not trained & held
+    report = json.loads(run_sweep("report", str(tmp_path / "runs" / "tiny"), "--format", "json").stdout)
+    [group] = report["held_out_physics"]["groups"]
+    assert sorted(s["mean"] for s in group["seeds"]) == sorted(sum(e.returns) / 3 for e in evaluations)
+    assert "Held-out physics" in (tmp_path / "runs" / "tiny" / "report.md").read_text()
 
 
 @pytest.mark.slow
@@ -60,7 +64,9 @@ def test_a_finished_run_gaining_eval_physics_is_evaluated_without_training(tmp_p
     assert not (run / "physics_eval.json").exists()
 
     tiny_spec["eval"]["physics"] = PHYSICS
-    again = run_sweep("run", str(write_spec(tmp_path, tiny_spec)))
+    dry = run_sweep("run", str(write_spec(tmp_path, tiny_spec)), "--dry-run")
+    assert "1 to evaluate again" in dry.stdout and "3 episodes from their final models" in dry.stdout, dry.stdout
+    again = run_sweep("run", str(spec))
     assert again.returncode == 0, again.stdout + again.stderr
     assert run_dirs(tmp_path / "runs" / "tiny") == [run]  # the same run id
     assert len(_physics_of(run).returns) == 3
