@@ -4,6 +4,8 @@ every format."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import numpy as np
@@ -73,6 +75,21 @@ def test_a_stale_evaluation_is_left_out(tmp_path):
                                                                                               "draws": 4}}))
     physics = read(folder, collect(folder), ["sturdy", "brittle"])
     assert physics is not None and len(physics.groups[0].seeds) == 5
+
+
+def test_report_csv_has_each_groups_held_out_columns(tmp_path):
+    folder = _sweep(tmp_path)
+    shown = run_sweep("report", str(folder), "--format", "csv")
+    assert shown.returncode == 0, shown.stderr
+    rows = {row["variant"]: row for row in csv.DictReader(io.StringIO(shown.stdout))}
+    means = [float(np.mean(r)) for r in RETURNS["brittle"]]
+    low, high = stats.mean_interval(means)
+    assert float(rows["brittle"]["physics_mean"]) == pytest.approx(np.mean(means), rel=1e-3)
+    assert float(rows["brittle"]["physics_mean_ci95_low"]) == pytest.approx(low, rel=1e-3)
+    assert float(rows["brittle"]["physics_mean_ci95_high"]) == pytest.approx(high, rel=1e-3)
+    assert float(rows["sturdy"]["physics_fraction"]) == 1.0
+    assert {"physics_p10", "physics_p10_ci95_low", "physics_fraction_ci95_high"} <= set(rows["sturdy"])
+    assert (folder / "report.csv").read_text() == shown.stdout
 
 
 @pytest.mark.parametrize("fmt", ["table", "md", "json"])

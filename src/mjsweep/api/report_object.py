@@ -127,7 +127,7 @@ class Report:
         return f"sweep {self.folder.path.name}"
 
     def csv(self) -> str:
-        return reportlib.to_csv(self.groups)
+        return reportlib.to_csv(self.groups, self.physics.csv_columns() if self.physics is not None else None)
 
     def markdown(self) -> str:
         from ..results.sections import to_markdown as sections_markdown

@@ -102,6 +102,18 @@ class PhysicsReport:
                                "give eval.physics.randomize to compare them on common physics."))
         return Section("held-out physics", tuple(blocks))
 
+    def csv_columns(self) -> dict[str, dict[str, float | None]]:
+        """report.csv's held-out columns by group: physics_<metric>, and its interval's ends."""
+        out: dict[str, dict[str, float | None]] = {}
+        for g in self.groups:
+            columns: dict[str, float | None] = {}
+            for metric in METRICS:
+                found = g.summary(metric)
+                for suffix, value in zip(("", "_ci95_low", "_ci95_high"), found or (None, None, None), strict=True):
+                    columns[f"physics_{metric}{suffix}"] = value
+            out[g.group] = columns
+        return out
+
     def to_json(self) -> dict[str, Any]:
         def summary(g: GroupPhysics, metric: str) -> dict[str, float] | None:
             found = g.summary(metric)
