@@ -91,7 +91,8 @@ class PhysicsReport:
                  f"seed: the mean return over its draws, their {LOW_QUANTILE}th percentile"
                  + (", and the fraction of draws whose return reaches the threshold" if threshold else "")
                  + "; each cell is the mean of those per-seed numbers over seeds with Student's t 95% interval "
-                 "(seeds are the units, draws repeated measures within a seed; docs/statistics.md)."),
+                 "(seeds are the units, draws repeated measures within a seed; it holds about 95% where the seeds' "
+                 "numbers are near normal, less where some seeds fail outright: docs/statistics.md)."),
             Table(columns, tuple(rows), "robustness")]
         if self.comparisons:
             blocks.append(Text("More robust: the seeds' means over draws compared, seeds as the units. "
@@ -133,11 +134,16 @@ def _shown(found: tuple[float, float, float] | None, percent: bool = False) -> s
     return "{:.2f} [{:.2f}, {:.2f}]".format(*found)
 
 
+def seed_numbers(returns: list[float], threshold: float | None) -> tuple[float, float, float | None]:
+    """A seed's mean return over its draws, their 10th percentile (linear interpolation, numpy's default), and
+    the fraction of draws at or above the threshold (None without one)."""
+    values = np.asarray(returns, dtype=float)
+    return (float(values.mean()), float(np.percentile(values, LOW_QUANTILE)),
+            None if threshold is None else float(np.mean(values >= threshold)))
+
+
 def seed_physics(row: ResultRow, evaluation: PhysicsEval) -> SeedPhysics:
-    returns = np.asarray(evaluation.returns, dtype=float)
-    threshold = evaluation.settings.get("threshold")
-    return SeedPhysics(row.run_id, row.seed, float(returns.mean()), float(np.percentile(returns, LOW_QUANTILE)),
-                       None if threshold is None else float(np.mean(returns >= threshold)))
+    return SeedPhysics(row.run_id, row.seed, *seed_numbers(evaluation.returns, evaluation.settings.get("threshold")))
 
 
 def read(folder: SweepDir, rows: list[ResultRow], order: list[str]) -> PhysicsReport | None:
