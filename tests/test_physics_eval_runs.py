@@ -9,6 +9,7 @@ import json
 import pytest
 
 from helpers.commands import run_dirs, run_sweep, write_spec
+from helpers.models import ANYMAL_XML
 from mjsweep.robots import draws as drawlib
 from mjsweep.spec.randomspec import RandomizedEdit
 from mjsweep.sweepdir.files import read_lines
@@ -76,3 +77,26 @@ def test_a_finished_run_gaining_eval_physics_is_evaluated_without_training(tmp_p
 
     third = run_sweep("run", str(spec))
     assert third.returncode == 0 and "0 to run, 1 already succeeded" in third.stdout, third.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not ANYMAL_XML.exists(), reason=f"needs ANYmal C at {ANYMAL_XML}")
+def test_a_randomized_anymal_c_is_evaluated_on_wider_held_out_physics(tmp_path, tiny_spec):
+    wider = [{"mass": {"body": "base", "factor": {"uniform": [0.5, 2.0]}}},
+             {"friction": {"body": "*_SHANK", "factor": {"log_uniform": [0.25, 4.0]}}}]
+    tiny_spec.update({"env": "mjsweep/Locomotion-v0", "total_timesteps": 256, "max_episode_steps": 30,
+                      "eval": {"episodes": 1, "physics": {"draws": 2, "seed": 4, "randomize": wider}},
+                      "variants": [{"name": "anymal", "xml": str(ANYMAL_XML), "randomize": [
+                          {"mass": {"body": "base", "factor": {"uniform": [0.8, 1.25]}}}]}]})
+    spec = write_spec(tmp_path, tiny_spec)
+    checked = run_sweep("validate", str(spec))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    done = run_sweep("run", str(spec))
+    assert done.returncode == 0, done.stdout + done.stderr
+    [run_dir] = run_dirs(tmp_path / "runs" / "tiny")
+    evaluation = _physics_of(run_dir)
+    assert len(evaluation.returns) == 2 and all(0 < n <= 30 for n in evaluation.lengths)
+    assert list(evaluation.values[0]) == ["randomize[0].mass.factor", "randomize[1].friction.factor"]
+    slots = drawlib.slots([RandomizedEdit.model_validate(e) for e in wider])  # eval's distribution, not training's
+    assert [list(v.values()) for v in evaluation.values] == [list(drawlib.held_out(slots, 4, i).values())
+                                                             for i in range(2)]
