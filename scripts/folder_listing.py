@@ -57,7 +57,8 @@ SWEEP_FILES = {
     "cross_matrix_png": "the same matrix as a heatmap",
     "pbt_curves_png": "with `pbt:`, written by `sweep report`: each member's curve",
     "slurm": "with `--backend slurm`: each array's script and run list, and SLURM's output per task",
-    "cross_result": "one trained run evaluated on one variant",
+    "cross_result": "one trained run evaluated on one variant (<variant>@held-out.json: on that variant's "
+                    "held-out physics, with eval.physics)",
 }
 
 RUN_FILES = {

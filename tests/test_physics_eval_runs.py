@@ -4,6 +4,7 @@ without training."""
 
 from __future__ import annotations
 
+import csv
 import json
 
 import pytest
@@ -100,3 +101,25 @@ def test_a_randomized_anymal_c_is_evaluated_on_wider_held_out_physics(tmp_path, 
     slots = drawlib.slots([RandomizedEdit.model_validate(e) for e in wider])  # eval's distribution, not training's
     assert [list(v.values()) for v in evaluation.values] == [list(drawlib.held_out(slots, 4, i).values())
                                                              for i in range(2)]
+
+
+@pytest.mark.slow
+def test_cross_evaluation_adds_each_variants_held_out_physics_as_a_test_column(tmp_path, tiny_spec):
+    tiny_spec["variants"] = [{"name": "nominal", "xml": tiny_spec["variants"][0]["xml"]},
+                             {"name": "randomized", "xml": tiny_spec["variants"][0]["xml"], "randomize": EDITS}]
+    tiny_spec.update({"max_episode_steps": 40, "seeds": 2,
+                      "eval": {"episodes": 1, "physics": {**PHYSICS, "randomize": EDITS[:1]}}})
+    done = run_sweep("run", str(write_spec(tmp_path, tiny_spec)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    sweep = tmp_path / "runs" / "tiny"
+    crossed = run_sweep("evaluate", str(sweep), "--cross", "--episodes", "1", "--workers", "2")
+    assert crossed.returncode == 0, crossed.stdout + crossed.stderr
+    for run in run_dirs(sweep):
+        on_own = json.loads((sweep / "cross" / run.name / f"{json.loads((run / 'spec.json').read_text())['variant']}"
+                                                          "@held-out.json").read_text())
+        # the same draws, policy and deterministic actions as the run's own held-out evaluation
+        assert on_own["returns"] == _physics_of(run).returns and on_own["physics"]["draws"] == 3
+    rows = {(r["train"], r["test"]): r for r in csv.DictReader((sweep / "cross" / "matrix.csv").open())}
+    assert set(rows) == {(train, test) for train in ("nominal", "randomized")
+                         for test in ("nominal", "randomized", "nominal@held-out", "randomized@held-out")}
+    assert all(int(r["seeds"]) == 2 for r in rows.values())

@@ -724,6 +724,9 @@ class CrossResult(FileModel):
     returns: list[float] | None = None
     lengths: list[int] | None = None
     skipped: str | None = None
+    physics: dict[str, Any] | None = None
+    """On a variant's held-out physics (<variant>@held-out.json): the eval.physics settings of that variant's
+    runs it was evaluated with, one episode per draw; None on the variant's nominal model."""
 
     def to_file(self) -> dict[str, Any]:
         """Only the keys that say something: an evaluation's numbers, or a skip's reason."""

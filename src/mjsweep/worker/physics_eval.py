@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import gymnasium
 import numpy as np
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
@@ -70,17 +71,26 @@ def env_seed(seed: int, index: int) -> int:
 
 def _one_draw(spec: RunSpec, model: BaseAlgorithm, xml: Path, edits: list[RandomizedEdit], seed: int, index: int,
               stop_if_requested: Callable[[], None], vecnormalize: VecNormalize | None) -> tuple[float, int]:
-    def held_out_env():
-        env = make_env(spec.env, xml, spec.env_kwargs, spec.max_episode_steps)
-        # env_index is the draw's index: held_out(slots, seed, index) is the stream's (index, episode 0) draw
-        return Monitor(RandomizedEnv(env, xml, edits, seed, env_index=index, stream=drawlib.HELD_OUT))
+    def frozen(env: VecEnv) -> VecEnv:
+        return frozen_normalization(env, vecnormalize) if vecnormalize is not None else env
 
-    env: VecEnv = DummyVecEnv([held_out_env])
-    if vecnormalize is not None:
-        env = frozen_normalization(env, vecnormalize)
+    return one_draw(model, lambda: make_env(spec.env, xml, spec.env_kwargs, spec.max_episode_steps), xml, edits,
+                    seed, index, spec.eval_deterministic, stop_if_requested, frozen)
+
+
+def one_draw(model: BaseAlgorithm, make: Callable[[], gymnasium.Env], xml: Path, edits: list[RandomizedEdit],
+             seed: int, index: int, deterministic: bool, stop_if_requested: Callable[[], None],
+             normalize: Callable[[VecEnv], VecEnv]) -> tuple[float, int]:
+    """The return and length of one episode of `model` on held-out draw `index` of `seed`, the env made by `make`
+    on `xml` and `normalize`d (frozen statistics, or as it is)."""
+    def held_out_env():
+        # env_index is the draw's index: held_out(slots, seed, index) is the stream's (index, episode 0) draw
+        return Monitor(RandomizedEnv(make(), xml, edits, seed, env_index=index, stream=drawlib.HELD_OUT))
+
+    env = normalize(DummyVecEnv([held_out_env]))
     env.seed(env_seed(seed, index))
     try:
-        returns, lengths = evaluate_policy(model, env, n_eval_episodes=1, deterministic=spec.eval_deterministic,
+        returns, lengths = evaluate_policy(model, env, n_eval_episodes=1, deterministic=deterministic,
                                            return_episode_rewards=True,
                                            callback=lambda _locals, _globals: stop_if_requested())
     finally:
