@@ -1,6 +1,6 @@
-"""eval.physics through real `sweep run`s: each run's final policy on the held-out draws (physics_eval.json), the
-draws common to every run and none a training env drew, and a finished run gaining eval.physics evaluated
-without training."""
+"""Held-out physics: its draws (the evaluation seed's alone, never a training draw) and env; then through real
+`sweep run`s each run's final policy on them (physics_eval.json), common to every run, a finished run gaining
+eval.physics evaluated without training, a Menagerie robot, and `sweep evaluate --cross`'s held-out columns."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import json
 import pytest
 
 from helpers.commands import run_dirs, run_sweep, write_spec
-from helpers.models import ANYMAL_XML
+from helpers.models import ANYMAL_XML, TINY_XML
 from mjsweep.robots import draws as drawlib
+from mjsweep.robots.envs import make_env
+from mjsweep.robots.randomized_env import RandomizedEnv
 from mjsweep.spec.randomspec import RandomizedEdit
 from mjsweep.sweepdir.files import read_lines
 from mjsweep.sweepdir.models import DrawRecord, PhysicsEval
@@ -19,6 +21,28 @@ from mjsweep.sweepdir.models import DrawRecord, PhysicsEval
 EDITS = [{"mass": {"body": "torso", "factor": {"uniform": [0.7, 1.4]}}},
          {"friction": {"body": "front_leg", "value": {"choice": [0.5, 0.9, 1.3]}}, "per": "env"}]
 PHYSICS = {"draws": 3, "seed": 11, "threshold": 0.0}
+
+
+def test_held_out_draws_are_the_evaluation_seeds_alone_and_never_a_training_draw():
+    edits = [RandomizedEdit.model_validate(e) for e in EDITS[:1]]
+    slots = drawlib.slots(edits)
+    held = [drawlib.held_out(slots, 11, i)["_draw0_factor"] for i in range(50)]
+    assert held == [drawlib.held_out(slots, 11, i)["_draw0_factor"] for i in range(50)]  # pure: no run's state
+    assert len(set(held)) == 50 and held != [drawlib.held_out(slots, 12, i)["_draw0_factor"] for i in range(50)]
+    trained = {drawlib.draw(slots, seed, drawlib.TRAIN, env, episode)["_draw0_factor"]
+               for seed in (*range(20), 11) for env in range(2) for episode in range(50)}
+    assert not trained & set(held)  # a run of seed 11 included: the streams, not the seeds, keep them apart
+
+
+def test_the_held_out_env_is_on_the_draws_physics():
+    edits = [RandomizedEdit.model_validate(e) for e in EDITS[:1]]
+    env = make_env("HalfCheetah-v5", TINY_XML, {}, 40)
+    nominal = float(env.unwrapped.model.body("torso").mass[0])
+    held = RandomizedEnv(env, TINY_XML, edits, 11, env_index=2, stream=drawlib.HELD_OUT)
+    held.reset()
+    factor = drawlib.held_out(drawlib.slots(edits), 11, 2)["_draw0_factor"]
+    assert float(env.unwrapped.model.body("torso").mass[0]) == pytest.approx(nominal * factor)
+    held.close()
 
 
 def _physics_of(run_dir) -> PhysicsEval:

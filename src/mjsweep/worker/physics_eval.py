@@ -109,8 +109,9 @@ def evaluate_physics_only(spec: RunSpec, run: RunDir, result: RunResult,
     from .loaded_policy import load_policy
     from .normalization import load_frozen
 
-    print(f"mjsweep.worker: evaluating the final model on {spec.physics_eval and spec.physics_eval['draws']} "
-          "held-out draws of physics; no training", flush=True)
+    assert spec.physics_eval is not None  # finished_without_physics said so
+    print(f"mjsweep.worker: evaluating the final model on {spec.physics_eval['draws']} held-out draws of physics; "
+          "no training", flush=True)
     model = load_policy(spec.algo, str(run.model_zip))
     normalizer = None
     if run.vecnormalize.is_file():
