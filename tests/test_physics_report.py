@@ -92,6 +92,14 @@ def test_report_csv_has_each_groups_held_out_columns(tmp_path):
     assert (folder / "report.csv").read_text() == shown.stdout
 
 
+def test_report_html_has_the_section_and_its_table(tmp_path):
+    folder = _sweep(tmp_path)
+    shown = run_sweep("report", str(folder), "--format", "html")
+    assert shown.returncode == 0, shown.stderr
+    page = (folder / "report.html").read_text()
+    assert "held-out physics" in page and 'class="robustness"' in page and "sturdy &gt; brittle" in page
+
+
 @pytest.mark.parametrize("fmt", ["table", "md", "json"])
 def test_sweep_report_shows_the_section(tmp_path, fmt):
     folder = _sweep(tmp_path)
