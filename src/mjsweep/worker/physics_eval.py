@@ -85,7 +85,7 @@ def one_draw(model: BaseAlgorithm, make: Callable[[], gymnasium.Env], xml: Path,
     on `xml` and `normalize`d (frozen statistics, or as it is)."""
     def held_out_env():
         # env_index is the draw's index: held_out(slots, seed, index) is the stream's (index, episode 0) draw
-        return Monitor(RandomizedEnv(make(), xml, edits, seed, env_index=index, stream=drawlib.HELD_OUT))
+        return Monitor(OneDraw(RandomizedEnv(make(), xml, edits, seed, env_index=index, stream=drawlib.HELD_OUT)))
 
     env = normalize(DummyVecEnv([held_out_env]))
     env.seed(env_seed(seed, index))
@@ -97,6 +97,20 @@ def one_draw(model: BaseAlgorithm, make: Callable[[], gymnasium.Env], xml: Path,
         env.close()
     assert isinstance(returns, list) and isinstance(lengths, list)  # return_episode_rewards=True
     return float(returns[0]), int(lengths[0])
+
+
+class OneDraw(gymnasium.Wrapper):
+    """A held-out env that keeps its first draw: the reset a vectorized env makes as the one episode ends would
+    apply the stream's next draw (a recompile, for a structural edit) for an episode never played."""
+
+    def __init__(self, env: RandomizedEnv):
+        super().__init__(env)
+        self._drawn = env
+
+    def reset(self, **kwargs):
+        if self._drawn.draws_done:
+            return self._drawn.env.reset(**kwargs)
+        return self._drawn.reset(**kwargs)
 
 
 def write(run: RunDir, evaluation: PhysicsEval) -> None:
