@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from helpers.commands import run_sweep
 from helpers.models import XML_DIR
 from mjsweep.engine.sweep import prepare
 from mjsweep.errors import SpecError
@@ -73,3 +74,14 @@ def test_bad_physics_evaluations_name_the_line_and_key(tmp_path, change, expecte
     with pytest.raises(SpecError) as raised:
         _prepare(tmp_path, SPEC.replace(*change))
     assert str(raised.value).startswith(f"{tmp_path}/{expected}")
+
+
+def test_sweep_run_refuses_a_variant_without_a_distribution_in_one_line_and_exit_2(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text(SPEC.replace("    randomize:\n      - mass: {body: torso, factor: {uniform: [0.8, 1.2]}}\n", ""))
+    done = run_sweep("run", str(path), cwd=tmp_path)
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert line == (f"error: {path}:12: eval.physics: variant 'w' has no randomize to draw held-out physics from: "
+                    "give eval.physics.randomize")
+    assert not (tmp_path / "runs").exists()
