@@ -16,6 +16,7 @@ from helpers.fake_sweep import make_run, result, run_spec
 from mjsweep.results import stats
 from mjsweep.results.physics_report import read
 from mjsweep.results.rows import collect
+from mjsweep.results.sections import Table
 from mjsweep.sweepdir.files import SweepDir, write_model
 from mjsweep.sweepdir.models import PhysicsEval, RunState
 
@@ -58,6 +59,18 @@ def test_each_group_over_seeds_and_the_more_robust_one(tmp_path):
     [verdict] = physics.comparisons
     assert verdict.separated and verdict.p == 0.0  # every sturdy seed beats every brittle one on the draws
     assert verdict.verdict().startswith("sturdy > brittle")
+
+
+def test_one_seed_has_its_numbers_and_no_interval(tmp_path):
+    folder = SweepDir(_sweep(tmp_path))
+    rows = [r for r in collect(folder) if r.run_id in ("sturdy_s0", "brittle_s0")]
+    physics = read(folder, rows, ["sturdy", "brittle"])
+    assert physics is not None
+    assert physics.groups[0].summary("mean") == (float(np.mean(RETURNS["sturdy"][0])), None, None)
+    [table] = [block for block in physics.section().blocks if isinstance(block, Table)]
+    assert table.rows[0][:4] == ("sturdy", "1", "5", "11.60")  # the mean alone, no [x, x]
+    assert physics.csv_columns()["sturdy"]["physics_mean_ci95_low"] is None
+    assert "too few seeds" in physics.comparisons[0].verdict()
 
 
 def test_groups_evaluated_on_other_draws_are_not_compared(tmp_path):

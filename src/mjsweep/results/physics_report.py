@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -52,12 +52,13 @@ class GroupPhysics:
     def values(self, metric: str) -> list[float]:
         return [v for s in self.seeds if (v := getattr(s, metric)) is not None]
 
-    def summary(self, metric: str) -> tuple[float, float, float] | None:
-        """The mean over seeds of one per-seed number and its t interval; None where no seed has it."""
+    def summary(self, metric: str) -> tuple[float, float | None, float | None] | None:
+        """The mean over seeds of one per-seed number and its t interval (none for one seed, as in the report's
+        table); None where no seed has it."""
         values = self.values(metric)
         if not values:
             return None
-        low, high = stats.mean_interval(values)
+        low, high = stats.mean_interval(values) if len(values) >= 2 else (None, None)
         return float(np.mean(values)), low, high
 
     @property
@@ -116,22 +117,24 @@ class PhysicsReport:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        def summary(g: GroupPhysics, metric: str) -> dict[str, float] | None:
+        def summary(g: GroupPhysics, metric: str) -> dict[str, float | None] | None:
             found = g.summary(metric)
             return None if found is None else dict(zip(("mean", "ci95_low", "ci95_high"), found, strict=True))
 
         return {"groups": [{"group": g.group, "settings": g.settings,
-                            "seeds": [s.__dict__ for s in g.seeds],
+                            "seeds": [asdict(s) for s in g.seeds],
                             **{metric: summary(g, metric) for metric in METRICS}} for g in self.groups],
                 "comparisons": [c.to_json() for c in self.comparisons]}
 
 
-def _shown(found: tuple[float, float, float] | None, percent: bool = False) -> str:
+def _shown(found: tuple[float, float | None, float | None] | None, percent: bool = False) -> str:
     if found is None:
         return "-"
-    if percent:
-        return "{:.0%} [{:.0%}, {:.0%}]".format(*found)
-    return "{:.2f} [{:.2f}, {:.2f}]".format(*found)
+    number = "{:.0%}" if percent else "{:.2f}"
+    mean, low, high = found
+    if low is None or high is None:
+        return number.format(mean)
+    return f"{number.format(mean)} [{number.format(low)}, {number.format(high)}]"
 
 
 def seed_numbers(returns: list[float], threshold: float | None) -> tuple[float, float, float | None]:
