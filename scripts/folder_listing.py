@@ -60,7 +60,8 @@ SWEEP_FILES = {
     "pbt_curves_svg": "with `pbt:`, written by `sweep report`: each member's curve",
     "pbt_curves_png": "written by earlier versions; removed when the curves are drawn again",
     "slurm": "with `--backend slurm`: each array's script and run list, and SLURM's output per task",
-    "cross_result": "one trained run evaluated on one variant",
+    "cross_result": "one trained run evaluated on one variant (<variant>@held-out.json: on that variant's "
+                    "held-out physics, with eval.physics)",
 }
 
 RUN_FILES = {
@@ -80,6 +81,8 @@ RUN_FILES = {
     "progress_csv": "one row per PPO or TRPO iteration, per 1000 timesteps of the others: iteration, "
                     "timesteps, wall_s, fps, ep_rew_mean, ep_len_mean, rollout_s, train_s",
     "evaluations_csv": "with eval.every: timesteps, mean_return, std_return, returns, lengths, wall_s",
+    "physics_eval_json": "with eval.physics: the final policy's return and episode length on each held-out "
+                         "draw, with the settings they were drawn with (docs/variants.md)",
     "model_zip": "the final model (stable_baselines3.PPO.load, or the class of result.json's algo)",
     "vecnormalize": "with normalize: the final statistics (stable_baselines3 VecNormalize.load)",
     "best_model_zip": "with eval.every: the best evaluation's model",

@@ -39,18 +39,26 @@ class Reevaluation:
 def reevaluation(plan: SweepPlan, planned: Sequence[PlannedRun]) -> Reevaluation | None:
     """What evaluating the `evaluate` runs again costs; None when there are none."""
     from ..sweepdir.files import read_or_none
+    from ..sweepdir.models import evaluated_as, physics_evaluated
 
     todo = [p.run for p in planned if p.action is Action.EVALUATE]
     if not todo:
         return None
     seconds: float | None = 0.0
+    episodes = 0
     for run in todo:
-        result = read_or_none(plan.sweep_dir.run(run.run_id).read_result)
+        run_dir = plan.sweep_dir.run(run.run_id)
+        result = read_or_none(run_dir.read_result)
+        # the nominal evaluation again where its settings changed, and one episode per held-out draw (eval.physics)
+        count = run.eval_episodes if result is None or not evaluated_as(run, result) else 0
+        if run.physics_eval and not physics_evaluated(run, read_or_none(run_dir.read_physics_eval)):
+            count += run.physics_eval["draws"]
+        episodes += count
         if seconds is None or result is None or result.eval_s is None or not result.eval_episodes:
             seconds = None
             continue
-        seconds += result.eval_s / result.eval_episodes * run.eval_episodes
-    return Reevaluation(len(todo), sum(run.eval_episodes for run in todo), seconds)
+        seconds += result.eval_s / result.eval_episodes * count
+    return Reevaluation(len(todo), episodes, seconds)
 
 
 @dataclass(frozen=True)

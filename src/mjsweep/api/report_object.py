@@ -21,6 +21,7 @@ from ..sweepdir.files import SweepDir, write_text_atomic
 
 if TYPE_CHECKING:
     from ..results.compare import Comparison, Matrix, Profiles, SequentialVerdict
+    from ..results.physics_report import PhysicsReport
     from ..results.report import GroupRow
     from ..results.sections import Section
     from ..search.confirm import StudyConfirmation
@@ -78,6 +79,8 @@ class Report:
     """A PBT sweep's members, generations, copies, best schedule and replay spec; none for any other sweep."""
     segments: frozenset[str] = frozenset()
     """The runs that are PBT segments: a population's members, not groups of seeds."""
+    physics: PhysicsReport | None = None
+    """eval.physics: each group's seeds on the held-out draws, and which is more robust; None without."""
 
     @property
     def folder(self) -> SweepDir:
@@ -115,6 +118,8 @@ class Report:
             from ..results.rounds_section import section as rounds_section
 
             out.append(rounds_section(self.read.rounds))
+        if self.physics is not None:
+            out.append(self.physics.section())
         return out + self.pbt
 
     @property
@@ -122,7 +127,7 @@ class Report:
         return f"sweep {self.folder.path.name}"
 
     def csv(self) -> str:
-        return reportlib.to_csv(self.groups)
+        return reportlib.to_csv(self.groups, self.physics.csv_columns() if self.physics is not None else None)
 
     def markdown(self) -> str:
         from ..results.sections import to_markdown as sections_markdown
@@ -146,6 +151,8 @@ class Report:
             from ..results.rounds_section import section as rounds_section
 
             parts.append(sections_markdown([rounds_section(self.read.rounds)]))
+        if self.physics is not None:
+            parts.append(sections_markdown([self.physics.section()]))
         parts.append(sections_markdown(self.pbt))
         return "\n".join(part for part in parts if part)
 
@@ -165,7 +172,13 @@ class Report:
         write_text_atomic(self.folder.report_md, self.markdown())
 
     def _kind_json(self) -> dict[str, Any] | None:
-        """A search's trials and confirmations, or a population's segments and best schedule."""
+        """A search's trials and confirmations, or a population's segments and best schedule; eval.physics's
+        held-out evaluation beside either."""
+        physics = {"held_out_physics": self.physics.to_json()} if self.physics is not None else {}
+        kind = self._sweep_kind_json()
+        return {**(kind or {}), **physics} or None
+
+    def _sweep_kind_json(self) -> dict[str, Any] | None:
         if self.segments:
             from ..search.pbtreport import to_json as populations
 
@@ -210,9 +223,13 @@ def build(folder: SweepDir, *, status_warnings: list[str], all_specs: bool = Fal
 
     trials = ranking.trials_of(folder)
     warnings = status_warnings + ([read.left_out] if read.left_out else []) + env_code_notes(read.rows)
+    from ..results import physics_report
+
+    physics = physics_report.read(folder, [r for r in read.rows if r.run_id not in segments],
+                                  [g.group for g in read.groups])
     return Report(read, warnings, reportlib.failed_runs(read.rows),
                   comparisons, drawn, trials, _pareto_figure(folder, *trials) if trials is not None else None,
-                  confirm.of_search(folder, trials), pbtreport.sections(folder), segments)
+                  confirm.of_search(folder, trials), pbtreport.sections(folder), segments, physics)
 
 
 def _pareto_figure(folder: SweepDir, rows: list[TrialRow], search: SearchSpec) -> Path | None:

@@ -66,7 +66,7 @@ def _job_run(run_dir: RunDir, job: PolicyJob, episodes: int, deterministic: bool
 
 def _evaluated(job: PolicyJob, episodes: int) -> bool:
     """Every pair of the job has its result, over `episodes` episodes."""
-    return all((done := read_result(t.result)) is not None and done.episodes == episodes for t in job.targets)
+    return all(t.evaluated_by(read_result(t.result), episodes) for t in job.targets)
 
 
 class _Lines:

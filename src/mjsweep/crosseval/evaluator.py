@@ -33,6 +33,8 @@ def evaluate_on(policy, target: dict[str, Any], job: dict[str, Any]) -> CrossRes
             if trained.shape != here.shape:
                 return CrossResult(episodes=job["episodes"],
                                    skipped=f"{what} space {here.shape} differs from the policy's {trained.shape}")
+        if target.get("physics"):
+            return _on_held_out(policy, target, job)
         if job.get("vecnormalize"):
             env = load_frozen(job["vecnormalize"], env)
         env.seed(job["seed"] + 2_000_003)  # apart from training's and the final evaluation's seeds
@@ -45,6 +47,32 @@ def evaluate_on(policy, target: dict[str, Any], job: dict[str, Any]) -> CrossRes
     mean = sum(values) / len(values)
     std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
     return CrossResult(episodes=job["episodes"], mean=mean, std=std, returns=values, lengths=[int(n) for n in lengths])
+
+
+def _on_held_out(policy, target: dict[str, Any], job: dict[str, Any]) -> CrossResult:
+    """One episode on each held-out draw of the target variant's eval.physics, as its own runs were evaluated."""
+    from ..robots.envs import make_env
+    from ..spec.randomspec import RandomizedEdit
+    from ..worker.physics_eval import one_draw
+
+    physics = target["physics"]
+    xml = Path(target["xml"])
+    edits = [RandomizedEdit.model_validate(edit) for edit in physics["randomize"]]
+    vecnormalize = job.get("vecnormalize")
+
+    def make():
+        return make_env(target["env"], xml, target["env_kwargs"], target["max_episode_steps"])
+
+    def normalize(env):
+        return load_frozen(vecnormalize, env) if vecnormalize else env
+
+    outcomes = [one_draw(policy, make, xml, edits, int(physics["seed"]), index, job["deterministic"], lambda: None,
+                         normalize) for index in range(physics["draws"])]
+    values = [r for r, _ in outcomes]
+    mean = sum(values) / len(values)
+    std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+    return CrossResult(episodes=len(values), mean=mean, std=std, returns=values, lengths=[n for _, n in outcomes],
+                       physics=physics)
 
 
 def _outcome(result: CrossResult) -> str:

@@ -12,6 +12,9 @@ from ..sweepdir.csvfiles import CrossMatrixRow, csv_text
 from ..sweepdir.files import RunDir, SweepDir, read_model, read_or_none
 from ..sweepdir.models import CrossResult, RunSpec, succeeded
 
+HELD_OUT = "@held-out"
+"""A test column's suffix for a variant's held-out physics (eval.physics) rather than its nominal model."""
+
 
 @dataclass(frozen=True)
 class Target:
@@ -23,6 +26,15 @@ class Target:
     env_kwargs: dict[str, Any]
     max_episode_steps: int | None
     result: Path
+    physics: dict[str, Any] | None = None
+    """The variant's runs' eval.physics: one episode on each of its held-out draws (its distribution, the test
+    one) instead of `episodes` episodes of the nominal model."""
+
+    def evaluated_by(self, done: CrossResult | None, episodes: int) -> bool:
+        """Whether `done` is this target's evaluation as asked now."""
+        if done is None:
+            return False
+        return done.physics == self.physics if self.physics is not None else done.episodes == episodes
 
 
 @dataclass(frozen=True)
@@ -40,7 +52,8 @@ def read_result(path: Path) -> CrossResult | None:
 
 def jobs(sweep: SweepDir, trained: list[RunSpec], all_runs: list[RunSpec], episodes: int) -> list[PolicyJob]:
     """For each trained run, the variants (its own included) at its grid point whose result is missing
-    or was made with another number of episodes."""
+    or was made with another number of episodes, and, where that variant's runs have eval.physics, its held-out
+    physics (the test distribution: <variant>@held-out) whose result is missing or of other settings."""
     envs: dict[tuple[str, str], RunSpec] = {}
     for run in all_runs:  # any seed of a variant at a grid point builds the same env
         envs.setdefault((run.variant, _grid_key(run)), run)
@@ -52,13 +65,13 @@ def jobs(sweep: SweepDir, trained: list[RunSpec], all_runs: list[RunSpec], episo
             template = envs.get((variant, _grid_key(run)))
             if template is None:
                 continue
-            path = sweep.cross_result(run.run_id, variant)
-            done = read_result(path)
-            if done and done.episodes == episodes:
-                continue
             xml = sweep.run(template.run_id).model_xml(template)  # where the folder is now, if it has moved
-            targets.append(Target(variant, template.env, str(xml), template.env_kwargs, template.max_episode_steps,
-                                  path))
+            tests = [(variant, None)] + ([(variant + HELD_OUT, template.physics_eval)] if template.physics_eval else [])
+            for name, physics in tests:
+                target = Target(variant, template.env, str(xml), template.env_kwargs, template.max_episode_steps,
+                                sweep.cross_result(run.run_id, name), physics)
+                if not target.evaluated_by(read_result(target.result), episodes):
+                    targets.append(target)
         if targets:
             out.append(PolicyJob(run, sweep.run(run.run_id).path, targets))
     return out
@@ -73,7 +86,7 @@ class Cell:
     train: str
     """The trained group: variant and grid point."""
     test: str
-    """The variant evaluated on."""
+    """The variant evaluated on: its nominal model, or its held-out physics (<variant>@held-out)."""
     seeds: int
     mean: float | None
     ci_low: float | None

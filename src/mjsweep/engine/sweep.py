@@ -54,6 +54,7 @@ from ..sweepdir.models import (
     VariantRecord,
     evaluated_as,
     evaluation_words,
+    physics_evaluated,
     succeeded,
 )
 from ..worker.tracking import check_tracking
@@ -287,6 +288,9 @@ def _decide_one(run: RunSpec, run_dir: RunDir) -> PlannedRun:
             before = evaluation_words(result.eval_episodes, result.eval_deterministic)
             now = evaluation_words(run.eval_episodes, run.eval_deterministic)
             return PlannedRun(run, Action.EVALUATE, f"evaluated with {before}; again with {now}, no training",
+                              Reason.EVALUATED_OTHERWISE)
+        if not physics_evaluated(run, read_or_none(run_dir.read_physics_eval)):
+            return PlannedRun(run, Action.EVALUATE, "on held-out physics (eval.physics), no training",
                               Reason.EVALUATED_OTHERWISE)
         return PlannedRun(run, Action.SKIP, "succeeded", Reason.SUCCEEDED)
     if not status:

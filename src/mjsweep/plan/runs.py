@@ -101,6 +101,7 @@ def _make_run(spec: SweepSpec, variant: Variant, point: dict[str, Any], seed: in
         eval_info=spec.search.info_keys() if spec.search else [],
         content_hash=digest, cpus=cpus_per_run(spec, algo), device=spec.device, tensorboard=spec.tensorboard,
         normalize=normalized, wandb=spec.tracking.wandb, warm_start=warm, randomize=randomize,
+        physics_eval=spec.eval.physics.as_data(list(variant.randomize)) if spec.eval.physics else None,
     )
 
 

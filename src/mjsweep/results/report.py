@@ -173,12 +173,16 @@ def report_rows(groups: list[GroupRow]) -> list[ReportRow]:
     return out
 
 
-def to_csv(groups: list[GroupRow]) -> str:
-    """report.csv: ReportRow's columns, then each grid key's and edit label's value, a column each."""
+def to_csv(groups: list[GroupRow], more: dict[str, dict[str, Any]] | None = None) -> str:
+    """report.csv: ReportRow's columns, then each grid key's and edit label's value, a column each, then the
+    columns of `more` (group -> column -> value: held-out physics), empty for a group it lacks."""
     grid_names, edit_names = value_columns([g.grid for g in groups], [g.edits for g in groups], ReportRow.columns())
-    rows = [(row, [g.grid.get(k) for k in grid_names] + [g.edits.get(k) for k in edit_names])
+    more = more or {}
+    more_names = list(dict.fromkeys(column for values in more.values() for column in values))
+    rows = [(row, [g.grid.get(k) for k in grid_names] + [g.edits.get(k) for k in edit_names]
+             + [more.get(g.group, {}).get(k) for k in more_names])
             for g, row in zip(groups, report_rows(groups), strict=True)]
-    return csv_text_extended(ReportRow, rows, [*grid_names.values(), *edit_names.values()])
+    return csv_text_extended(ReportRow, rows, [*grid_names.values(), *edit_names.values(), *more_names])
 
 
 def value_columns(grids: list[dict[str, Any]], edits: list[dict[str, Any]],

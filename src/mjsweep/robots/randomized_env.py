@@ -32,7 +32,7 @@ class RandomizedEnv(gymnasium.Wrapper):
                              "has no MjModel and MjData as its model and data)")
         self._randomizer = Randomizer(xml, edits)
         self._seed, self._env_index, self._stream = seed, env_index, stream
-        self._names = [_slot_name(slot, edits) for slot in self._randomizer.slots]
+        self._names = [slot_name(slot, edits) for slot in self._randomizer.slots]
         self._file = open(draws_file, "a", encoding="utf-8", buffering=1) if draws_file else None
         self._applied: dict[str, float] | None = None
         self.draws_done = first_episode
@@ -94,7 +94,7 @@ def _swap_model(base: Any, model: Any) -> None:
         renderer.model, renderer.data = base.model, base.data
 
 
-def _slot_name(slot: drawlib.Slot, edits: list[RandomizedEdit]) -> str:
+def slot_name(slot: drawlib.Slot, edits: list[RandomizedEdit]) -> str:
     """randomize[0].mass.factor, randomize[2].forcerange.value[1]: where the spec wrote the distribution."""
     index = "" if slot.index is None else f"[{slot.index}]"
     return f"randomize[{slot.edit}].{edits[slot.edit].op}.{slot.key}{index}"

@@ -28,6 +28,7 @@ from .limits import (
 )
 from .locator import SpecLocator, format_key
 from .pbtspec import check as check_pbt
+from .physicsspec import check_physics
 from .randomspec import check_randomize
 from .searchspace import EVAL_METRICS, MULTI_OBJECTIVE_METHODS, Dimension, SearchSpec
 from .sweepspec import (
@@ -52,6 +53,11 @@ def check_semantics(spec: SweepSpec, loc: SpecLocator) -> None:
         seen[variant.name] = i
         _check_edit_grid(variant, ("variants", i), loc)
         check_randomize(variant.randomize, ("variants", i), loc)
+    if spec.eval.physics is not None:
+        # a globbed file is nominal only
+        glob: list[tuple[str, list[Any]]] = [("xml_glob's files", [])] if spec.xml_glob else []
+        check_physics(spec.eval.physics, [(f"variant {v.name!r}", list(v.randomize)) for v in spec.variants] + glob,
+                      loc)
     _check_algos(spec, loc)
     _check_own_timesteps(spec, loc)
     for key, values in spec.grid.items():

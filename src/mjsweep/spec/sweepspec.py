@@ -42,6 +42,7 @@ from .limits import (
 from .literals import zoo_expression, zoo_text
 from .locator import SpecLocator
 from .pbtspec import PbtSpec
+from .physicsspec import PhysicsEvalSpec
 from .randomspec import RandomizedEdit
 from .searchspace import SearchSpec
 from .warmstartspec import WarmStartSpec
@@ -169,6 +170,8 @@ class EvalSpec(_Strict):
     """Episodes of each evaluation (the final one: eval_mean_return / eval_std_return in result.json)."""
     deterministic: bool = True
     """Evaluate the policy's mean action rather than sampling."""
+    physics: PhysicsEvalSpec | None = None
+    """Also evaluate each run's final policy on held-out physics: one episode per draw (spec/physicsspec.py)."""
 
 
 class SlurmSpec(_Strict):

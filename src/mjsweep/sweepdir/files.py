@@ -18,7 +18,16 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from ..errors import InputError
-from .models import CheckpointRecord, FileModel, ResumeRecord, RunResult, RunSpec, RunStatus, SweepVariants
+from .models import (
+    CheckpointRecord,
+    FileModel,
+    PhysicsEval,
+    ResumeRecord,
+    RunResult,
+    RunSpec,
+    RunStatus,
+    SweepVariants,
+)
 
 M = TypeVar("M", bound=FileModel)
 T = TypeVar("T")
@@ -183,6 +192,7 @@ class RunDir:
     draws_jsonl = property(lambda self: self.path / "draws.jsonl")
     progress_csv = property(lambda self: self.path / "progress.csv")
     evaluations_csv = property(lambda self: self.path / "evaluations.csv")
+    physics_eval_json = property(lambda self: self.path / "physics_eval.json")
     model_zip = property(lambda self: self.path / "model.zip")
     vecnormalize = property(lambda self: self.path / "vecnormalize.pkl")
     best_model_zip = property(lambda self: self.path / "best_model.zip")
@@ -251,6 +261,9 @@ class RunDir:
 
     def read_result(self) -> RunResult | None:
         return read_model(self.result_json, RunResult)
+
+    def read_physics_eval(self) -> PhysicsEval | None:
+        return read_model(self.physics_eval_json, PhysicsEval)
 
     def has_complete_result(self) -> bool:
         """result.json holds the final evaluation (a corrupt one does not)."""

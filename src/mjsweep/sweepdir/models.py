@@ -474,6 +474,10 @@ class RunSpec(FileModel):
     """The variant's randomized edits as the spec writes them (spec/randomspec.py), drawn at each reset of the
     training envs (draws.jsonl); empty: the nominal model only. In content_hash and the experiment when set, so a
     randomized run never pools with a nominal one (a nominal run keeps the id it had before the key existed)."""
+    physics_eval: dict[str, Any] | None = None
+    """eval.physics resolved for this run's variant: {draws, seed, threshold, randomize} (its final policy plays one
+    episode on each held-out draw: physics_eval.json); None: no such evaluation. Out of content_hash, as eval_every
+    is: an evaluation does not change what a run computes."""
 
     @property
     def group(self) -> str:
@@ -652,6 +656,32 @@ class DrawRecord(FileModel):
     """Where the spec wrote each distribution (randomize[0].mass.factor): the value drawn."""
 
 
+class PhysicsEval(FileModel):
+    """physics_eval.json: a finished run's final policy on each held-out draw of eval.physics, one episode each
+    (worker/physics_eval.py). Written before result.json; a run whose spec.json's physics_eval differs from
+    `settings` is evaluated again, without training."""
+
+    settings: dict[str, Any]
+    """spec.json's physics_eval it was evaluated with: {draws, seed, threshold, randomize}."""
+    deterministic: bool
+    values: list[dict[str, float]]
+    """Draw i's values, by where the spec wrote each distribution (as draws.jsonl names them)."""
+    returns: list[float]
+    """The return of the episode on draw i, i from 0."""
+    lengths: list[int]
+    eval_s: float
+
+    def matches(self, spec: RunSpec) -> bool:
+        """Whether this is the evaluation spec.json asks for. The threshold counts too: the report reads it from
+        here, as spec.json is written again only for runs that run."""
+        return self.settings == spec.physics_eval and self.deterministic == spec.eval_deterministic
+
+
+def physics_evaluated(spec: RunSpec, evaluation: PhysicsEval | None) -> bool:
+    """Whether the run has the held-out evaluation its spec.json asks for (or asks for none)."""
+    return spec.physics_eval is None or (evaluation is not None and evaluation.matches(spec))
+
+
 class SeedRound(FileModel):
     """A line of seeds.jsonl: one decision of adaptive seeds (results/seeding.py), on record before any seed
     it adds starts, so that a resumed sweep continues from the seeds it granted."""
@@ -695,6 +725,9 @@ class CrossResult(FileModel):
     returns: list[float] | None = None
     lengths: list[int] | None = None
     skipped: str | None = None
+    physics: dict[str, Any] | None = None
+    """On a variant's held-out physics (<variant>@held-out.json): the eval.physics settings of that variant's
+    runs it was evaluated with, one episode per draw; None on the variant's nominal model."""
 
     def to_file(self) -> dict[str, Any]:
         """Only the keys that say something: an evaluation's numbers, or a skip's reason."""

@@ -53,6 +53,10 @@ def _table(report: Report) -> None:
 
         for line in summary_lines(report.confirmed):
             print(f"confirmed on fresh seeds: {line}")
+    if report.physics is not None:
+        from .report_sections import show
+
+        show(tables.make_console(), [report.physics.section()])
     if report.pbt:
         from .report_sections import show
 

@@ -105,7 +105,13 @@ def _train(run_path: Path) -> int:
     if (earlier := evaluated_otherwise(spec, run)) is not None:
         from .reevaluation import evaluate_again
 
-        return evaluate_again(spec, run, earlier, stop_if_requested)
+        evaluate_again(spec, run, earlier, stop_if_requested)
+    from .physics_eval import evaluate_physics_only, finished_without_physics
+
+    if (finished := finished_without_physics(spec, run)) is not None:
+        return evaluate_physics_only(spec, run, finished, stop_if_requested)
+    if earlier is not None:
+        return EXIT_OK
     xml_sha256, env_sha256 = _loaded_code(spec)
     off_policy = ALGOS[spec.algo].off_policy
     checkpointer = Checkpointer(run, spec.checkpoint_every, spec.checkpoint_every_s,
@@ -132,6 +138,10 @@ def _train(run_path: Path) -> int:
             _, final_save_s = timed(_save_model, model, run)
             (mean, std, info_means), eval_s = timed(evaluate, spec, model, stop_if_requested,
                                                     model.get_vec_normalize_env())
+            if spec.physics_eval is not None:  # before result.json: a succeeded run has it
+                from .physics_eval import evaluate_physics, write
+
+                write(run, evaluate_physics(spec, model, stop_if_requested, model.get_vec_normalize_env()))
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 recorder.save_interrupted()
