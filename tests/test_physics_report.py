@@ -129,3 +129,17 @@ def test_sweep_report_shows_the_section(tmp_path, fmt):
     assert ("## Held-out physics" if fmt == "md" else "held-out physics") in text
     assert "10th percentile" in text and "sturdy > brittle" in text
     assert (folder / "report.md").read_text().count("Held-out physics") == 1
+
+
+def test_the_api_hands_out_the_held_out_report_and_refuses_a_sweep_without_one(tmp_path):
+    import mjsweep
+
+    physics = mjsweep.load(_sweep(tmp_path)).held_out()
+    assert isinstance(physics, mjsweep.PhysicsReport)
+    assert sorted(g.group for g in physics.groups) == ["brittle", "sturdy"]
+    [verdict] = physics.comparisons
+    assert verdict.verdict().startswith("sturdy > brittle")
+    plain = tmp_path / "plain"
+    make_run(plain, run_spec("walker", 0), RunState.SUCCEEDED, result(1.0))
+    with pytest.raises(mjsweep.InputError, match="no held-out physics evaluation"):
+        mjsweep.load(plain).held_out()

@@ -29,13 +29,14 @@ if TYPE_CHECKING:
     from .crosseval.pairs import Cell as CrossCell
     from .errors import InputError, LaunchError, SpecError
     from .results.compare import Comparison
+    from .results.physics_report import PhysicsReport
     from .results.report import GroupRow
     from .search.ranking import TrialRow
     from .sweepdir.trust import UntrustedFolderError
 
 __all__ = ["Backend", "Comparison", "CrossCell", "CurvePoint", "GroupRow", "InputError", "LaunchError", "Lineage",
-           "Order", "PlanSummary", "Policy", "Run", "RunOptions", "SpecError", "StartWith", "Sweep", "SweepFailed",
-           "TrialRow", "UntrustedFolderError", "load", "run", "validate"]
+           "Order", "PhysicsReport", "PlanSummary", "Policy", "Run", "RunOptions", "SpecError", "StartWith", "Sweep",
+           "SweepFailed", "TrialRow", "UntrustedFolderError", "load", "run", "validate"]
 
 _API = {"Backend", "CurvePoint", "Order", "PlanSummary", "Policy", "Run", "RunOptions", "StartWith", "Sweep",
         "SweepFailed", "load", "run", "validate"}
@@ -43,7 +44,8 @@ _ERRORS = {"InputError", "LaunchError", "SpecError"}
 # What Sweep's methods return, by the module that defines it and its name there.
 _RESULT_TYPES = {"GroupRow": ("results.report", "GroupRow"), "Comparison": ("results.compare", "Comparison"),
                  "TrialRow": ("search.ranking", "TrialRow"), "Lineage": ("api.lineage", "Lineage"),
-                 "CrossCell": ("crosseval.pairs", "Cell")}
+                 "CrossCell": ("crosseval.pairs", "Cell"),
+                 "PhysicsReport": ("results.physics_report", "PhysicsReport")}
 
 
 def __getattr__(name: str) -> Any:

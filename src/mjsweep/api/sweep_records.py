@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ..crosseval.pairs import Cell
+    from ..results.physics_report import PhysicsReport
     from ..search.ranking import TrialRow
     from .lineage import Lineage
     from .policy import Policy
@@ -245,6 +246,18 @@ class Sweep(Sequence[Run]):
         if not cells:
             raise InputError(f"{self.path}: no cross-evaluation yet (sweep evaluate {self.path} --cross)")
         return cells
+
+    def held_out(self) -> PhysicsReport:
+        """eval.physics: each group's seeds on the held-out draws (mean, 10th percentile and fraction over the
+        draws, summarized over seeds) and which group is more robust, as `sweep report` shows them. InputError
+        before any run has a held-out evaluation."""
+        from ..results import physics_report
+
+        read = self._read("final")
+        found = physics_report.read(self.folder, read.rows, [g.group for g in read.groups])
+        if found is None:
+            raise InputError(f"{self.path}: no held-out physics evaluation (eval.physics in its spec)")
+        return found
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per run: its group, variant, grid values and edit values (a column each, typed as the
