@@ -67,7 +67,8 @@ def test_changed_evaluation_settings_evaluate_finished_runs_again_without_traini
     assert "evaluate (evaluated with 1 episode, deterministic; again with 3 episodes, deterministic, no training)" \
         in said, dry.stdout
     assert "dry run: 1 to start, 0 to resume, 1 to evaluate again, 0 to skip" in said
-    assert ("evaluate again: 1 finished run (their evaluation settings changed), 3 episodes from their final "
+    assert ("evaluate again: 1 finished run (their eval settings changed: episodes, deterministic or physics), "
+            "3 episodes from their final "
             "models, no training: about") in said
     assert json.loads((run_dir / "result.json").read_text()) == before  # a dry run changes nothing
 

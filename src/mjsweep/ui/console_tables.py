@@ -138,13 +138,14 @@ def plan_table(out: Console, plan: SweepPlan, planned: list[PlannedRun]) -> None
 
 
 def reevaluation_line(again: Reevaluation) -> str:
-    """What evaluating finished runs again costs: 'evaluate again: 4 finished runs (their evaluation settings
-    changed), 20 episodes from their final models, no training: about 3 s of evaluation'."""
+    """What evaluating finished runs again costs: 'evaluate again: 4 finished runs (their eval settings changed:
+    episodes, deterministic or physics), 20 episodes from their final models, no training: about 3 s of
+    evaluation'."""
     time = f"about {_duration(again.seconds)} of evaluation" if again.seconds is not None else \
         "time unknown (an earlier evaluation did not record it)"
-    return (f"evaluate again: {counted(again.runs, 'finished run')} (their evaluation settings changed), "
-            f"{counted(again.episodes, 'episode')} from their final models, no training: {time}; their earlier "
-            "evaluations stay in result.json")
+    return (f"evaluate again: {counted(again.runs, 'finished run')} (their eval settings changed: episodes, "
+            f"deterministic or physics), {counted(again.episodes, 'episode')} from their final models, no training: "
+            f"{time}; their earlier evaluations stay in result.json")
 
 
 def cost_lines(cost: Cost, *, skipped: int = 0, note: str = "", at_max: Cost | None = None, at_most: bool = False,
