@@ -415,6 +415,29 @@ def test_a_run_planned_before_sub_models_were_hashed_still_loads_as_planned(tmp_
     assert loaded_sha256(xml, planned_then) == planned_then
 
 
+@pytest.mark.parametrize("absolute", [False, True], ids=["relative", "absolute"])
+def test_a_generated_variant_of_a_model_attaching_a_sub_model_keeps_its_mesh(tmp_path, absolute):
+    """The edited XML holds the sub-model's assets but not its folder: its mesh is named by a path from the base's
+    folder, covered by the variant's hash and stored, so the snapshot compiles with the user's files gone."""
+    import mujoco
+
+    from mjsweep.robots.edits import generate
+    from mjsweep.spec.editspec import EditSpec
+
+    xml = _robot_attaching_a_tail(tmp_path / "robot", tmp_path / "parts", absolute)
+    edits = [EditSpec.model_validate({"scale_body": {"body": "front_leg", "factor": 1.2}})]
+    generated = generate(xml, edits, {})
+    assert str(tmp_path) not in generated.portable
+    edited = mujoco.MjModel.from_xml_string(generated.text)
+    variant = Variant("walker_long", xml, generated.sha256, xml_text=generated.text, portable_text=generated.portable)
+    stored = store(tmp_path / "snapshots", variant)
+    (tmp_path / "parts" / "meshes" / "fin.obj").write_text(_tetrahedron(0.06))
+    assert generate(xml, edits, {}).sha256 != generated.sha256
+    shutil.rmtree(tmp_path / "parts")
+    shutil.rmtree(tmp_path / "robot")
+    _same_model(edited, mujoco.MjModel.from_xml_path(str(stored)))
+
+
 def test_a_sub_model_is_found_next_to_the_file_that_names_it_and_reads_its_files_from_its_own_folder(tmp_path):
     """MuJoCo's rule, checked against MuJoCo: a <model file=...> in an include is found next to that include (not
     in the main XML's folder), and the sub-model's include next to the sub-model. Decoys where the main XML's

@@ -20,6 +20,7 @@ import os
 import re
 from functools import partial
 from pathlib import Path
+from typing import Any
 from xml.sax.saxutils import unescape as xml_unescape
 
 
@@ -244,6 +245,42 @@ def asset_files(spec, model_dir: Path) -> list[Path]:
         names += [(texture_dir, texture.file), *((texture_dir, f) for f in texture.cubefiles)]
     paths = [(folder / name).resolve() for folder, name in names if name]
     return [p for p in paths if p.is_file()]
+
+
+def absolutize_sub_model_assets(spec, xml: Path) -> None:
+    """Give each asset a sub-model brought into `spec` (read from `xml`) its file as an absolute path: MjSpec finds
+    it from the sub-model's folder, which the spec's XML (to_xml) does not say, so that XML would look for it in
+    the main model's folders. A sub-model's assets keep its compiler (the main model's keep spec.compiler); each
+    such group is placed in the one sub-model folder where all its files are found, and left as it is where none
+    or several hold them."""
+    folders = list(dict.fromkeys(path.parent for path in _all_sub_models(Path(xml).resolve(), set())))
+    groups: dict[int, tuple[Any, list[tuple[Any, str]]]] = {}
+    for assets, folder_of in ((spec.meshes, "meshdir"), (spec.hfields, "meshdir"), (spec.skins, "meshdir"),
+                              (spec.textures, "texturedir")):
+        for asset in assets:
+            if asset.compiler is not spec.compiler and asset.file and not os.path.isabs(asset.file):
+                groups.setdefault(id(asset.compiler), (asset.compiler, []))[1].append((asset, folder_of))
+    for compiler, members in groups.values():
+        homes = [folder for folder in folders
+                 if all(_asset_path(folder, compiler, *member).is_file() for member in members)]
+        if len(homes) == 1:
+            for asset, folder_of in members:
+                asset.file = str(_asset_path(homes[0], compiler, asset, folder_of))
+
+
+def _asset_path(model_dir: Path, compiler: Any, asset: Any, folder_of: str) -> Path:
+    """Where `asset` lies for a model in `model_dir`: below the compiler's meshdir or texturedir (`folder_of`)."""
+    return (model_dir / (getattr(compiler, folder_of) or "") / asset.file).resolve()
+
+
+def _all_sub_models(xml: Path, seen: set[Path]) -> list[Path]:
+    """Every sub-model `xml` attaches, and theirs, each once."""
+    found: list[Path] = []
+    for sub_model in _sub_models([xml, *_includes(xml, xml.parent, set())]):
+        if sub_model not in seen:
+            seen.add(sub_model)
+            found += [sub_model, *_all_sub_models(sub_model, seen)]
+    return found
 
 
 def absolutize_asset_dirs(spec, model_dir: Path) -> None:
