@@ -431,6 +431,7 @@ def test_a_generated_variant_of_a_model_attaching_a_sub_model_keeps_its_mesh(tmp
     edited = mujoco.MjModel.from_xml_string(generated.text)
     variant = Variant("walker_long", xml, generated.sha256, xml_text=generated.text, portable_text=generated.portable)
     stored = store(tmp_path / "snapshots", variant)
+    assert loaded_sha256(stored, generated.sha256) == generated.sha256  # the worker's hash of what it loads
     (tmp_path / "parts" / "meshes" / "fin.obj").write_text(_tetrahedron(0.06))
     assert generate(xml, edits, {}).sha256 != generated.sha256
     shutil.rmtree(tmp_path / "parts")
