@@ -76,6 +76,49 @@ def _robot_reading_absolute_paths(folder: Path, parts: Path) -> Path:
     return xml
 
 
+TAIL = """<mujoco model="tail">
+  <compiler meshdir="{meshdir}"/>
+  <asset>
+    <mesh name="fin" file="fin.obj"/>
+  </asset>
+  <worldbody>
+    <body name="tail" pos="-0.3 0 0">
+      <geom name="fin" type="mesh" mesh="fin" contype="0" conaffinity="0"/>
+      <include file="tip.xml"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+"""A sub-model with a mesh of its own, from its own meshdir, and an include beside it; no joint, so the walker's
+observations stay 9 numbers."""
+TIP = '<mujoco><geom name="tip" size="0.02" contype="0" conaffinity="0"/></mujoco>\n'
+ATTACH = '<attach model="tail" body="tail" prefix="tail_"/>\n      <body name="back_leg"'
+
+
+def _tail(parts: Path, absolute: bool) -> Path:
+    """The sub-model TAIL in `parts`: tail.xml, tip.xml beside it, meshes/fin.obj; with `absolute`, its meshdir is
+    given as an absolute path."""
+    (parts / "meshes").mkdir(parents=True)
+    (parts / "meshes" / "fin.obj").write_text(_tetrahedron(0.05))
+    (parts / "tip.xml").write_text(TIP)
+    (parts / "tail.xml").write_text(TAIL.format(meshdir=f"{parts / 'meshes'}/" if absolute else "meshes/"))
+    return parts / "tail.xml"
+
+
+def _robot_attaching_a_tail(folder: Path, parts: Path, absolute: bool) -> Path:
+    """The tiny walker in `folder` with a tail attached to its torso from the sub-model in `parts` (_tail), which it
+    names by its path relative to `folder` or, with `absolute`, by its absolute path."""
+    xml = _robot(folder, included=False)
+    tail = _tail(parts, absolute)
+    name = str(tail) if absolute else os.path.relpath(tail, folder)
+    text = xml.read_text()
+    assert text.count("  <worldbody>") == 1 and text.count('<body name="back_leg"') == 1
+    text = text.replace("  <worldbody>", f'  <asset>\n    <model name="tail" file="{name}"/>\n  </asset>\n\n'
+                        "  <worldbody>")
+    xml.write_text(text.replace('<body name="back_leg"', ATTACH))
+    return xml
+
+
 def _tetrahedron(size: float) -> str:
     """A closed tetrahedron mesh in OBJ format."""
     return (f"v 0 0 0\nv {size} 0 0\nv 0 {size} 0\nv 0 0 {size}\n"
@@ -312,6 +355,111 @@ def test_an_edit_to_an_absolutely_referenced_file_gives_new_run_ids_and_leaves_t
         hashes.add(model_sha256(xml))
         assert model_sha256(stored) == variant.sha256
     assert len(hashes) == 4
+
+
+def _same_model(before, after) -> None:
+    """Two compiled models are the same robot: sizes, names and the arrays a sub-model's bodies, geoms and mesh
+    make."""
+    assert (after.nbody, after.ngeom, after.nmesh, after.nq) == (before.nbody, before.ngeom, before.nmesh, before.nq)
+    assert after.names == before.names
+    for field in ("body_pos", "body_mass", "geom_type", "geom_size", "geom_pos", "mesh_vert", "mesh_face"):
+        assert getattr(after, field).tolist() == getattr(before, field).tolist(), field
+
+
+@pytest.mark.parametrize("absolute", [False, True], ids=["relative", "absolute"])
+def test_a_sub_model_is_stored_with_its_files_and_compiles_from_the_snapshot_alone(tmp_path, absolute):
+    """A sub-model the walker attaches (<asset><model file=...>), its include and its mesh from its own meshdir are
+    in the model's files and its snapshot; named by absolute paths, they are stored with those paths made relative;
+    with every file of the user's gone, the snapshot compiles to the same model."""
+    import mujoco
+
+    xml = _robot_attaching_a_tail(tmp_path / "robot", tmp_path / "parts", absolute)
+    before = mujoco.MjModel.from_xml_path(str(xml))
+    assert (before.nbody, before.nmesh) == (5, 1) and before.geom("tail_tip").size[0] == pytest.approx(0.02)
+    assert sorted(p.name for p in model_files(xml)) == ["fin.obj", "tail.xml", "tip.xml", "walker.xml"]
+    assert (portable_xmls(xml) != {}) == absolute
+    variant = Variant("walker", xml, model_sha256(xml))
+    stored = store(tmp_path / "sweep" / "snapshots", variant)
+    tree = tmp_path / "sweep" / "snapshots" / "models" / variant.sha256
+    files = model_files(stored)
+    assert sorted(p.name for p in files) == ["fin.obj", "tail.xml", "tip.xml", "walker.xml"]
+    assert all(p.is_relative_to(tree) for p in files)
+    assert not any(str(tmp_path) in p.read_text() for p in files if p.suffix == ".xml")
+    assert portable_xmls(stored) == {} and model_sha256(stored) == variant.sha256
+    shutil.rmtree(tmp_path / "parts")
+    shutil.rmtree(tmp_path / "robot")
+    _same_model(before, mujoco.MjModel.from_xml_path(str(stored)))
+
+
+def test_an_edit_to_a_sub_model_its_include_or_its_mesh_changes_the_hash_and_leaves_the_stored_model(tmp_path):
+    xml = _robot_attaching_a_tail(tmp_path / "robot", tmp_path / "parts", absolute=True)
+    variant = Variant("walker", xml, model_sha256(xml))
+    stored = store(tmp_path / "snapshots", variant)
+    tail = tmp_path / "parts" / "tail.xml"
+    hashes = {variant.sha256}
+    for edit in (lambda: tail.write_text(tail.read_text().replace('pos="-0.3 0 0"', 'pos="-0.35 0 0"')),
+                 lambda: (tmp_path / "parts" / "tip.xml").write_text(TIP.replace("0.02", "0.03")),
+                 lambda: (tmp_path / "parts" / "meshes" / "fin.obj").write_text(_tetrahedron(0.06))):
+        edit()
+        hashes.add(model_sha256(xml))
+        assert model_sha256(stored) == variant.sha256
+    assert len(hashes) == 4
+
+
+def test_a_run_planned_before_sub_models_were_hashed_still_loads_as_planned(tmp_path):
+    """An earlier release hashed a model without its sub-models' files: a run it planned loads as planned while the
+    files are unchanged, and the model hashes anew (new run ids) by today's recipe."""
+    xml = _robot_attaching_a_tail(tmp_path / "robot", tmp_path / "parts", absolute=False)
+    planned_then = model_sha256(xml, portable=False)
+    assert planned_then == hashlib.sha256(xml.read_bytes()).hexdigest() != model_sha256(xml)
+    assert loaded_sha256(xml, planned_then) == planned_then
+
+
+@pytest.mark.parametrize("absolute", [False, True], ids=["relative", "absolute"])
+def test_a_generated_variant_of_a_model_attaching_a_sub_model_keeps_its_mesh(tmp_path, absolute):
+    """The edited XML holds the sub-model's assets but not its folder: its mesh is named by a path from the base's
+    folder, covered by the variant's hash and stored, so the snapshot compiles with the user's files gone."""
+    import mujoco
+
+    from mjsweep.robots.edits import generate
+    from mjsweep.spec.editspec import EditSpec
+
+    xml = _robot_attaching_a_tail(tmp_path / "robot", tmp_path / "parts", absolute)
+    edits = [EditSpec.model_validate({"scale_body": {"body": "front_leg", "factor": 1.2}})]
+    generated = generate(xml, edits, {})
+    assert str(tmp_path) not in generated.portable
+    edited = mujoco.MjModel.from_xml_string(generated.text)
+    variant = Variant("walker_long", xml, generated.sha256, xml_text=generated.text, portable_text=generated.portable)
+    stored = store(tmp_path / "snapshots", variant)
+    assert loaded_sha256(stored, generated.sha256) == generated.sha256  # the worker's hash of what it loads
+    (tmp_path / "parts" / "meshes" / "fin.obj").write_text(_tetrahedron(0.06))
+    assert generate(xml, edits, {}).sha256 != generated.sha256
+    shutil.rmtree(tmp_path / "parts")
+    shutil.rmtree(tmp_path / "robot")
+    _same_model(edited, mujoco.MjModel.from_xml_path(str(stored)))
+
+
+def test_a_sub_model_is_found_next_to_the_file_that_names_it_and_reads_its_files_from_its_own_folder(tmp_path):
+    """MuJoCo's rule, checked against MuJoCo: a <model file=...> in an include is found next to that include (not
+    in the main XML's folder), and the sub-model's include next to the sub-model. Decoys where the main XML's
+    folder would put them are neither read by MuJoCo nor listed."""
+    import mujoco
+
+    robot = tmp_path / "robot"
+    xml = _robot(robot, included=False)
+    _tail(robot / "parts" / "tail", absolute=False)
+    (robot / "parts" / "tail_asset.xml").write_text('<mujoco><asset><model name="tail" file="tail/tail.xml"/>'
+                                                     "</asset></mujoco>\n")
+    (robot / "tail").mkdir()
+    (robot / "tail" / "tail.xml").write_text("not a model\n")
+    (robot / "tip.xml").write_text(TIP.replace('name="tip"', 'name="decoy"'))
+    text = xml.read_text().replace("  <worldbody>", '  <include file="parts/tail_asset.xml"/>\n\n  <worldbody>')
+    xml.write_text(text.replace('<body name="back_leg"', ATTACH))
+    model = mujoco.MjModel.from_xml_path(str(xml))
+    assert model.geom("tail_tip").size[0] == pytest.approx(0.02)
+    parts = robot / "parts"
+    assert model_files(xml) == [xml, parts / "tail_asset.xml", parts / "tail" / "tail.xml", parts / "tail" / "tip.xml",
+                                parts / "tail" / "meshes" / "fin.obj"]
 
 
 def test_a_model_with_relative_paths_only_hashes_as_before(tmp_path):

@@ -20,7 +20,14 @@ import numpy as np
 
 from ..naming import format_value
 from ..spec.editspec import PLACEHOLDER, EditSpec
-from .modelfiles import absolutize_asset_dirs, asset_files, combined_sha256, error_location, portable_text
+from .modelfiles import (
+    absolutize_asset_dirs,
+    absolutize_sub_model_assets,
+    asset_files,
+    combined_sha256,
+    error_location,
+    portable_text,
+)
 
 
 class EditError(ValueError):
@@ -57,6 +64,7 @@ def point_suffix(point: dict[str, Any]) -> str:
 def generate(base: Path, edits: list[EditSpec], point: dict[str, Any]) -> GeneratedXml:
     """Apply `edits` to `base` with `point`'s values in place of placeholders. Raises EditError."""
     spec = edited_spec(base, edits, point)
+    absolutize_sub_model_assets(spec, base)  # the XML written below holds a sub-model's assets, not its folder
     folder = base.parent.resolve()
     portable = portable_text(_to_xml(spec), folder, (folder / (spec.meshdir or "")).resolve(),
                              (folder / (spec.texturedir or "")).resolve())

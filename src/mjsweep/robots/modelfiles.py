@@ -1,9 +1,13 @@
-"""Every file a MuJoCo model reads (the XML, its includes, meshes, textures, height fields, skins),
-the content hash over all of them, and the path rewrites that let a model live elsewhere.
+"""Every file a MuJoCo model reads (the XML, its includes, meshes, textures, height fields, skins, and the
+sub-models it attaches with all of theirs), the content hash over all of them, and the path rewrites that let a
+model live elsewhere.
 
 MuJoCo resolves an `<include file=...>` against the folder of the main XML (then against the folder
 of the including file), and asset files against meshdir / texturedir, which are themselves relative
 to that folder; MjSpec hands back absolute paths for assets an included file found next to itself.
+A sub-model (`<asset><model file=...>`, attached with `<attach model=...>`) is found next to the XML file that
+names it (the main one or an include; neither meshdir nor assetdir applies) and is read as a model of its own:
+its includes, meshdir and assets resolve against its folder.
 
 A path the XML gives as absolute is hashed, and stored in a sweep's snapshot, as the relative path to the
 same file (`portable_xmls`): a copy of the model's files laid out as they lie then reads only its own files.
@@ -16,23 +20,38 @@ import os
 import re
 from functools import partial
 from pathlib import Path
+from typing import Any
 from xml.sax.saxutils import unescape as xml_unescape
 
 
-def model_files(xml: Path) -> list[Path]:
-    """The XML first, then every existing file it includes or loads, each once, in a stable order.
+def model_files(xml: Path, sub_models: bool = True) -> list[Path]:
+    """The XML first, then every existing file it includes or loads, each once, in a stable order: its includes,
+    its assets, then each sub-model's files (without `sub_models`, none of those: the list before they were
+    covered).
 
     A file that does not parse contributes only itself: compiling it reports the error later.
     """
-    xml = Path(xml).resolve()
-    files = [xml, *_includes(xml, xml.parent, set())]
+    return list(dict.fromkeys(_model_files(Path(xml).resolve(), set() if sub_models else None)))
+
+
+def _model_files(xml: Path, seen: set[Path] | None) -> list[Path]:
+    """model_files with repeats; `seen` holds the models listed already, so that a sub-model attached twice, or a
+    model that names itself, is read once (None: sub-models are not listed)."""
+    if seen is not None:
+        if xml in seen:
+            return []
+        seen.add(xml)
+    xmls = [xml, *_includes(xml, xml.parent, set())]
+    files = list(xmls)
     try:
         import mujoco
 
         files += asset_files(mujoco.MjSpec.from_file(str(xml)), xml.parent)
     except ValueError:
         pass
-    return list(dict.fromkeys(files))
+    for sub_model in _sub_models(xmls) if seen is not None else []:
+        files += _model_files(sub_model, seen)
+    return files
 
 
 def _includes(xml: Path, main_dir: Path, seen: set[Path]) -> list[Path]:
@@ -41,11 +60,11 @@ def _includes(xml: Path, main_dir: Path, seen: set[Path]) -> list[Path]:
     if xml in seen:
         return []
     seen.add(xml)
-    names = _include_names(xml)
+    names = _file_names(xml)
     if names is None:
         return []
     found: list[Path] = []
-    for name in names:
+    for name in names["include"]:
         candidates = [(folder / name).resolve() for folder in (main_dir, xml.parent)]
         path = next((p for p in candidates if p.is_file()), None)
         if path is not None:
@@ -55,18 +74,19 @@ def _includes(xml: Path, main_dir: Path, seen: set[Path]) -> list[Path]:
 
 _SKIPPED = (("<!--", "-->"), ("<![CDATA[", "]]>"), ("<?", "?>"), ("<!", ">"))
 """Comments, character data, processing instructions and declarations: no include hides in them."""
-_MARKUP = re.compile(r"<(?:!|\?|include\b)")
-"""Where a comment, a declaration or an include may start: other elements (and text, which holds no '<') are
-passed over by the regex engine."""
-_INCLUDE = re.compile(r"""<include\b((?:[^>"']|"[^"]*"|'[^']*')*)>""")
-_PATH_MARKUP = re.compile(r"<(?:!|\?|(?:include|compiler|mesh|hfield|skin|texture)\b)")
-_PATH_ELEMENT = re.compile(r"""<(include|compiler|mesh|hfield|skin|texture)\b((?:[^>"']|"[^"]*"|'[^']*')*)>""")
+_MARKUP = re.compile(r"<(?:!|\?|(?:include|model)\b)")
+"""Where a comment, a declaration, an include or a sub-model may start: other elements (and text, which holds no
+'<') are passed over by the regex engine."""
+_INCLUDE = re.compile(r"""<(include|model)\b((?:[^>"']|"[^"]*"|'[^']*')*)>""")
+_PATH_MARKUP = re.compile(r"<(?:!|\?|(?:include|model|compiler|mesh|hfield|skin|texture)\b)")
+_PATH_ELEMENT = re.compile(r"""<(include|model|compiler|mesh|hfield|skin|texture)\b((?:[^>"']|"[^"]*"|'[^']*')*)>""")
 _QUOTES = {"&quot;": '"', "&apos;": "'"}
 _FILE = re.compile(r"""(?:^|\s)file\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 
 
-def _include_names(xml: Path) -> list[str] | None:
-    """The file= of every <include> in `xml`, or None when it cannot be read or is cut short."""
+def _file_names(xml: Path) -> dict[str, list[str]] | None:
+    """The file= of every <include> and every sub-model (<model>) in `xml`, by element, or None when it cannot be
+    read or is cut short."""
     try:
         text = xml.read_bytes().decode("utf-8", errors="replace")
     except OSError:
@@ -74,12 +94,22 @@ def _include_names(xml: Path) -> list[str] | None:
     elements = _elements(text, _MARKUP, _INCLUDE)
     if elements is None:
         return None
-    names: list[str] = []
+    names: dict[str, list[str]] = {"include": [], "model": []}
     for element in elements:
-        found = _FILE.search(element.group(1))
+        found = _FILE.search(element.group(2))
         if found and (name := xml_unescape(found.group(1) or found.group(2), _QUOTES)):
-            names.append(name)
+            names[element.group(1)].append(name)
     return names
+
+
+def _sub_models(xmls: list[Path]) -> list[Path]:
+    """The existing sub-model files that these XML files (a model's main file and its includes) name, each found
+    next to the file that names it."""
+    found: list[Path] = []
+    for xml in xmls:
+        names = _file_names(xml)
+        found += [path for name in (names or {}).get("model", []) if (path := (xml.parent / name).resolve()).is_file()]
+    return found
 
 
 def _elements(text: str, markup: re.Pattern[str], element: re.Pattern[str]) -> list[re.Match[str]] | None:
@@ -113,14 +143,25 @@ _PATH_ATTRIBUTE = re.compile(r"""(\s)(file(?:right|left|up|down|front|back)?|mes
 
 
 def portable_xmls(xml: Path) -> dict[Path, bytes]:
-    """The model's XML files (the main one and its includes) that give a path as absolute, each with those paths
-    made relative to the folder MuJoCo resolves them against: includes and meshdir / texturedir / assetdir to the
-    main XML's folder, mesh, height field and skin files to the mesh folder, texture files to the texture folder.
-    The text is otherwise unchanged. A model MjSpec cannot read is left as it is (compiling it reports why)."""
-    xml = Path(xml).resolve()
+    """The model's XML files (the main one, its includes and its sub-models' XML files) that give a path as
+    absolute, each with those paths made relative to the folder MuJoCo resolves them against: includes and
+    meshdir / texturedir / assetdir to the main XML's folder (a sub-model's to its own), a sub-model to the folder
+    of the file that names it, mesh, height field and skin files to the mesh folder, texture files to the texture
+    folder. The text is otherwise unchanged. A model MjSpec cannot read is left as it is (compiling it reports
+    why)."""
+    return _portable_xmls(Path(xml).resolve(), set())
+
+
+def _portable_xmls(xml: Path, seen: set[Path]) -> dict[Path, bytes]:
+    if xml in seen:
+        return {}
+    seen.add(xml)
     rewritten: dict[Path, bytes] = {}
     folders: tuple[Path, Path] | None = None
-    for path in [xml, *_includes(xml, xml.parent, set())]:
+    xmls = [xml, *_includes(xml, xml.parent, set())]
+    for sub_model in _sub_models(xmls):
+        rewritten.update(_portable_xmls(sub_model, seen))
+    for path in xmls:
         try:
             data = path.read_bytes()
         except OSError:
@@ -132,19 +173,20 @@ def portable_xmls(xml: Path) -> dict[Path, bytes]:
             folders = _asset_folders(xml)
             if folders is None:
                 return {}
-        portable = portable_text(text, xml.parent, *folders)
+        portable = portable_text(text, xml.parent, *folders, own_dir=path.parent)
         if portable != text:
             rewritten[path] = portable.encode("utf-8", errors="surrogateescape")
     return rewritten
 
 
-def portable_text(text: str, model_dir: Path, mesh_dir: Path, texture_dir: Path) -> str:
-    """`text` with every absolute path of an include, a compiler folder or an asset file made relative (see
-    portable_xmls); the folders are absolute and resolved."""
+def portable_text(text: str, model_dir: Path, mesh_dir: Path, texture_dir: Path, own_dir: Path | None = None) -> str:
+    """`text` with every absolute path of an include, a sub-model, a compiler folder or an asset file made relative
+    (see portable_xmls); the folders are absolute and resolved. `own_dir` is the folder of the file the text is
+    from, where its sub-models are found (the model's folder where not given)."""
     elements = _elements(text, _PATH_MARKUP, _PATH_ELEMENT)
     if elements is None:
         return text
-    base = {"include": model_dir, "compiler": model_dir, "texture": texture_dir}
+    base = {"include": model_dir, "model": own_dir or model_dir, "compiler": model_dir, "texture": texture_dir}
     pieces: list[str] = []
     done = 0
     for element in elements:
@@ -159,7 +201,7 @@ def portable_text(text: str, model_dir: Path, mesh_dir: Path, texture_dir: Path)
 def _relative_attribute(attribute: re.Match[str], element: str, folder: Path) -> str:
     name = attribute.group(2)
     is_folder = name in ("meshdir", "texturedir", "assetdir")
-    if is_folder != (element == "compiler") or (element == "include" and name != "file"):
+    if is_folder != (element == "compiler") or (element in ("include", "model") and name != "file"):
         return attribute.group(0)
     quote = '"' if attribute.group(4) is not None else "'"
     value = xml_unescape(attribute.group(4) if attribute.group(4) is not None else attribute.group(5), _QUOTES)
@@ -205,6 +247,42 @@ def asset_files(spec, model_dir: Path) -> list[Path]:
     return [p for p in paths if p.is_file()]
 
 
+def absolutize_sub_model_assets(spec, xml: Path) -> None:
+    """Give each asset a sub-model brought into `spec` (read from `xml`) its file as an absolute path: MjSpec finds
+    it from the sub-model's folder, which the spec's XML (to_xml) does not say, so that XML would look for it in
+    the main model's folders. A sub-model's assets keep its compiler (the main model's keep spec.compiler); each
+    such group is placed in the one sub-model folder where all its files are found, and left as it is where none
+    or several hold them."""
+    folders = list(dict.fromkeys(path.parent for path in _all_sub_models(Path(xml).resolve(), set())))
+    groups: dict[int, tuple[Any, list[tuple[Any, str]]]] = {}
+    for assets, folder_of in ((spec.meshes, "meshdir"), (spec.hfields, "meshdir"), (spec.skins, "meshdir"),
+                              (spec.textures, "texturedir")):
+        for asset in assets:
+            if asset.compiler is not spec.compiler and asset.file and not os.path.isabs(asset.file):
+                groups.setdefault(id(asset.compiler), (asset.compiler, []))[1].append((asset, folder_of))
+    for compiler, members in groups.values():
+        homes = [folder for folder in folders
+                 if all(_asset_path(folder, compiler, *member).is_file() for member in members)]
+        if len(homes) == 1:
+            for asset, folder_of in members:
+                asset.file = str(_asset_path(homes[0], compiler, asset, folder_of))
+
+
+def _asset_path(model_dir: Path, compiler: Any, asset: Any, folder_of: str) -> Path:
+    """Where `asset` lies for a model in `model_dir`: below the compiler's meshdir or texturedir (`folder_of`)."""
+    return (model_dir / (getattr(compiler, folder_of) or "") / asset.file).resolve()
+
+
+def _all_sub_models(xml: Path, seen: set[Path]) -> list[Path]:
+    """Every sub-model `xml` attaches, and theirs, each once."""
+    found: list[Path] = []
+    for sub_model in _sub_models([xml, *_includes(xml, xml.parent, set())]):
+        if sub_model not in seen:
+            seen.add(sub_model)
+            found += [sub_model, *_all_sub_models(sub_model, seen)]
+    return found
+
+
 def absolutize_asset_dirs(spec, model_dir: Path) -> None:
     """Point meshdir and texturedir at absolute folders, so the spec's XML compiles from anywhere."""
     spec.meshdir = str((model_dir / (spec.meshdir or "")).resolve()) + os.sep
@@ -212,10 +290,10 @@ def absolutize_asset_dirs(spec, model_dir: Path) -> None:
 
 
 def model_sha256(xml: Path, portable: bool = True) -> str:
-    """Content hash of a model: its XML files as portable_xmls makes them (without `portable`, as they are, the
-    recipe before absolute paths were made relative), and every other file it reads. A model that reads no other
-    file hashes as its XML's bytes alone."""
-    files = model_files(xml)
+    """Content hash of a model: its XML files as portable_xmls makes them, and every other file it reads. Without
+    `portable`, by the recipe before snapshots: the XML files as they are, and no sub-model's files. A model that
+    reads no other file hashes as its XML's bytes alone."""
+    files = model_files(xml, sub_models=portable)
     rewritten = portable_xmls(files[0]) if portable else {}
 
     def sha256(path: Path) -> str:
@@ -234,7 +312,7 @@ def loaded_sha256(xml: Path, planned: str) -> str:
     found = model_sha256(xml)
     if found == planned:
         return found
-    if (as_is := model_sha256(xml, portable=False)) == planned:  # planned before absolute paths were relative
+    if (as_is := model_sha256(xml, portable=False)) == planned:  # planned before snapshots
         return as_is
     import mujoco
 
