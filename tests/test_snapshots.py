@@ -670,3 +670,180 @@ def test_verify_and_a_policys_env_read_the_snapshot_once_the_users_robot_changed
     done = run_sweep("verify", str(sweep_dir))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 of 1 runs reproduced exactly" in done.stdout
+
+
+SOFT = """<mujoco model="soft">
+  <compiler meshdir="meshes/"/>
+  <worldbody>
+    <flexcomp name="sheet" type="mesh" file="{sheet}" dim="2" radius="0.005" pos="0 0 0.5">
+      <edge equality="true"/>
+    </flexcomp>
+    <include file="parts/block.xml"/>
+  </worldbody>
+</mujoco>
+"""
+"""A model with a flexcomp read from an .obj below its meshdir and, in an include, one read from a .msh."""
+BLOCK = """<mujoco>
+  <flexcomp name="block" type="gmsh" file="{block}" dim="3" radius="0.005" pos="1 0 0.5">
+    <edge equality="true"/>
+  </flexcomp>
+</mujoco>
+"""
+
+
+def _msh(size: float) -> str:
+    """One tetrahedron in gmsh's ASCII format 2.2."""
+    return (f"$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n4\n1 0 0 0\n2 {size} 0 0\n3 0 {size} 0\n4 0 0 {size}\n"
+            "$EndNodes\n$Elements\n1\n1 4 2 0 1 1 2 3 4\n$EndElements\n")
+
+
+def _soft(folder: Path, absolute: bool) -> Path:
+    """SOFT in `folder`: meshes/sheet.obj, parts/block.xml and parts/block.msh beside it, which the include finds next
+    to itself; with `absolute`, both flexcomps name their files by absolute paths."""
+    (folder / "meshes").mkdir(parents=True)
+    (folder / "parts").mkdir()
+    (folder / "meshes" / "sheet.obj").write_text(_tetrahedron(0.1))
+    (folder / "parts" / "block.msh").write_text(_msh(0.1))
+    sheet, block = (folder / "meshes" / "sheet.obj", folder / "parts" / "block.msh") if absolute else \
+        ("sheet.obj", "block.msh")
+    (folder / "parts" / "block.xml").write_text(BLOCK.format(block=block))
+    (folder / "soft.xml").write_text(SOFT.format(sheet=sheet))
+    return folder / "soft.xml"
+
+
+def _same_flexes(before, after) -> None:
+    assert (after.nflex, after.nflexvert, after.nflexelem) == (before.nflex, before.nflexvert, before.nflexelem) != \
+        (0, 0, 0)
+    for field in ("flex_dim", "flex_vertadr", "flex_elem", "flex_vert0", "body_pos", "body_mass"):
+        assert getattr(after, field).tolist() == getattr(before, field).tolist(), field
+
+
+@pytest.mark.parametrize("absolute", [False, True], ids=["relative", "absolute"])
+def test_a_flexcomps_mesh_and_gmsh_files_are_stored_and_the_snapshot_compiles_alone(tmp_path, absolute):
+    """The files a <flexcomp type="mesh"> and, in an include, a <flexcomp type="gmsh"> read are in the model's files
+    and its snapshot; named by absolute paths, they are stored with those paths made relative; with every file of
+    the user's gone, the snapshot, and the files Ray ships of it, compile to the same flexes."""
+    import mujoco
+
+    from mjsweep.launchers.filesync import local_run_dir, pack_model
+
+    xml = _soft(tmp_path / "robot", absolute)
+    before = mujoco.MjModel.from_xml_path(str(xml))
+    assert before.nflex == 2
+    names = ["block.msh", "block.xml", "sheet.obj", "soft.xml"]
+    assert sorted(p.name for p in model_files(xml)) == names
+    assert (portable_xmls(xml) != {}) == absolute
+    variant = Variant("soft", xml, model_sha256(xml))
+    flex_files = [xml.parent / "meshes" / "sheet.obj", xml.parent / "parts" / "block.msh"]
+    assert missing_bytes(tmp_path / "sweep" / "snapshots", [variant]) > sum(p.stat().st_size for p in flex_files)
+    stored = store(tmp_path / "sweep" / "snapshots", variant)
+    assert missing_bytes(tmp_path / "sweep" / "snapshots", [variant]) == 0
+    tree = tmp_path / "sweep" / "snapshots" / "models" / variant.sha256
+    files = model_files(stored)
+    assert sorted(p.name for p in files) == names and all(p.is_relative_to(tree) for p in files)
+    assert not any(str(tmp_path / "robot") in p.read_text() for p in files if p.suffix == ".xml")
+    assert model_sha256(stored) == variant.sha256
+    shipped = pack_model(stored)  # what Ray sends a node that cannot see the sweep folder
+    shutil.rmtree(tmp_path / "robot")
+    _same_flexes(before, mujoco.MjModel.from_xml_path(str(stored)))
+    shutil.rmtree(tmp_path / "sweep")
+    spec = {"run_id": "soft_s0", "xml": str(tmp_path / "elsewhere" / "soft.xml"), "xml_sha256": variant.sha256}
+    on_node = Path(json.loads((local_run_dir(tmp_path / "node", spec, {}, shipped) / "spec.json").read_text())["xml"])
+    _same_flexes(before, mujoco.MjModel.from_xml_path(str(on_node)))
+
+
+def test_an_edit_to_a_flexcomps_file_changes_the_hash_and_leaves_the_stored_model(tmp_path):
+    xml = _soft(tmp_path / "robot", absolute=False)
+    variant = Variant("soft", xml, model_sha256(xml))
+    stored = store(tmp_path / "snapshots", variant)
+    hashes = {variant.sha256}
+    for edited, text in ((tmp_path / "robot" / "meshes" / "sheet.obj", _tetrahedron(0.2)),
+                         (tmp_path / "robot" / "parts" / "block.msh", _msh(0.2))):
+        edited.write_text(text)
+        hashes.add(model_sha256(xml))
+        assert model_sha256(stored) == variant.sha256
+    assert len(hashes) == 3
+
+
+FLEXCOMP = '<flexcomp name="f" type="mesh" file="{}" dim="2" radius="0.005"><edge equality="true"/></flexcomp>'
+"""A flexcomp reading the OBJ file it names."""
+
+
+@pytest.mark.parametrize(("compiler", "where", "name", "present", "read", "decides"), [
+    ('meshdir="meshes"', "main", "t.obj", ["meshes/t.obj", "t.obj"], "meshes/t.obj", None),
+    ('assetdir="assets"', "main", "t.obj", ["assets/t.obj", "t.obj"], "assets/t.obj", None),
+    ('meshdir="meshes"', "parts", "t.obj", ["parts/t.obj", "meshes/t.obj", "parts/meshes/t.obj"], "parts/t.obj", None),
+    ('meshdir="meshes"', "parts", "t.obj", ["parts/t.obj", "t.obj", "meshes/t.obj"], "meshes/t.obj", "t.obj"),
+    ('meshdir="meshes"', "main folder", "t.obj", ["t.obj", "meshes/t.obj"], "meshes/t.obj", "t.obj"),
+    ("", "parts/inner", "t.obj", ["parts/inner/t.obj", "parts/t.obj"], "parts/inner/t.obj", None),
+    ('meshdir="meshes"', "main", "{folder}/far/t.obj", ["meshes/t.obj", "t.obj", "far/t.obj"], "far/t.obj", None),
+    ('meshdir="meshes" strippath="true"', "main", "d/t.obj", ["meshes/t.obj", "d/t.obj"], "meshes/t.obj", None),
+], ids=["main-meshdir", "main-assetdir", "include-own-folder", "include-main-folder-names-it",
+        "include-beside-main-xml", "nested-include", "absolute", "strippath"])
+def test_a_flexcomps_file_is_found_as_mujoco_finds_it(tmp_path, compiler, where, name, present, read, decides):
+    """MuJoCo's rule, checked against MuJoCo with a decoy of another size wherever it might look: in the main XML a
+    relative name lies below the mesh folder (meshdir, else assetdir), never beside the XML; in an include, a name
+    that names no file in the main XML's folder is the include's own neighbour (meshdir does not apply), one that
+    does lies below the mesh folder, and that file in the main XML's folder is listed as it decides; an absolute
+    name is itself; with strippath, only the name's last part counts. Only those files are listed."""
+    import mujoco
+
+    folder = tmp_path / "robot"
+    for index, path in enumerate(present):
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(_tetrahedron(0.1 * (index + 1)))
+    body = FLEXCOMP.format(name.format(folder=folder))
+    if where == "main folder":
+        (folder / "inc.xml").write_text(f"<mujoco>{body}</mujoco>")
+        body = '<include file="inc.xml"/>'
+    elif where == "parts":
+        (folder / "parts" / "inc.xml").write_text(f"<mujoco>{body}</mujoco>")
+        body = '<include file="parts/inc.xml"/>'
+    elif where == "parts/inner":
+        (folder / "parts" / "inc.xml").write_text('<mujoco><include file="inner/inc.xml"/></mujoco>')
+        (folder / "parts" / "inner" / "inc.xml").write_text(f"<mujoco>{body}</mujoco>")
+        body = '<include file="parts/inc.xml"/>'
+    xml = folder / "main.xml"
+    xml.write_text(f"<mujoco><compiler {compiler}/><worldbody>{body}</worldbody></mujoco>")
+    model = mujoco.MjModel.from_xml_path(str(xml))
+    assert model.nflexvert == 4 and max(model.body_pos[1:, 0]) == pytest.approx(0.1 * (present.index(read) + 1))
+    listed = [p for p in model_files(xml) if p.suffix == ".obj"]
+    assert listed == [folder / read, *([folder / decides] if decides else [])]
+
+
+@pytest.mark.parametrize(("include", "name", "present"), [
+    ("parts/deep/block.xml", "{folder}/parts/deep/block.msh", ["parts/deep/block.msh", "meshes/block.msh"]),
+    ("parts/block.xml", "{folder}/meshes/block.msh", ["meshes/block.msh", "block.msh", "parts/block.msh"]),
+    ("block.xml", "block.msh", ["meshes/block.msh", "block.msh"]),
+], ids=["absolute-from-own-folder", "absolute-from-meshdir", "beside-main-xml"])
+def test_an_included_flexcomps_file_is_read_from_the_snapshot_as_from_the_users_files(tmp_path, include, name,
+                                                                                     present):
+    """However an included flexcomp's file is found (its own folder, or the mesh folder because the name names a file
+    beside the main XML too), the snapshot, absolute names made relative, compiles to the same flexes with the
+    user's files gone."""
+    import mujoco
+
+    folder = tmp_path / "robot"
+    for index, path in enumerate(present):
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(_msh(0.1 * (index + 1)))
+    (folder / include).write_text(BLOCK.format(block=name.format(folder=folder)))
+    xml = folder / "soft.xml"
+    xml.write_text(f'<mujoco><compiler meshdir="meshes/"/><worldbody><include file="{include}"/></worldbody>'
+                   "</mujoco>")
+    before = mujoco.MjModel.from_xml_path(str(xml))
+    variant = Variant("soft", xml, model_sha256(xml))
+    stored = store(tmp_path / "snapshots", variant)
+    assert model_sha256(stored) == variant.sha256
+    shutil.rmtree(folder)
+    _same_flexes(before, mujoco.MjModel.from_xml_path(str(stored)))
+
+
+def test_a_run_planned_before_flexcomps_files_were_hashed_still_loads_as_planned(tmp_path):
+    """An earlier release hashed a model without its flexcomps' files: a run it planned loads as planned while the
+    files are unchanged, and the model hashes anew (new run ids) by today's recipe."""
+    xml = _soft(tmp_path / "robot", absolute=False)
+    planned_then = model_sha256(xml, portable=False)
+    assert [p.name for p in model_files(xml, before_snapshots=True)] == ["soft.xml", "block.xml"]
+    assert planned_then != model_sha256(xml)
+    assert loaded_sha256(xml, planned_then) == planned_then

@@ -9,6 +9,13 @@ A sub-model (`<asset><model file=...>`, attached with `<attach model=...>`) is f
 names it (the main one or an include; neither meshdir nor assetdir applies) and is read as a model of its own:
 its includes, meshdir and assets resolve against its folder.
 
+The file of a `<flexcomp type="mesh" | "gmsh" file=...>` is read while the XML is parsed, and MjSpec keeps no
+record of it (its points and elements become a flex), so it is found from the XML text by MuJoCo's rule: in the main
+XML a relative name lies below the mesh folder (meshdir, else assetdir); in an included file (wherever it lies), a
+relative name that names no file in the main XML's folder is taken from the included file's own folder, and one that
+does lies below the mesh folder, so that file in the main XML's folder decides where MuJoCo looks and is listed too;
+with strippath, only the name's last part counts, below the mesh folder.
+
 A path the XML gives as absolute is hashed, and stored in a sweep's snapshot, as the relative path to the
 same file (`portable_xmls`): a copy of the model's files laid out as they lie then reads only its own files.
 """
@@ -18,25 +25,26 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import unescape as xml_unescape
 
 
-def model_files(xml: Path, sub_models: bool = True) -> list[Path]:
+def model_files(xml: Path, before_snapshots: bool = False) -> list[Path]:
     """The XML first, then every existing file it includes or loads, each once, in a stable order: its includes,
-    its assets, then each sub-model's files (without `sub_models`, none of those: the list before they were
-    covered).
+    its assets, its flexcomps' files, then each sub-model's files (with `before_snapshots`, the list before
+    snapshots: neither sub-models' nor flexcomps' files).
 
     A file that does not parse contributes only itself: compiling it reports the error later.
     """
-    return list(dict.fromkeys(_model_files(Path(xml).resolve(), set() if sub_models else None)))
+    return list(dict.fromkeys(_model_files(Path(xml).resolve(), None if before_snapshots else set())))
 
 
 def _model_files(xml: Path, seen: set[Path] | None) -> list[Path]:
     """model_files with repeats; `seen` holds the models listed already, so that a sub-model attached twice, or a
-    model that names itself, is read once (None: sub-models are not listed)."""
+    model that names itself, is read once (None: the list before snapshots, without sub-models and flexcomps)."""
     if seen is not None:
         if xml in seen:
             return []
@@ -46,7 +54,9 @@ def _model_files(xml: Path, seen: set[Path] | None) -> list[Path]:
     try:
         import mujoco
 
-        files += asset_files(mujoco.MjSpec.from_file(str(xml)), xml.parent)
+        spec = mujoco.MjSpec.from_file(str(xml))
+        files += asset_files(spec, xml.parent)
+        files += _flexcomp_files(spec, xmls) if seen is not None else []
     except ValueError:
         pass
     for sub_model in _sub_models(xmls) if seen is not None else []:
@@ -78,8 +88,9 @@ _MARKUP = re.compile(r"<(?:!|\?|(?:include|model)\b)")
 """Where a comment, a declaration, an include or a sub-model may start: other elements (and text, which holds no
 '<') are passed over by the regex engine."""
 _INCLUDE = re.compile(r"""<(include|model)\b((?:[^>"']|"[^"]*"|'[^']*')*)>""")
-_PATH_MARKUP = re.compile(r"<(?:!|\?|(?:include|model|compiler|mesh|hfield|skin|texture)\b)")
-_PATH_ELEMENT = re.compile(r"""<(include|model|compiler|mesh|hfield|skin|texture)\b((?:[^>"']|"[^"]*"|'[^']*')*)>""")
+_PATH_MARKUP = re.compile(r"<(?:!|\?|(?:include|model|compiler|mesh|hfield|skin|texture|flexcomp)\b)")
+_PATH_ELEMENT = re.compile(r"""<(include|model|compiler|mesh|hfield|skin|texture|flexcomp)\b"""
+                           r"""((?:[^>"']|"[^"]*"|'[^']*')*)>""")
 _QUOTES = {"&quot;": '"', "&apos;": "'"}
 _FILE = re.compile(r"""(?:^|\s)file\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 
@@ -100,6 +111,47 @@ def _file_names(xml: Path) -> dict[str, list[str]] | None:
         if found and (name := xml_unescape(found.group(1) or found.group(2), _QUOTES)):
             names[element.group(1)].append(name)
     return names
+
+
+_FLEXCOMP_MARKUP = re.compile(r"<(?:!|\?|flexcomp\b)")
+_FLEXCOMP = re.compile(r"""<(flexcomp)\b((?:[^>"']|"[^"]*"|'[^']*')*)>""")
+_TYPE = re.compile(r"""(?:^|\s)type\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+
+
+def _flexcomp_files(spec, xmls: list[Path]) -> list[Path]:
+    """Existing files the flexcomps of these XML files (a model's main file first, then its includes) read: those of
+    type mesh or gmsh, found as the module's docstring says."""
+    model_dir = xmls[0].parent
+    mesh_dir = model_dir / (spec.meshdir or "")
+    found: list[Path] = []
+    for xml in xmls:
+        try:
+            text = xml.read_bytes().decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        for element in _elements(text, _FLEXCOMP_MARKUP, _FLEXCOMP) or []:
+            kind, name = (_attribute(pattern, element.group(2)) for pattern in (_TYPE, _FILE))
+            if kind not in ("mesh", "gmsh") or not name:
+                continue
+            if spec.strippath:
+                found.append(mesh_dir / os.path.basename(name))
+            elif xml == xmls[0]:
+                found.append(mesh_dir / name)
+            elif os.path.isabs(name):
+                # its portable form is named from the mesh folder where that name names a file in the main XML's
+                # folder (_flexcomp_folder): that file decides where MuJoCo looks, so a snapshot holds it too
+                found += [Path(name), model_dir / os.path.relpath(Path(name).resolve(), mesh_dir.resolve())]
+            elif (model_dir / name).exists():
+                found += [mesh_dir / name, model_dir / name]  # the file in the main XML's folder decides, as above
+            else:
+                found.append(xml.parent / name)
+    return [path for path in (p.resolve() for p in found) if path.is_file()]
+
+
+def _attribute(pattern: re.Pattern[str], attributes: str) -> str | None:
+    """The value of the attribute `pattern` finds in a start tag's attributes, unescaped, or None."""
+    found = pattern.search(attributes)
+    return xml_unescape(found.group(1) or found.group(2), _QUOTES) if found else None
 
 
 def _sub_models(xmls: list[Path]) -> list[Path]:
@@ -147,7 +199,8 @@ def portable_xmls(xml: Path) -> dict[Path, bytes]:
     absolute, each with those paths made relative to the folder MuJoCo resolves them against: includes and
     meshdir / texturedir / assetdir to the main XML's folder (a sub-model's to its own), a sub-model to the folder
     of the file that names it, mesh, height field and skin files to the mesh folder, texture files to the texture
-    folder. The text is otherwise unchanged. A model MjSpec cannot read is left as it is (compiling it reports
+    folder, a flexcomp's file to the mesh folder (in an include, to the folder MuJoCo looks in, _flexcomp_folder).
+    The text is otherwise unchanged. A model MjSpec cannot read is left as it is (compiling it reports
     why)."""
     return _portable_xmls(Path(xml).resolve(), set())
 
@@ -173,16 +226,18 @@ def _portable_xmls(xml: Path, seen: set[Path]) -> dict[Path, bytes]:
             folders = _asset_folders(xml)
             if folders is None:
                 return {}
-        portable = portable_text(text, xml.parent, *folders, own_dir=path.parent)
+        portable = portable_text(text, xml.parent, *folders, own_dir=path.parent, included=path != xml)
         if portable != text:
             rewritten[path] = portable.encode("utf-8", errors="surrogateescape")
     return rewritten
 
 
-def portable_text(text: str, model_dir: Path, mesh_dir: Path, texture_dir: Path, own_dir: Path | None = None) -> str:
-    """`text` with every absolute path of an include, a sub-model, a compiler folder or an asset file made relative
-    (see portable_xmls); the folders are absolute and resolved. `own_dir` is the folder of the file the text is
-    from, where its sub-models are found (the model's folder where not given)."""
+def portable_text(text: str, model_dir: Path, mesh_dir: Path, texture_dir: Path, own_dir: Path | None = None,
+                  included: bool = False) -> str:
+    """`text` with every absolute path of an include, a sub-model, a compiler folder, an asset file or a flexcomp's
+    file made relative (see portable_xmls); the folders are absolute and resolved. `own_dir` is the folder of the
+    file the text is from, where its sub-models are found (the model's folder where not given); `included`: the text
+    is an included file's, whose flexcomps' files MuJoCo looks for as the module's docstring says."""
     elements = _elements(text, _PATH_MARKUP, _PATH_ELEMENT)
     if elements is None:
         return text
@@ -191,14 +246,23 @@ def portable_text(text: str, model_dir: Path, mesh_dir: Path, texture_dir: Path,
     done = 0
     for element in elements:
         name = element.group(1)
-        attributes = _PATH_ATTRIBUTE.sub(partial(_relative_attribute, element=name, folder=base.get(name, mesh_dir)),
-                                         element.group(2))
+        folder: Path | Callable[[Path], Path] = base.get(name, mesh_dir)
+        if name == "flexcomp" and included:
+            folder = partial(_flexcomp_folder, model_dir=model_dir, mesh_dir=mesh_dir, own_dir=own_dir or model_dir)
+        attributes = _PATH_ATTRIBUTE.sub(partial(_relative_attribute, element=name, folder=folder), element.group(2))
         pieces += [text[done:element.start(2)], attributes]
         done = element.end(2)
     return "".join([*pieces, text[done:]])
 
 
-def _relative_attribute(attribute: re.Match[str], element: str, folder: Path) -> str:
+def _flexcomp_folder(path: Path, model_dir: Path, mesh_dir: Path, own_dir: Path) -> Path:
+    """The folder a flexcomp's file in an included file is named relative to: the mesh folder where that name names
+    a file in the main XML's folder too (MuJoCo then looks below the mesh folder; model_files lists that file),
+    else the included file's own folder, where MuJoCo then looks."""
+    return mesh_dir if (model_dir / os.path.relpath(path, mesh_dir)).exists() else own_dir
+
+
+def _relative_attribute(attribute: re.Match[str], element: str, folder: Path | Callable[[Path], Path]) -> str:
     name = attribute.group(2)
     is_folder = name in ("meshdir", "texturedir", "assetdir")
     if is_folder != (element == "compiler") or (element in ("include", "model") and name != "file"):
@@ -207,7 +271,8 @@ def _relative_attribute(attribute: re.Match[str], element: str, folder: Path) ->
     value = xml_unescape(attribute.group(4) if attribute.group(4) is not None else attribute.group(5), _QUOTES)
     if not os.path.isabs(value):
         return attribute.group(0)
-    relative = os.path.relpath(Path(value).resolve(), folder)
+    path = Path(value).resolve()
+    relative = os.path.relpath(path, folder if isinstance(folder, Path) else folder(path))
     if is_folder and value.endswith(("/", os.sep)):
         relative += "/"
     escaped = relative.replace("&", "&amp;").replace("<", "&lt;").replace(quote, "&quot;" if quote == '"' else "&apos;")
@@ -291,9 +356,9 @@ def absolutize_asset_dirs(spec, model_dir: Path) -> None:
 
 def model_sha256(xml: Path, portable: bool = True) -> str:
     """Content hash of a model: its XML files as portable_xmls makes them, and every other file it reads. Without
-    `portable`, by the recipe before snapshots: the XML files as they are, and no sub-model's files. A model that
-    reads no other file hashes as its XML's bytes alone."""
-    files = model_files(xml, sub_models=portable)
+    `portable`, by the recipe before snapshots: the XML files as they are, and no sub-model's or flexcomp's files.
+    A model that reads no other file hashes as its XML's bytes alone."""
+    files = model_files(xml, before_snapshots=not portable)
     rewritten = portable_xmls(files[0]) if portable else {}
 
     def sha256(path: Path) -> str:
