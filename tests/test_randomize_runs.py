@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from helpers.commands import launcher_output, run_dirs, run_sweep, start_sweep, status_of, wait_for, write_spec
+from helpers.exact_runs import ALGOS, assert_same_run, stopped_and_resumed, uninterrupted
 from helpers.models import ANYMAL_XML, TINY_XML
 from mjsweep.engine.sweep import prepare
 from mjsweep.results import experiments
@@ -22,7 +23,6 @@ from mjsweep.robots.randomized_env import RandomizedEnv, next_episodes
 from mjsweep.spec.randomspec import RandomizedEdit
 from mjsweep.sweepdir.files import read_lines
 from mjsweep.sweepdir.models import DrawRecord
-from test_exact_resume import ALGOS, assert_same_run, stopped_and_resumed, uninterrupted
 
 FIELD_EDITS = [{"mass": {"body": "torso", "factor": {"uniform": [0.7, 1.4]}}},
                {"friction": {"body": "front_leg", "value": {"choice": [0.5, 0.9, 1.3]}}, "per": "env"},
