@@ -202,3 +202,32 @@ def test_the_probe_draws_as_training_does_and_refuses_an_env_without_mujoco():
     with pytest.raises(EnvBuildError, match="randomize needs an env that simulates with MuJoCo "
                                             r"\(PlainEnv has no MjModel and MjData"):
         probe_env("helpers.plain_env:PlainEnv", TINY_XML, {}, randomize=edits)
+
+
+def _env_layers(venv) -> list[type]:
+    """The gymnasium wrappers of the first env of the worker's vec env, outermost first, then the env."""
+    while not hasattr(venv, "envs"):
+        venv = venv.venv
+    env, layers = venv.envs[0], []
+    while isinstance(env, gymnasium.Wrapper):
+        layers.append(type(env))
+        env = env.env
+    return [*layers, type(env)]
+
+
+@pytest.mark.parametrize("edits", [[], FIELD_EDITS], ids=["nominal", "randomized"])
+def test_only_a_randomized_variant_trains_through_the_randomized_wrapper(tmp_path, tiny_spec, edits):
+    from mjsweep.engine.sweep import write_run_dir
+    from mjsweep.sweepdir.files import RunDir
+    from mjsweep.worker.train_envs import make_vec_env
+
+    run = prepare(write_spec(tmp_path, randomized(tiny_spec, edits)), check_envs=False).runs[0]
+    run_dir = RunDir(tmp_path / "run")
+    write_run_dir(run_dir, run, None)
+    venv = make_vec_env(run, run_dir, None)
+    venv.reset()
+    venv.step(np.zeros((1, 2)))
+    layers = _env_layers(venv)
+    venv.close()
+    assert (RandomizedEnv in layers) == bool(edits), layers
+    assert run_dir.draws_jsonl.exists() == bool(edits)  # a nominal run draws nothing and records nothing
