@@ -71,7 +71,7 @@ def test_relative_paths_resolve_against_the_spec_folder(tmp_path):
     (GOOD.replace("total_timesteps: 256", "total_timesteps: lots"),
      "spec.yaml:7: total_timesteps: Input should be a valid integer"),
     (GOOD.replace("eval: {episodes: 1}", "eval: {episodes: 1, evrey: 3}"),
-     "spec.yaml:9: eval.evrey: unknown key (allowed: every, episodes, deterministic)"),
+     "spec.yaml:9: eval.evrey: unknown key (allowed: every, episodes, deterministic, physics)"),
     (GOOD.replace(f"{{name: a, xml: {TINY_XML}}}", f"{{name: a, xml: {TINY_XML}, normalize: {{clip: 5}}}}"),
      "spec.yaml:5: variants[0].normalize.clip: unknown key (allowed: norm_obs, norm_reward, clip_obs, clip_reward,"),
     (GOOD.replace("name: demo\n", ""), "spec.yaml:1: name: required key is missing"),

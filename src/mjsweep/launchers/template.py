@@ -27,7 +27,8 @@ PRELOADED = ("numpy", "torch", "torch._dynamo", "gymnasium", "gymnasium.envs.muj
              "mjsweep.sweepdir.files", "mjsweep.sweepdir.csvfiles", "mjsweep.sweepdir.models",
              "mjsweep.worker.tracking", "mjsweep.worker.checkpoints", "mjsweep.worker.train_envs",
              "mjsweep.worker.evaluation", "mjsweep.worker.model", "mjsweep.worker.iterations", "mjsweep.worker.main",
-             "mjsweep.worker.resume", "mjsweep.worker.reevaluation", "torch.utils.serialization",
+             "mjsweep.worker.resume", "mjsweep.worker.reevaluation", "mjsweep.worker.physics_eval",
+             "torch.utils.serialization",
              "torch.profiler._cupti_monitor")
 """What the worker imports in a run. torch._dynamo is the largest: torch imports it lazily when the first
 optimizer is built; torch.save and torch.load import the last two. tests/test_template.py checks that a
