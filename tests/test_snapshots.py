@@ -147,6 +147,20 @@ def _result(run_dir: Path) -> dict:
     return json.loads((run_dir / "result.json").read_text())
 
 
+def _run_editing_once_started(spec: Path, sweep_dir: Path, slots: int, edit) -> None:
+    """`sweep run` of `spec` on `slots` at once, `edit()` called once the first seed is running; it must end
+    with exit 0."""
+    launcher = start_sweep(spec, "--workers", str(slots), "--start", "exec")
+    try:
+        wait_for(lambda: any(status_of(d).get("state") == "running" for d in run_dirs(sweep_dir)),
+                 "the first seed to start")
+        edit()
+        assert launcher.wait(timeout=600) == 0
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("included", "slots"), [(False, 1), (True, 1), (False, 2)],
                          ids=["xml-1-slot", "include-1-slot", "xml-2-slots"])
@@ -159,15 +173,7 @@ def test_an_edit_while_the_sweep_runs_changes_nothing_for_the_runs_planned(tmp_p
     tiny_spec.update(seeds=3, variants=[{"name": "walker", "xml": str(xml)}])
     spec = write_spec(tmp_path, tiny_spec)
     sweep_dir = tmp_path / "runs" / "tiny"
-    launcher = start_sweep(spec, "--workers", str(slots), "--start", "exec")
-    try:
-        wait_for(lambda: any(status_of(d).get("state") == "running" for d in run_dirs(sweep_dir)),
-                 "the first seed to start")
-        _add_knee(xml, included)
-        assert launcher.wait(timeout=600) == 0
-    finally:
-        if launcher.poll() is None:
-            launcher.kill()
+    _run_editing_once_started(spec, sweep_dir, slots, lambda: _add_knee(xml, included))
     edited = model_sha256(xml)
     assert edited != planned
     first = run_dirs(sweep_dir)
@@ -202,18 +208,13 @@ def test_an_edit_to_a_file_named_by_an_absolute_path_changes_nothing_for_the_run
     tiny_spec.update(seeds=3, variants=[{"name": "walker", "xml": str(xml)}])
     spec = write_spec(tmp_path, tiny_spec)
     sweep_dir = tmp_path / "runs" / "tiny"
-    launcher = start_sweep(spec, "--workers", "1", "--start", "exec")
-    try:
-        wait_for(lambda: any(status_of(d).get("state") == "running" for d in run_dirs(sweep_dir)),
-                 "the first seed to start")
+    def edit() -> None:
         if edited == "include":
             _add_knee_to(parts / "front_leg.xml")
         else:
             (parts / "bump.obj").write_text(_tetrahedron(0.08))
-        assert launcher.wait(timeout=600) == 0
-    finally:
-        if launcher.poll() is None:
-            launcher.kill()
+
+    _run_editing_once_started(spec, sweep_dir, 1, edit)
     edited_sha256 = model_sha256(xml)
     assert edited_sha256 != planned
     first = run_dirs(sweep_dir)
